@@ -1,0 +1,62 @@
+//! The one error type of the core. `code()` names are stable: the JS binding
+//! exposes them as `err.code`.
+
+use std::fmt;
+
+use crate::LeaseId;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The lease does not exist, or its deadline has passed.
+    LeaseNotFound(LeaseId),
+    /// `grant` with an explicit id that a live lease already has.
+    LeaseExists(LeaseId),
+    /// `grant` with a TTL above [`crate::MAX_LEASE_TTL`] seconds.
+    LeaseTtlTooLarge(i64),
+    /// `renew` on a standby (demoted) lessor.
+    NotPrimary,
+    /// Input outside what the API accepts (limits, empty key, bad time...).
+    InvalidArgument(String),
+    /// The host's storage refused the write; nothing changed.
+    StorageFailed(String),
+    /// A stored entry could not be read back during restore.
+    CorruptEntry { key: String, reason: String },
+}
+
+impl Error {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::LeaseNotFound(_) => "LeaseNotFound",
+            Error::LeaseExists(_) => "LeaseExists",
+            Error::LeaseTtlTooLarge(_) => "LeaseTtlTooLarge",
+            Error::NotPrimary => "NotPrimary",
+            Error::InvalidArgument(_) => "InvalidArgument",
+            Error::StorageFailed(_) => "StorageFailed",
+            Error::CorruptEntry { .. } => "CorruptEntry",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::LeaseNotFound(id) => write!(f, "lease {:016x} not found", *id as u64),
+            Error::LeaseExists(id) => write!(f, "lease {:016x} already exists", *id as u64),
+            Error::LeaseTtlTooLarge(ttl) => write!(
+                f,
+                "lease TTL {ttl}s is too large (at most {}s)",
+                crate::MAX_LEASE_TTL
+            ),
+            Error::NotPrimary => write!(f, "not a primary lessor"),
+            Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            Error::StorageFailed(why) => write!(f, "storage write failed: {why}"),
+            Error::CorruptEntry { key, reason } => {
+                write!(f, "stored entry {key:?} is corrupt: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

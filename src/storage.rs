@@ -1,0 +1,322 @@
+//! What the lessor hands to the host's storage, and how it reads it back.
+//!
+//! Every committed operation becomes one [`Batch`] of plain key/value puts and
+//! deletes, so any key-value store can apply it atomically. Layout, version 1
+//! (all keys are ASCII, values are bytes):
+//!
+//! | key | value |
+//! | --- | --- |
+//! | `v1/revision` | the store revision, decimal |
+//! | `v1/lease/<16 hex digits>` | `ttl=<s> deadline=<epoch ms or none> remaining=<ms>` |
+//! | `v1/key/<percent-encoded key>` | `create=<rev> mod=<rev> version=<n> lease=<16 hex> text=<0/1>` `\n` then the value bytes |
+//!
+//! A lease's keys are not listed in its record: they are found from the keys'
+//! own `lease=` fields on restore, as etcd recovers its item sets.
+
+use crate::error::{Error, Result};
+use crate::keyspace::Entry;
+use crate::LeaseId;
+
+pub const REVISION_KEY: &str = "v1/revision";
+const LEASE_PREFIX: &str = "v1/lease/";
+const KEY_PREFIX: &str = "v1/key/";
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Batch {
+    pub put: Vec<(String, Vec<u8>)>,
+    pub delete: Vec<String>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.put.is_empty() && self.delete.is_empty()
+    }
+}
+
+/// The host's store. A write must be all-or-nothing: either the whole batch
+/// is durable (or queued in order, for async stores) or an error is returned.
+pub trait Storage {
+    fn write(&mut self, batch: &Batch) -> std::result::Result<(), String>;
+}
+
+/// What a lease record holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredLease {
+    pub ttl: i64,
+    /// None while the lease had no deadline (a standby lessor).
+    pub deadline: Option<i64>,
+    /// Checkpointed remaining time in ms, 0 if none.
+    pub remaining: i64,
+}
+
+/// Everything decoded from a store.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub revision: i64,
+    pub leases: Vec<(LeaseId, StoredLease)>,
+    pub keys: Vec<(Vec<u8>, Entry)>,
+}
+
+pub fn lease_key(id: LeaseId) -> String {
+    format!("{LEASE_PREFIX}{:016x}", id as u64)
+}
+
+pub fn encode_lease(l: &StoredLease) -> Vec<u8> {
+    let deadline = match l.deadline {
+        Some(d) => d.to_string(),
+        None => "none".to_string(),
+    };
+    format!(
+        "ttl={} deadline={deadline} remaining={}",
+        l.ttl, l.remaining
+    )
+    .into_bytes()
+}
+
+pub fn encode_revision(rev: i64) -> Vec<u8> {
+    rev.to_string().into_bytes()
+}
+
+/// Bytes that stay readable in a stored key; everything else is %XX.
+fn plain(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/' | b':' | b'@')
+}
+
+pub fn key_key(key: &[u8]) -> String {
+    let mut s = String::with_capacity(KEY_PREFIX.len() + key.len());
+    s.push_str(KEY_PREFIX);
+    for &b in key {
+        if plain(b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
+pub fn encode_entry(e: &Entry) -> Vec<u8> {
+    let mut v = format!(
+        "create={} mod={} version={} lease={:016x} text={}\n",
+        e.create_revision, e.mod_revision, e.version, e.lease as u64, e.text as u8
+    )
+    .into_bytes();
+    v.extend_from_slice(&e.value);
+    v
+}
+
+fn corrupt(key: &str, reason: impl Into<String>) -> Error {
+    Error::CorruptEntry {
+        key: key.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn parse_hex_id(key: &str, s: &str) -> Result<LeaseId> {
+    if s.len() != 16 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(corrupt(key, format!("lease id {s:?} is not 16 hex digits")));
+    }
+    u64::from_str_radix(s, 16)
+        .map(|v| v as i64)
+        .map_err(|e| corrupt(key, e.to_string()))
+}
+
+fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .ok_or_else(|| corrupt(key, "truncated %-escape"))?;
+            let v = u8::from_str_radix(hex, 16).map_err(|_| corrupt(key, "bad %-escape"))?;
+            out.push(v);
+            i += 3;
+        } else if plain(b[i]) {
+            out.push(b[i]);
+            i += 1;
+        } else {
+            return Err(corrupt(key, "unescaped byte in key name"));
+        }
+    }
+    if out.is_empty() {
+        return Err(corrupt(key, "empty key name"));
+    }
+    Ok(out)
+}
+
+/// Splits `a=1 b=2` into its values, in the order of `names`, exactly.
+fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Result<[&'a str; N]> {
+    let mut out = [""; N];
+    let mut parts = text.split(' ');
+    for (i, name) in names.iter().enumerate() {
+        let part = parts
+            .next()
+            .ok_or_else(|| corrupt(key, format!("missing field {name}")))?;
+        out[i] = part
+            .strip_prefix(name)
+            .and_then(|r| r.strip_prefix('='))
+            .ok_or_else(|| corrupt(key, format!("expected field {name}, found {part:?}")))?;
+    }
+    if parts.next().is_some() {
+        return Err(corrupt(key, "unexpected trailing fields"));
+    }
+    Ok(out)
+}
+
+fn num(key: &str, name: &str, s: &str) -> Result<i64> {
+    s.parse::<i64>()
+        .map_err(|_| corrupt(key, format!("field {name}={s:?} is not an integer")))
+}
+
+fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {
+    std::str::from_utf8(v).map_err(|_| corrupt(key, "not UTF-8"))
+}
+
+/// Reads a whole store back. Every entry must be one this version wrote.
+pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
+    entries: impl IntoIterator<Item = (K, V)>,
+) -> Result<Snapshot> {
+    let mut snap = Snapshot::default();
+    let mut have_revision = false;
+    for (k, v) in entries {
+        let (key, value) = (k.as_ref(), v.as_ref());
+        if key == REVISION_KEY {
+            snap.revision = num(key, "revision", utf8(key, value)?)?;
+            if snap.revision < 1 {
+                return Err(corrupt(key, "revision below 1"));
+            }
+            have_revision = true;
+        } else if let Some(hex) = key.strip_prefix(LEASE_PREFIX) {
+            let id = parse_hex_id(key, hex)?;
+            if id == 0 {
+                return Err(corrupt(key, "lease id 0 is reserved"));
+            }
+            let [ttl, deadline, remaining] =
+                fields(key, utf8(key, value)?, ["ttl", "deadline", "remaining"])?;
+            let deadline = match deadline {
+                "none" => None,
+                d => Some(num(key, "deadline", d)?),
+            };
+            let lease = StoredLease {
+                ttl: num(key, "ttl", ttl)?,
+                deadline,
+                remaining: num(key, "remaining", remaining)?,
+            };
+            if lease.ttl < 1 || lease.ttl > crate::MAX_LEASE_TTL || lease.remaining < 0 {
+                return Err(corrupt(key, "ttl or remaining out of range"));
+            }
+            snap.leases.push((id, lease));
+        } else if let Some(name) = key.strip_prefix(KEY_PREFIX) {
+            let name = decode_key_name(key, name)?;
+            let nl = value
+                .iter()
+                .position(|&b| b == b'\n')
+                .ok_or_else(|| corrupt(key, "missing header line"))?;
+            let header = utf8(key, &value[..nl])?;
+            let [c, m, ver, lease, text] =
+                fields(key, header, ["create", "mod", "version", "lease", "text"])?;
+            let text = match text {
+                "0" => false,
+                "1" => true,
+                _ => return Err(corrupt(key, "text must be 0 or 1")),
+            };
+            let entry = Entry {
+                value: value[nl + 1..].into(),
+                text,
+                create_revision: num(key, "create", c)?,
+                mod_revision: num(key, "mod", m)?,
+                version: num(key, "version", ver)?,
+                lease: parse_hex_id(key, lease)?,
+            };
+            if entry.create_revision < 2
+                || entry.mod_revision < entry.create_revision
+                || entry.version < 1
+            {
+                return Err(corrupt(key, "revisions or version out of range"));
+            }
+            if text && std::str::from_utf8(&entry.value).is_err() {
+                return Err(corrupt(key, "text value is not UTF-8"));
+            }
+            snap.keys.push((name, entry));
+        } else {
+            return Err(corrupt(key, "unknown entry (not written by edge-lease v1)"));
+        }
+    }
+    // Grants write no revision, but every key change does.
+    if !have_revision && !snap.keys.is_empty() {
+        return Err(corrupt(REVISION_KEY, "missing"));
+    }
+    if !have_revision {
+        snap.revision = 1;
+    }
+    Ok(snap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip() {
+        let e = Entry {
+            value: b"a\nb\xff".to_vec().into(),
+            text: false,
+            create_revision: 2,
+            mod_revision: 9,
+            version: 3,
+            lease: -1,
+        };
+        let l = StoredLease {
+            ttl: 10,
+            deadline: Some(1_700_000_000_000),
+            remaining: 0,
+        };
+        let key = b"svc/a b%\x00".to_vec();
+        let kk = key_key(&key);
+        assert_eq!(kk, "v1/key/svc/a%20b%25%00");
+        let snap = decode([
+            (REVISION_KEY.to_string(), encode_revision(9)),
+            (lease_key(-1), encode_lease(&l)),
+            (kk, encode_entry(&e)),
+        ])
+        .unwrap();
+        assert_eq!(snap.revision, 9);
+        assert_eq!(snap.leases, vec![(-1, l)]);
+        assert_eq!(snap.keys, vec![(key, e)]);
+        assert_eq!(lease_key(-1), "v1/lease/ffffffffffffffff");
+    }
+
+    #[test]
+    fn bad_entries_name_the_entry() {
+        let cases: Vec<(&str, &[u8])> = vec![
+            ("v1/lease/xyz", b"ttl=1 deadline=none remaining=0"),
+            ("v1/lease/0000000000000001", b"ttl=1 deadline=none"),
+            (
+                "v1/lease/0000000000000001",
+                b"ttl=0 deadline=none remaining=0",
+            ),
+            (
+                "v1/key/a",
+                b"create=2 mod=2 version=1 lease=0000000000000000 text=0",
+            ),
+            (
+                "v1/key/a%Z1",
+                b"create=2 mod=2 version=1 lease=0000000000000000 text=0\n",
+            ),
+            (
+                "v1/key/a",
+                b"create=2 mod=1 version=1 lease=0000000000000000 text=0\n",
+            ),
+            ("v1/revision", b"-4"),
+            ("other", b""),
+        ];
+        for (k, v) in cases {
+            match decode([(k, v)]) {
+                Err(Error::CorruptEntry { key, .. }) => assert_eq!(key, k),
+                other => panic!("{k}: expected CorruptEntry, got {other:?}"),
+            }
+        }
+    }
+}

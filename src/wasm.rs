@@ -1,0 +1,409 @@
+//! The JavaScript binding: translates between the core and JS, nothing more.
+//! Input checking, defaults, hex ids, timers and events live in the JS
+//! wrapper (`js/`), which is the only caller of this class.
+//!
+//! Hot paths return scalars and leave extra results in a small `scratch`
+//! array of f64 that JS reads through a view on wasm memory, so that no JS
+//! object is built per call. Lease ids cross as two u32 halves.
+
+use js_sys::{Array, Float64Array, Function, Object, Reflect, Uint32Array, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::storage::Batch;
+use crate::{Config, Entry, Error, LeaseId, Lessor, PutOptions, Revoked, Storage};
+
+/// Host time: the wrapper has already checked it is a finite number.
+fn ms(now: f64) -> i64 {
+    now as i64
+}
+
+fn id_of(hi: u32, lo: u32) -> LeaseId {
+    (((hi as u64) << 32) | lo as u64) as i64
+}
+
+fn hi(id: LeaseId) -> f64 {
+    ((id as u64) >> 32) as f64
+}
+
+fn lo(id: LeaseId) -> f64 {
+    (id as u64 & 0xffff_ffff) as f64
+}
+
+fn js_error(e: &Error) -> JsValue {
+    let err = js_sys::Error::new(&e.to_string());
+    let _ = Reflect::set(&err, &"code".into(), &e.code().into());
+    if let Error::CorruptEntry { key, .. } = e {
+        let _ = Reflect::set(&err, &"entry".into(), &key.as_str().into());
+    }
+    err.into()
+}
+
+fn key_str(k: &[u8]) -> JsValue {
+    // Keys only ever arrive from JS as strings, so they are UTF-8.
+    JsValue::from_str(&String::from_utf8_lossy(k))
+}
+
+fn value_js(e: &Entry) -> JsValue {
+    if e.text {
+        JsValue::from_str(std::str::from_utf8(&e.value).unwrap_or_default())
+    } else {
+        Uint8Array::from(&e.value[..]).into()
+    }
+}
+
+fn keys_js(keys: &[Box<[u8]>]) -> Array {
+    keys.iter().map(|k| key_str(k)).collect()
+}
+
+/// [hi, lo, revision, keys] for one revoked or expired lease.
+fn revoked_js(r: &Revoked) -> Array {
+    Array::of4(
+        &hi(r.id).into(),
+        &lo(r.id).into(),
+        &(r.revision as f64).into(),
+        &keys_js(&r.keys),
+    )
+}
+
+fn config(min_ttl: f64, revoke_rate: f64, max_key: f64, max_value: f64, max_keys: f64) -> Config {
+    Config {
+        min_ttl: min_ttl as i64,
+        revoke_rate: revoke_rate as u32,
+        max_key_bytes: max_key as usize,
+        max_value_bytes: max_value as usize,
+        max_keys_per_lease: max_keys as usize,
+    }
+}
+
+/// Calls the wrapper's write function with `{ put: [[key, Uint8Array]], delete: [key] }`.
+/// A throw fails the operation; promises are the wrapper's business.
+struct JsStorage(Function);
+
+impl Storage for JsStorage {
+    fn write(&mut self, batch: &Batch) -> Result<(), String> {
+        let put: Array = batch
+            .put
+            .iter()
+            .map(|(k, v)| Array::of2(&k.as_str().into(), &Uint8Array::from(&v[..])))
+            .collect();
+        let delete: Array = batch.delete.iter().map(|k| JsValue::from_str(k)).collect();
+        let obj = Object::new();
+        let _ = Reflect::set(&obj, &"put".into(), &put);
+        let _ = Reflect::set(&obj, &"delete".into(), &delete);
+        self.0.call1(&JsValue::NULL, &obj).map(|_| ()).map_err(|e| {
+            match e.dyn_ref::<js_sys::Error>() {
+                Some(err) => String::from(err.message()),
+                None => e
+                    .as_string()
+                    .unwrap_or_else(|| "the storage callback threw".into()),
+            }
+        })
+    }
+}
+
+#[wasm_bindgen]
+pub struct RawLessor {
+    inner: Lessor,
+    scratch: Box<[f64; 8]>,
+    tick_error: Option<Error>,
+}
+
+#[wasm_bindgen]
+impl RawLessor {
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        min_ttl: f64,
+        revoke_rate: f64,
+        max_key: f64,
+        max_value: f64,
+        max_keys: f64,
+    ) -> Result<RawLessor, JsValue> {
+        let inner = Lessor::new(config(min_ttl, revoke_rate, max_key, max_value, max_keys))
+            .map_err(|e| js_error(&e))?;
+        Ok(RawLessor::wrap(inner))
+    }
+
+    /// Rebuilds from stored `[key, value]` pairs (values Uint8Array or
+    /// string); with `write`, every later change is first handed to it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn restore(
+        min_ttl: f64,
+        revoke_rate: f64,
+        max_key: f64,
+        max_value: f64,
+        max_keys: f64,
+        entries: Array,
+        now: f64,
+        write: Option<Function>,
+    ) -> Result<RawLessor, JsValue> {
+        let mut pairs: Vec<(String, Vec<u8>)> = Vec::with_capacity(entries.length() as usize);
+        for item in entries.iter() {
+            let pair: Array = item.unchecked_into();
+            let key = pair.get(0).as_string().unwrap_or_default();
+            let v = pair.get(1);
+            let bytes = match v.as_string() {
+                Some(s) => s.into_bytes(),
+                None => v.unchecked_into::<Uint8Array>().to_vec(),
+            };
+            pairs.push((key, bytes));
+        }
+        let storage = write.map(|f| Box::new(JsStorage(f)) as Box<dyn Storage>);
+        let cfg = config(min_ttl, revoke_rate, max_key, max_value, max_keys);
+        let inner = Lessor::restore(cfg, pairs, now as i64, storage).map_err(|e| js_error(&e))?;
+        Ok(RawLessor::wrap(inner))
+    }
+
+    fn wrap(inner: Lessor) -> RawLessor {
+        RawLessor {
+            inner,
+            scratch: Box::new([0.0; 8]),
+            tick_error: None,
+        }
+    }
+
+    /// A view of the scratch array. It lives in wasm memory: when memory
+    /// grows the view empties and the caller asks again.
+    pub fn scratch(&self) -> Float64Array {
+        // SAFETY: the boxed array never moves while self lives, and the view
+        // is only read by the wrapper between calls into this object.
+        unsafe { Float64Array::view(&self.scratch[..]) }
+    }
+
+    /// Bytes of wasm linear memory (for benchmarks).
+    pub fn memory_bytes() -> f64 {
+        (core::arch::wasm32::memory_size(0) * 65536) as f64
+    }
+
+    /// scratch: [id hi, id lo, granted ttl].
+    pub fn grant(&mut self, now: f64, ttl: f64, id_hi: u32, id_lo: u32) -> Result<(), JsValue> {
+        let now = ms(now);
+        let g = self
+            .inner
+            .grant(now, ttl as i64, id_of(id_hi, id_lo))
+            .map_err(|e| js_error(&e))?;
+        self.scratch[0] = hi(g.id);
+        self.scratch[1] = lo(g.id);
+        self.scratch[2] = g.ttl as f64;
+        Ok(())
+    }
+
+    pub fn renew(&mut self, now: f64, id_hi: u32, id_lo: u32) -> Result<f64, JsValue> {
+        let now = ms(now);
+        self.inner
+            .renew(now, id_of(id_hi, id_lo))
+            .map(|t| t as f64)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Returns [hi, lo, revision, keys].
+    pub fn revoke(&mut self, now: f64, id_hi: u32, id_lo: u32) -> Result<Array, JsValue> {
+        let now = ms(now);
+        let r = self
+            .inner
+            .revoke(now, id_of(id_hi, id_lo))
+            .map_err(|e| js_error(&e))?;
+        Ok(revoked_js(&r))
+    }
+
+    /// Undefined if not found; else the keys (empty unless asked), with
+    /// scratch: [ttl, ttl ms, granted ttl].
+    pub fn time_to_live(&mut self, now: f64, id_hi: u32, id_lo: u32, with_keys: bool) -> JsValue {
+        let now = ms(now);
+        match self.inner.time_to_live(now, id_of(id_hi, id_lo), with_keys) {
+            Ok(t) => {
+                self.scratch[0] = t.ttl as f64;
+                self.scratch[1] = t.ttl_ms as f64;
+                self.scratch[2] = t.granted_ttl as f64;
+                keys_js(&t.keys).into()
+            }
+            Err(_) => JsValue::UNDEFINED,
+        }
+    }
+
+    /// Live lease ids as [hi, lo, hi, lo, ...], soonest deadline first.
+    pub fn leases(&mut self, now: f64) -> Uint32Array {
+        let now = ms(now);
+        let ids = self.inner.leases(now);
+        let mut flat = Vec::with_capacity(ids.len() * 2);
+        for id in ids {
+            flat.push(((id as u64) >> 32) as u32);
+            flat.push(id as u64 as u32);
+        }
+        Uint32Array::from(&flat[..])
+    }
+
+    /// Returns the revision; scratch[0] = 1 if the key was created (for an
+    /// if-absent put: written), else 0.
+    pub fn put_str(
+        &mut self,
+        now: f64,
+        key: &str,
+        value: &str,
+        lease_hi: u32,
+        lease_lo: u32,
+        if_absent: bool,
+    ) -> Result<f64, JsValue> {
+        self.put(
+            now,
+            key,
+            value.as_bytes(),
+            true,
+            id_of(lease_hi, lease_lo),
+            if_absent,
+        )
+    }
+
+    pub fn put_bytes(
+        &mut self,
+        now: f64,
+        key: &str,
+        value: &[u8],
+        lease_hi: u32,
+        lease_lo: u32,
+        if_absent: bool,
+    ) -> Result<f64, JsValue> {
+        self.put(now, key, value, false, id_of(lease_hi, lease_lo), if_absent)
+    }
+
+    fn put(
+        &mut self,
+        now: f64,
+        key: &str,
+        value: &[u8],
+        text: bool,
+        lease: LeaseId,
+        if_absent: bool,
+    ) -> Result<f64, JsValue> {
+        let now = ms(now);
+        let opts = PutOptions {
+            lease,
+            if_absent,
+            text,
+            prev: false,
+        };
+        let r = self
+            .inner
+            .put(now, key.as_bytes(), value, opts)
+            .map_err(|e| js_error(&e))?;
+        self.scratch[0] = r.created as u8 as f64;
+        Ok(r.revision as f64)
+    }
+
+    /// The value (string or Uint8Array) or undefined; scratch:
+    /// [create revision, mod revision, version, lease hi, lease lo].
+    pub fn get(&mut self, now: f64, key: &str) -> JsValue {
+        let now = ms(now);
+        let Some(e) = self.inner.get(now, key.as_bytes()) else {
+            return JsValue::UNDEFINED;
+        };
+        let v = value_js(e);
+        let meta = [
+            e.create_revision as f64,
+            e.mod_revision as f64,
+            e.version as f64,
+            hi(e.lease),
+            lo(e.lease),
+        ];
+        self.scratch[..5].copy_from_slice(&meta);
+        v
+    }
+
+    /// Live entries under `prefix`, sorted: [key, value, create, mod, version, lease hi, lease lo] each.
+    pub fn range(&mut self, now: f64, prefix: &str) -> Array {
+        let now = ms(now);
+        self.inner
+            .range(now, prefix.as_bytes())
+            .into_iter()
+            .map(|(k, e)| {
+                let row = Array::of5(
+                    &key_str(k),
+                    &value_js(e),
+                    &(e.create_revision as f64).into(),
+                    &(e.mod_revision as f64).into(),
+                    &(e.version as f64).into(),
+                );
+                row.push(&hi(e.lease).into());
+                row.push(&lo(e.lease).into());
+                row
+            })
+            .collect()
+    }
+
+    /// Returns the revision; scratch: [deleted, lease hi, lease lo].
+    pub fn delete(&mut self, now: f64, key: &str) -> Result<f64, JsValue> {
+        let now = ms(now);
+        let r = self
+            .inner
+            .delete(now, key.as_bytes(), true)
+            .map_err(|e| js_error(&e))?;
+        let lease = r.prev.as_ref().map_or(0, |e| e.lease);
+        self.scratch[0] = r.deleted as u8 as f64;
+        self.scratch[1] = hi(lease);
+        self.scratch[2] = lo(lease);
+        Ok(r.revision as f64)
+    }
+
+    /// Expired leases as [hi, lo, revision, keys] each. If storage stopped
+    /// the tick early, `take_tick_error` has the error.
+    pub fn tick(&mut self, now: f64) -> Array {
+        let now = ms(now);
+        let t = self.inner.tick(now);
+        self.tick_error = t.error;
+        t.expired.iter().map(revoked_js).collect()
+    }
+
+    pub fn take_tick_error(&mut self) -> JsValue {
+        match self.tick_error.take() {
+            Some(e) => js_error(&e),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// Epoch ms, or NaN when nothing is scheduled.
+    pub fn next_deadline(&mut self) -> f64 {
+        self.inner.next_deadline().map_or(f64::NAN, |d| d as f64)
+    }
+
+    pub fn promote(&mut self, now: f64, extend_ms: f64) -> Result<(), JsValue> {
+        let now = ms(now);
+        self.inner
+            .promote(now, extend_ms as i64)
+            .map_err(|e| js_error(&e))
+    }
+
+    pub fn demote(&mut self, now: f64) {
+        let now = ms(now);
+        self.inner.demote(now);
+    }
+
+    pub fn checkpoint(
+        &mut self,
+        now: f64,
+        id_hi: u32,
+        id_lo: u32,
+        remaining_ms: f64,
+    ) -> Result<(), JsValue> {
+        let now = ms(now);
+        self.inner
+            .checkpoint(now, id_of(id_hi, id_lo), remaining_ms as i64)
+            .map_err(|e| js_error(&e))
+    }
+
+    pub fn revision(&self) -> f64 {
+        self.inner.revision() as f64
+    }
+
+    pub fn is_primary(&self) -> bool {
+        self.inner.is_primary()
+    }
+
+    /// All state as storage entries: [[key, Uint8Array], ...].
+    pub fn snapshot(&self) -> Array {
+        self.inner
+            .snapshot()
+            .iter()
+            .map(|(k, v)| Array::of2(&k.as_str().into(), &Uint8Array::from(&v[..])))
+            .collect()
+    }
+}

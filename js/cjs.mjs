@@ -1,0 +1,12 @@
+// Source of dist/node.cjs (bundled by esbuild): the same as node.mjs, but
+// finding the wasm next to the bundle with __dirname, which CJS has.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { initSync } from "../pkg/edge_lease.js";
+import { markReady } from "./lessor.js";
+
+initSync({ module: readFileSync(join(__dirname, "..", "pkg", "edge_lease_bg.wasm")) });
+markReady();
+
+export { Lessor, LeaseError, LeaseEvent } from "./lessor.js";
+export async function init() {}

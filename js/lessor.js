@@ -1,0 +1,612 @@
+// The JS face of edge-lease: defaults, input checks, hex lease ids, events,
+// the expiry timer and async storage. Everything about leases themselves is
+// in the Rust core; this file only adds what JS users expect.
+
+import { RawLessor } from "../pkg/edge_lease.js";
+
+const HEX16 = /^[0-9a-f]{16}$/;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const MAX_EPOCH_MS = 8.64e15;
+
+let ready = false;
+
+/** Called by each entry point once the wasm module is instantiated. */
+export function markReady() {
+  ready = true;
+}
+
+/** An error from edge-lease; `code` is stable (LeaseNotFound, InvalidArgument, ...). */
+export class LeaseError extends Error {
+  constructor(code, message, extra) {
+    super(message);
+    this.name = "LeaseError";
+    this.code = code;
+    if (extra) Object.assign(this, extra);
+  }
+}
+
+/** The event every lessor dispatches: grant, renew, revoke, expire, put, delete. */
+export class LeaseEvent extends Event {
+  constructor(type, init = {}) {
+    super(type);
+    this.lease = init.lease ?? null;
+    this.key = init.key ?? null;
+    this.keys = init.keys ?? [];
+    this.revision = init.revision ?? 0;
+    this.ttl = init.ttl ?? 0;
+  }
+}
+
+function invalid(message) {
+  return new LeaseError("InvalidArgument", message);
+}
+
+// Errors thrown by the binding are plain Errors with a code; rethrow them as
+// LeaseError so `instanceof` works for every error this package throws.
+function rethrow(e) {
+  if (e instanceof LeaseError) throw e;
+  if (e && typeof e.code === "string") {
+    throw new LeaseError(e.code, e.message, e.entry ? { entry: e.entry } : undefined);
+  }
+  throw new LeaseError("Internal", `edge-lease internal error: ${e && e.message ? e.message : e}`);
+}
+
+// Lease ids cross into wasm as two u32 halves; these hold the last parse.
+let idHi = 0;
+let idLo = 0;
+
+function parseId(id, what = "lease id") {
+  if (typeof id === "string") {
+    if (!HEX16.test(id)) {
+      throw invalid(`${what} must be 16 lowercase hex digits, got ${JSON.stringify(id.slice(0, 40))}`);
+    }
+    idHi = parseInt(id.slice(0, 8), 16);
+    idLo = parseInt(id.slice(8), 16);
+    return;
+  }
+  if (typeof id === "bigint") {
+    if (id < -(2n ** 63n) || id >= 2n ** 64n) throw invalid(`${what} ${id} is outside 64 bits`);
+    const u = BigInt.asUintN(64, id);
+    idHi = Number(u >> 32n);
+    idLo = Number(u & 0xffffffffn);
+    return;
+  }
+  throw invalid(`${what} must be a 16-digit hex string or a bigint, got ${typeof id}`);
+}
+
+function hex8(n) {
+  return n.toString(16).padStart(8, "0");
+}
+
+function formatId(hi, lo) {
+  return hex8(hi) + hex8(lo);
+}
+
+function leaseOrNull(hi, lo) {
+  return hi === 0 && lo === 0 ? null : formatId(hi, lo);
+}
+
+function checkKey(key, max, what = "key") {
+  if (typeof key !== "string") throw invalid(`${what} must be a string, got ${typeof key}`);
+  // UTF-8 is never shorter than the UTF-16 length: refuse huge keys before copying them.
+  if (key.length > max) throw invalid(`${what} is longer than ${max} bytes`);
+}
+
+function checkInt(value, what) {
+  if (typeof value !== "number" || !Number.isInteger(value)) {
+    throw invalid(`${what} must be a whole number, got ${typeof value === "number" ? value : typeof value}`);
+  }
+}
+
+function checkLimit(options, name, fallback, max) {
+  const v = options[name] ?? fallback;
+  checkInt(v, name);
+  if (v < 1 || v > max) throw invalid(`${name} must be between 1 and ${max}`);
+  return v;
+}
+
+function options(arg, what) {
+  if (arg === undefined || arg === null) return {};
+  if (typeof arg !== "object") throw invalid(`${what} options must be an object`);
+  return arg;
+}
+
+/**
+ * An etcd-style lessor: leases with TTLs, keys attached to them, revisions,
+ * and expiry driven by the host's clock.
+ */
+export class Lessor extends EventTarget {
+  #raw;
+  #now;
+  #scratch;
+  #closed = false;
+  #busy = false;
+  #maxKey;
+  #maxValue;
+  #wants = Object.create(null);
+  // Expiry timer.
+  #autoTick;
+  #timer = null;
+  #timerAt = Infinity;
+  // Storage.
+  #storage = null;
+  #queue = [];
+  #inFlight = false;
+  #failed = null;
+  #idle = [];
+
+  constructor(opts = {}) {
+    super();
+    if (!ready) {
+      throw new LeaseError(
+        "NotInitialized",
+        "edge-lease is not initialized: in a browser, `await init()` first",
+      );
+    }
+    opts = options(opts, "Lessor");
+    const now = opts.now ?? Date.now;
+    if (typeof now !== "function") throw invalid("now must be a function returning epoch milliseconds");
+    this.#now = now;
+    const minTtl = checkLimit(opts, "minTtl", 1, 9_000_000_000);
+    const revokeRate = checkLimit(opts, "revokeRate", 1000, 2 ** 32 - 1);
+    this.#maxKey = checkLimit(opts, "maxKeyBytes", 4096, 2 ** 31);
+    this.#maxValue = checkLimit(opts, "maxValueBytes", 1 << 20, 2 ** 31);
+    const maxKeys = checkLimit(opts, "maxKeysPerLease", 10_000, 2 ** 31);
+    this.#autoTick = opts.autoTick ?? true;
+    const config = [minTtl, revokeRate, this.#maxKey, this.#maxValue, maxKeys];
+
+    if (opts.storage !== undefined && opts.storage !== null) {
+      if (typeof opts.storage.write !== "function") throw invalid("storage must have a write(batch) method");
+      this.#storage = opts.storage;
+    }
+    if (opts.restore !== undefined || this.#storage) {
+      const entries = [];
+      if (opts.restore !== undefined && opts.restore !== null) {
+        if (typeof opts.restore[Symbol.iterator] !== "function") {
+          throw invalid("restore must be an iterable of [key, value] entries");
+        }
+        for (const entry of opts.restore) {
+          if (!Array.isArray(entry) || typeof entry[0] !== "string" ||
+              !(typeof entry[1] === "string" || entry[1] instanceof Uint8Array)) {
+            throw invalid("restore entries must be [string, Uint8Array | string] pairs");
+          }
+          entries.push(entry);
+        }
+      }
+      const write = this.#storage ? (batch) => this.#write(batch) : undefined;
+      try {
+        this.#raw = RawLessor.restore(...config, entries, this.#time(), write);
+      } catch (e) {
+        rethrow(e);
+      }
+    } else {
+      try {
+        this.#raw = new RawLessor(...config);
+      } catch (e) {
+        rethrow(e);
+      }
+    }
+    this.#scratch = this.#raw.scratch();
+    this.#schedule();
+  }
+
+  // Only dispatch events someone listens for: building them costs more than
+  // the operation itself.
+  addEventListener(type, listener, opts) {
+    this.#wants[type] = true;
+    super.addEventListener(type, listener, opts);
+  }
+
+  #emit(type, init) {
+    if (this.#wants[type]) this.dispatchEvent(new LeaseEvent(type, init));
+  }
+
+  #time() {
+    const t = this.#now();
+    if (typeof t !== "number" || !Number.isFinite(t) || Math.abs(t) > MAX_EPOCH_MS) {
+      throw invalid(`the clock returned ${String(t)}, not epoch milliseconds`);
+    }
+    return Math.floor(t);
+  }
+
+  #enter() {
+    if (this.#closed) throw new LeaseError("Closed", "the lessor is closed");
+    if (this.#busy) {
+      throw new LeaseError("Reentrant", "the lessor was called from inside its own storage callback");
+    }
+  }
+
+  #enterWrite() {
+    this.#enter();
+    if (this.#failed) {
+      throw new LeaseError("StorageFailed", `an earlier storage write failed: ${this.#failed.message}`);
+    }
+  }
+
+  #s() {
+    // The view empties when wasm memory grows; ask for a fresh one.
+    if (this.#scratch.length === 0) this.#scratch = this.#raw.scratch();
+    return this.#scratch;
+  }
+
+  /** Grants a lease of `ttl` whole seconds. Returns `{ id, ttl }`. */
+  grant(ttl, opts) {
+    this.#enterWrite();
+    checkInt(ttl, "ttl");
+    const o = options(opts, "grant");
+    if (o.id === undefined || o.id === null) {
+      idHi = 0;
+      idLo = 0;
+    } else {
+      parseId(o.id);
+    }
+    const now = this.#time();
+    this.#busy = true;
+    try {
+      this.#raw.grant(now, ttl, idHi, idLo);
+    } catch (e) {
+      rethrow(e);
+    } finally {
+      this.#busy = false;
+    }
+    const s = this.#s();
+    const id = formatId(s[0], s[1]);
+    const granted = s[2];
+    if (now + granted * 1000 < this.#timerAt) this.#schedule();
+    this.#emit("grant", { lease: id, ttl: granted });
+    return { id, ttl: granted };
+  }
+
+  /** Renews a lease: its deadline becomes now + its TTL. Returns the TTL. */
+  renew(id) {
+    this.#enterWrite();
+    parseId(id);
+    const now = this.#time();
+    let ttl;
+    this.#busy = true;
+    try {
+      ttl = this.#raw.renew(now, idHi, idLo);
+    } catch (e) {
+      rethrow(e);
+    } finally {
+      this.#busy = false;
+    }
+    this.#emit("renew", { lease: id, ttl });
+    return ttl;
+  }
+
+  /** Revokes a lease and deletes its keys. Returns `{ id, keys, revision }`. */
+  revoke(id) {
+    this.#enterWrite();
+    parseId(id);
+    const now = this.#time();
+    let r;
+    this.#busy = true;
+    try {
+      r = this.#raw.revoke(now, idHi, idLo);
+    } catch (e) {
+      rethrow(e);
+    } finally {
+      this.#busy = false;
+    }
+    const out = { id: formatId(r[0], r[1]), keys: r[3], revision: r[2] };
+    this.#emit("revoke", { lease: out.id, keys: out.keys, revision: out.revision });
+    return out;
+  }
+
+  /** `{ id, ttl, ttlMs, grantedTtl, keys }`; ttl is -1 if the lease is gone. */
+  timeToLive(id, opts) {
+    this.#enter();
+    parseId(id);
+    const withKeys = Boolean(options(opts, "timeToLive").keys);
+    const keys = this.#raw.time_to_live(this.#time(), idHi, idLo, withKeys);
+    if (keys === undefined) return { id, ttl: -1, ttlMs: -1, grantedTtl: 0, keys: [] };
+    const s = this.#s();
+    return { id, ttl: s[0], ttlMs: s[1], grantedTtl: s[2], keys };
+  }
+
+  /** Live lease ids, soonest deadline first. */
+  leases() {
+    this.#enter();
+    const flat = this.#raw.leases(this.#time());
+    const ids = new Array(flat.length / 2);
+    for (let i = 0; i < ids.length; i++) ids[i] = formatId(flat[2 * i], flat[2 * i + 1]);
+    return ids;
+  }
+
+  /**
+   * Writes a key. Options: `lease` (attach to it; omitted detaches),
+   * `ifAbsent` (create-only: the lock pattern), `prevKv` (return the previous entry).
+   * Returns `{ revision, created, prev? }`; a refused `ifAbsent` put returns the holder as `prev`.
+   */
+  put(key, value, opts) {
+    this.#enterWrite();
+    checkKey(key, this.#maxKey);
+    const o = options(opts, "put");
+    const text = typeof value === "string";
+    if (!text && !(value instanceof Uint8Array)) {
+      throw invalid(`value must be a string or a Uint8Array, got ${typeof value}`);
+    }
+    if (value.length > this.#maxValue) throw invalid(`value is longer than ${this.#maxValue} bytes`);
+    if (o.lease === undefined || o.lease === null) {
+      idHi = 0;
+      idLo = 0;
+    } else {
+      parseId(o.lease, "lease");
+    }
+    const lease = o.lease ?? null;
+    const ifAbsent = Boolean(o.ifAbsent);
+    const now = this.#time();
+    const prev = o.prevKv ? this.#entry(now, key) : undefined;
+    let revision;
+    this.#busy = true;
+    try {
+      revision = text
+        ? this.#raw.put_str(now, key, value, idHi, idLo, ifAbsent)
+        : this.#raw.put_bytes(now, key, value, idHi, idLo, ifAbsent);
+    } catch (e) {
+      rethrow(e);
+    } finally {
+      this.#busy = false;
+    }
+    const created = this.#s()[0] === 1;
+    if (ifAbsent && !created) {
+      return { revision, created, prev: this.#entry(now, key) };
+    }
+    this.#emit("put", { key, lease, keys: [key], revision });
+    return o.prevKv ? { revision, created, prev } : { revision, created };
+  }
+
+  #entry(now, key) {
+    const value = this.#raw.get(now, key);
+    if (value === undefined) return undefined;
+    const s = this.#s();
+    return {
+      key,
+      value,
+      lease: leaseOrNull(s[3], s[4]),
+      createRevision: s[0],
+      modRevision: s[1],
+      version: s[2],
+    };
+  }
+
+  /** `{ key, value, lease, createRevision, modRevision, version }`, or undefined. */
+  get(key) {
+    this.#enter();
+    checkKey(key, this.#maxKey);
+    return this.#entry(this.#time(), key);
+  }
+
+  /** Live entries whose key starts with `prefix`, sorted; `range("")` is everything. */
+  range(prefix = "") {
+    this.#enter();
+    checkKey(prefix, this.#maxKey, "prefix");
+    const rows = this.#raw.range(this.#time(), prefix);
+    return rows.map((r) => ({
+      key: r[0],
+      value: r[1],
+      lease: leaseOrNull(r[5], r[6]),
+      createRevision: r[2],
+      modRevision: r[3],
+      version: r[4],
+    }));
+  }
+
+  /** Deletes a key. Returns `{ deleted, revision, prev? }`. */
+  delete(key, opts) {
+    this.#enterWrite();
+    checkKey(key, this.#maxKey);
+    const o = options(opts, "delete");
+    const now = this.#time();
+    const prev = o.prevKv ? this.#entry(now, key) : undefined;
+    let revision;
+    this.#busy = true;
+    try {
+      revision = this.#raw.delete(now, key);
+    } catch (e) {
+      rethrow(e);
+    } finally {
+      this.#busy = false;
+    }
+    const s = this.#s();
+    const deleted = s[0] === 1;
+    if (deleted) this.#emit("delete", { key, lease: leaseOrNull(s[1], s[2]), keys: [key], revision });
+    return o.prevKv ? { deleted, revision, prev } : { deleted, revision };
+  }
+
+  /** Expires what is due now (rate-limited). Returns `[{ id, keys, revision }]`. */
+  tick() {
+    this.#enterWrite();
+    const now = this.#time();
+    let rows;
+    let error;
+    this.#busy = true;
+    try {
+      rows = this.#raw.tick(now);
+      error = this.#raw.take_tick_error();
+    } finally {
+      this.#busy = false;
+    }
+    const out = new Array(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i];
+      out[i] = { id: formatId(r[0], r[1]), keys: r[3], revision: r[2] };
+    }
+    for (const e of out) this.#emit("expire", { lease: e.id, keys: e.keys, revision: e.revision });
+    this.#schedule();
+    if (error !== undefined) {
+      // Storage stopped the tick part-way: what did expire is on the error.
+      throw new LeaseError(error.code, error.message, { expired: out });
+    }
+    return out;
+  }
+
+  /** Epoch ms at which `tick` next has work, or null. */
+  nextDeadline() {
+    this.#enter();
+    const d = this.#raw.next_deadline();
+    return Number.isNaN(d) ? null : d;
+  }
+
+  /** Becomes primary: every lease gets now + extendMs + its remaining time. */
+  promote(extendMs = 0) {
+    this.#enterWrite();
+    checkInt(extendMs, "extendMs");
+    const now = this.#time();
+    this.#busy = true;
+    try {
+      this.#raw.promote(now, extendMs);
+    } catch (e) {
+      rethrow(e);
+    } finally {
+      this.#busy = false;
+    }
+    this.#schedule();
+  }
+
+  /** Becomes standby: no expiry, renew fails with NotPrimary. */
+  demote() {
+    this.#enterWrite();
+    this.#raw.demote(this.#time());
+    this.#schedule();
+  }
+
+  /** Records a lease's remaining time for the next promotion (etcd's checkpoint). */
+  checkpoint(id, remainingMs) {
+    this.#enterWrite();
+    parseId(id);
+    checkInt(remainingMs, "remainingMs");
+    const now = this.#time();
+    this.#busy = true;
+    try {
+      this.#raw.checkpoint(now, idHi, idLo, remainingMs);
+    } catch (e) {
+      rethrow(e);
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** The revision of the last change. */
+  get revision() {
+    this.#enter();
+    return this.#raw.revision();
+  }
+
+  get isPrimary() {
+    this.#enter();
+    return this.#raw.is_primary();
+  }
+
+  /** Everything this lessor holds, as the `[key, Uint8Array]` entries storage would. */
+  snapshot() {
+    this.#enter();
+    return this.#raw.snapshot();
+  }
+
+  /** Resolves when every storage write so far is durable; rejects if one failed. */
+  flush() {
+    if (this.#failed) return Promise.reject(this.#storageError());
+    if (!this.#inFlight && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => this.#idle.push({ resolve, reject }));
+  }
+
+  /** Stops the timer and frees the wasm memory. Later calls throw code "Closed". */
+  close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#clearTimer();
+    this.#raw.free();
+    this.#raw = null;
+  }
+
+  // ---- storage -----------------------------------------------------------
+
+  #storageError() {
+    return new LeaseError("StorageFailed", `storage write failed: ${this.#failed.message ?? this.#failed}`);
+  }
+
+  // Called from inside wasm with one batch per operation. A synchronous throw
+  // fails the operation (the core changes nothing). A promise is chained:
+  // batches go to storage one at a time, in order.
+  #write(batch) {
+    if (this.#inFlight) {
+      this.#queue.push(batch);
+      return;
+    }
+    const r = this.#storage.write(batch);
+    if (r && typeof r.then === "function") {
+      this.#inFlight = true;
+      r.then(() => this.#drain(), (e) => this.#fail(e));
+    }
+  }
+
+  #drain() {
+    while (this.#queue.length > 0 && !this.#failed) {
+      const batch = this.#queue.shift();
+      let r;
+      try {
+        r = this.#storage.write(batch);
+      } catch (e) {
+        this.#fail(e);
+        return;
+      }
+      if (r && typeof r.then === "function") {
+        r.then(() => this.#drain(), (e) => this.#fail(e));
+        return;
+      }
+    }
+    this.#inFlight = false;
+    for (const w of this.#idle.splice(0)) w.resolve();
+  }
+
+  #fail(e) {
+    this.#failed = e instanceof Error ? e : new Error(String(e));
+    this.#inFlight = false;
+    this.#queue.length = 0;
+    this.#clearTimer();
+    const err = this.#storageError();
+    for (const w of this.#idle.splice(0)) w.reject(err);
+  }
+
+  // ---- expiry timer ------------------------------------------------------
+
+  #clearTimer() {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#timerAt = Infinity;
+  }
+
+  // One timer at the next deadline. Renew and revoke only move deadlines
+  // later, so they never reschedule: an early wake-up just ticks nothing and
+  // sets the timer again.
+  #schedule() {
+    if (!this.#autoTick || this.#closed || this.#failed) return;
+    const at = this.#raw.next_deadline();
+    if (Number.isNaN(at)) {
+      this.#clearTimer();
+      return;
+    }
+    if (at === this.#timerAt && this.#timer !== null) return;
+    this.#clearTimer();
+    const delay = Math.min(Math.max(at - this.#time(), 0), MAX_TIMER_MS);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => this.#fire(), delay);
+    if (typeof this.#timer === "object" && typeof this.#timer.unref === "function") this.#timer.unref();
+  }
+
+  #fire() {
+    this.#timer = null;
+    this.#timerAt = Infinity;
+    if (this.#closed || this.#failed) return;
+    try {
+      this.tick();
+    } catch (e) {
+      // A failing clock or store: surface it as an event instead of an
+      // uncaught exception in a timer.
+      this.dispatchEvent(Object.assign(new Event("error"), { error: e }));
+      return;
+    }
+  }
+}

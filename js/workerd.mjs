@@ -1,0 +1,13 @@
+// Cloudflare workerd (wrangler, Miniflare): the runtime compiles imported
+// .wasm files to a WebAssembly.Module, and code generation from bytes is
+// not allowed there, so instantiate the module synchronously.
+import wasmModule from "../pkg/edge_lease_bg.wasm";
+import { initSync } from "../pkg/edge_lease.js";
+import { markReady } from "./lessor.js";
+
+initSync({ module: wasmModule });
+markReady();
+
+export { Lessor, LeaseError, LeaseEvent } from "./lessor.js";
+export async function init() {}
+export default init;

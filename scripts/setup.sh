@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Installs what building and testing edge-lease need, skipping what is there.
+# Usage: scripts/setup.sh [--browser] [--etcd]
+#   --browser  also Debian's chromium + chromium-driver (browser tests)
+#   --etcd     also Debian's etcd (behaviour comparison tests)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_browser=0
+want_etcd=0
+for a in "$@"; do
+  case "$a" in
+    --browser) want_browser=1 ;;
+    --etcd) want_etcd=1 ;;
+  esac
+done
+
+log() { printf '[setup] %s\n' "$*"; }
+export PATH="$HOME/.cargo/bin:$PATH"
+
+# Rust target for wasm.
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# wasm-bindgen-cli must match the crate's pinned wasm-bindgen exactly.
+want_wb=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)"/\1/p' Cargo.toml)
+have_wb=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have_wb" != "$want_wb" ]; then
+  log "installing wasm-bindgen-cli $want_wb (have: ${have_wb:-none})"
+  cargo install wasm-bindgen-cli --version "$want_wb" --force
+fi
+
+# wasm-pack from crates.io (its own downloads cannot work without GitHub).
+if ! command -v wasm-pack >/dev/null 2>&1; then
+  log "installing wasm-pack"
+  cargo install wasm-pack --locked
+fi
+
+# npm packages (wasm-opt comes from binaryen here; never Debian's binaryen).
+if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm packages"
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+fi
+
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+if [ "$want_browser" = 1 ] && { ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; }; then
+  log "installing chromium and chromium-driver"
+  apt_install chromium chromium-driver
+fi
+
+if [ "$want_etcd" = 1 ] && ! command -v etcd >/dev/null 2>&1; then
+  log "installing etcd-server and etcd-client"
+  apt_install etcd-server etcd-client
+fi

@@ -505,6 +505,11 @@ export class Lessor extends EventTarget {
     return this.#raw.snapshot();
   }
 
+  /** Bytes of wasm linear memory (shared by every lessor in this module): a diagnostic. */
+  memoryBytes() {
+    return RawLessor.memory_bytes();
+  }
+
   /** Resolves when every storage write so far is durable; rejects if one failed. */
   flush() {
     if (this.#failed) return Promise.reject(this.#storageError());

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `npm test`: every test. Installs what is missing (scripts/setup.sh), builds
+# once (scripts/build.sh), then runs the suites in order and stops at the
+# first failing one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+
+bash scripts/setup.sh --browser --etcd
+bash scripts/build.sh
+
+passed=0
+suite() {
+  local name=$1
+  shift
+  echo
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    echo "=== $name FAILED"
+    echo "suites: $passed passed, 1 failed"
+    exit 1
+  fi
+}
+
+suite "rust: fmt and clippy" bash -c 'cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo clippy --target wasm32-unknown-unknown -- -D warnings'
+suite "rust: cargo test (native core)" cargo test --release
+suite "wasm: wasm-pack test --node" wasm-pack test --node --release
+suite "wasm: wasm-pack test --headless --chrome" wasm-pack test --headless --chrome --release
+suite "js: node:test (API, packaging, runtimes, browser)" \
+  node --test --test-concurrency=1 $(find tests -name '*.test.mjs' | sort)
+
+echo
+echo "suites: $passed passed, 0 failed"

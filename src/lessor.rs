@@ -464,6 +464,12 @@ impl Lessor {
             if persist {
                 l.stored = deadline;
             }
+            if deadline < l.queued {
+                // A promotion's extension made the queued deadline later than
+                // this renewal's: queue again (the old entry is skipped).
+                l.queued = deadline;
+                self.queue.push(deadline, id);
+            }
         }
         Ok(ttl)
     }

@@ -742,3 +742,15 @@ fn each_operation_is_one_batch() {
     );
     assert_eq!(b[3].put, [("v1/revision".to_string(), b"4".to_vec())]);
 }
+
+// Found by the model test: a promotion's extension puts the queued deadline
+// after the one a renewal then sets; expiry must still happen on time.
+#[test]
+fn renew_right_after_an_extending_promotion_still_expires_on_time() {
+    let mut l = lessor();
+    let id = l.grant(T0, 3, 0).unwrap().id;
+    l.promote(T0, 5_000).unwrap();
+    l.renew(T0, id).unwrap();
+    assert_eq!(l.next_deadline(), Some(T0 + 3_000));
+    assert_eq!(l.tick(T0 + 3_000).expired.len(), 1);
+}

@@ -225,7 +225,7 @@ proptest! {
                     prop_assert!(t.error.is_none());
                     let mut got: Vec<i64> = t.expired.iter().map(|r| r.id).collect();
                     let mut pending = std::mem::take(&mut m.pending);
-                    let mut want: Vec<i64> = pending.iter().copied().collect();
+                    let mut want: Vec<i64> = pending.to_vec();
                     if m.primary {
                         for (&id, lease) in &m.leases {
                             if lease.deadline.is_some_and(|d| d <= m.now) {

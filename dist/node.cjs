@@ -1088,6 +1088,10 @@ var Lessor = class extends EventTarget {
     this.#enter();
     return this.#raw.snapshot();
   }
+  /** Bytes of wasm linear memory (shared by every lessor in this module): a diagnostic. */
+  memoryBytes() {
+    return RawLessor.memory_bytes();
+  }
   /** Resolves when every storage write so far is durable; rejects if one failed. */
   flush() {
     if (this.#failed) return Promise.reject(this.#storageError());

@@ -25,7 +25,7 @@ fn value(l: &mut Lessor, now: i64, key: &str) -> Option<String> {
         .map(|e| String::from_utf8(e.value.to_vec()).unwrap())
 }
 
-fn keys(v: &[Box<[u8]>]) -> Vec<String> {
+fn keys(v: &[edge_lease::Key]) -> Vec<String> {
     v.iter()
         .map(|k| String::from_utf8(k.to_vec()).unwrap())
         .collect()

@@ -242,9 +242,11 @@ impl Lessor {
     ///
     /// Stored deadlines trail the real ones by at most half a TTL (renewals
     /// only write when the deadline moved further than that), so each lease's
-    /// deadline is its stored one plus half its TTL: never earlier than its
-    /// holder can expect, and at most half a TTL later, however often the host
-    /// restarts (restore itself writes nothing).
+    /// deadline is the earlier of its stored one plus half its TTL and now
+    /// plus its TTL (its holder cannot have renewed after the restart):
+    /// never earlier than the holder can expect, and at most half a TTL
+    /// later, however often the host restarts (restore itself writes
+    /// nothing). `now` must be the same epoch clock the lessor ran on.
     pub fn restore<K: AsRef<str>, V: AsRef<[u8]>>(
         config: Config,
         entries: impl IntoIterator<Item = (K, V)>,
@@ -257,7 +259,13 @@ impl Lessor {
         l.keys.set_revision(snap.revision);
         for (id, s) in snap.leases {
             let (deadline, stored) = match s.deadline {
-                Some(d) => (d.saturating_add(slack_ms(s.ttl)), d),
+                // The holder renewed at the latest just before this restore,
+                // so now + TTL is never early either, and often tighter.
+                Some(d) => (
+                    d.saturating_add(slack_ms(s.ttl))
+                        .min(now.saturating_add(s.ttl * 1000)),
+                    d,
+                ),
                 None => {
                     let rem = if s.remaining > 0 {
                         s.remaining

@@ -297,11 +297,11 @@ var RawLessor = class _RawLessor {
     return ret;
   }
   /**
-   * Returns [hi, lo, revision, keys].
+   * Returns the flat form of `revoked_flat`; the keys via `take_keys`.
    * @param {number} now
    * @param {number} id_hi
    * @param {number} id_lo
-   * @returns {Array<any>}
+   * @returns {Float64Array}
    */
   revoke(now, id_hi, id_lo) {
     const ret = wasm.rawlessor_revoke(this.__wbg_ptr, now, id_hi, id_lo);
@@ -328,6 +328,22 @@ var RawLessor = class _RawLessor {
     return ret;
   }
   /**
+   * The keys of the last `revoke` or `tick`, concatenated.
+   * @returns {string}
+   */
+  take_keys() {
+    let deferred1_0;
+    let deferred1_1;
+    try {
+      const ret = wasm.rawlessor_take_keys(this.__wbg_ptr);
+      deferred1_0 = ret[0];
+      deferred1_1 = ret[1];
+      return getStringFromWasm0(ret[0], ret[1]);
+    } finally {
+      wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
+    }
+  }
+  /**
    * @returns {any}
    */
   take_tick_error() {
@@ -335,10 +351,11 @@ var RawLessor = class _RawLessor {
     return ret;
   }
   /**
-   * Expired leases as [hi, lo, revision, keys] each. If storage stopped
-   * the tick early, `take_tick_error` has the error.
+   * Expired leases in the flat form of `revoked_flat`, keys via
+   * `take_keys`. If storage stopped the tick early, `take_tick_error` has
+   * the error.
    * @param {number} now
-   * @returns {Array<any>}
+   * @returns {Float64Array}
    */
   tick(now) {
     const ret = wasm.rawlessor_tick(this.__wbg_ptr, now);
@@ -430,12 +447,12 @@ function __wbg_get_imports() {
       const ret = new Uint32Array(getArrayU32FromWasm0(arg0, arg1));
       return ret;
     },
-    __wbg_new_from_slice_b8daf545a41c6aa0: function(arg0, arg1) {
-      const ret = new Uint8Array(getArrayU8FromWasm0(arg0, arg1));
+    __wbg_new_from_slice_aaf85a9746711968: function(arg0, arg1) {
+      const ret = new Float64Array(getArrayF64FromWasm0(arg0, arg1));
       return ret;
     },
-    __wbg_of_41bbc931cc6fa107: function(arg0, arg1, arg2, arg3) {
-      const ret = Array.of(arg0, arg1, arg2, arg3);
+    __wbg_new_from_slice_b8daf545a41c6aa0: function(arg0, arg1) {
+      const ret = new Uint8Array(getArrayU8FromWasm0(arg0, arg1));
       return ret;
     },
     __wbg_of_c39e96925d701310: function(arg0, arg1, arg2, arg3, arg4) {
@@ -701,11 +718,30 @@ function parseId(id, what = "lease id") {
   }
   throw invalid(`${what} must be a 16-digit hex string or a bigint, got ${typeof id}`);
 }
+var HEX_BYTE = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 function hex8(n) {
-  return n.toString(16).padStart(8, "0");
+  return HEX_BYTE[n >>> 24] + HEX_BYTE[n >>> 16 & 255] + HEX_BYTE[n >>> 8 & 255] + HEX_BYTE[n & 255];
 }
 function formatId(hi, lo) {
   return hex8(hi) + hex8(lo);
+}
+function unflatten(meta, keys) {
+  const out = [];
+  let off = 0;
+  for (let p = 0; p < meta.length; ) {
+    const id = formatId(meta[p], meta[p + 1]);
+    const revision = meta[p + 2];
+    const n = meta[p + 3];
+    p += 4;
+    const list = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const len = meta[p++];
+      list[i] = keys.slice(off, off + len);
+      off += len;
+    }
+    out.push({ id, keys: list, revision });
+  }
+  return out;
 }
 function leaseOrNull(hi, lo) {
   return hi === 0 && lo === 0 ? null : formatId(hi, lo);
@@ -891,7 +927,7 @@ var Lessor = class extends EventTarget {
     } finally {
       this.#busy = false;
     }
-    const out = { id: formatId(r[0], r[1]), keys: r[3], revision: r[2] };
+    const out = unflatten(r, this.#raw.take_keys())[0];
     this.#emit("revoke", { lease: out.id, keys: out.keys, revision: out.revision });
     return out;
   }
@@ -1020,11 +1056,7 @@ var Lessor = class extends EventTarget {
     } finally {
       this.#busy = false;
     }
-    const out = new Array(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i];
-      out[i] = { id: formatId(r[0], r[1]), keys: r[3], revision: r[2] };
-    }
+    const out = rows.length === 0 ? [] : unflatten(rows, this.#raw.take_keys());
     for (const e of out) this.#emit("expire", { lease: e.id, keys: e.keys, revision: e.revision });
     this.#schedule();
     if (error !== void 0) {

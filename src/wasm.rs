@@ -56,14 +56,20 @@ fn keys_js(keys: &[crate::Key]) -> Array {
     keys.iter().map(|k| key_str(k)).collect()
 }
 
-/// [hi, lo, revision, keys] for one revoked or expired lease.
-fn revoked_js(r: &Revoked) -> Array {
-    Array::of4(
-        &hi(r.id).into(),
-        &lo(r.id).into(),
-        &(r.revision as f64).into(),
-        &keys_js(&r.keys),
-    )
+/// Appends revoked or expired leases as `[hi, lo, revision, key count, key
+/// lengths...]` to `meta` and their keys to `keys`, so that any number of
+/// them cross to JS as one Float64Array and one string (two calls, instead
+/// of an array and a string per lease).
+fn revoked_flat(list: &[Revoked], meta: &mut Vec<f64>, keys: &mut String) {
+    for r in list {
+        meta.extend_from_slice(&[hi(r.id), lo(r.id), r.revision as f64, r.keys.len() as f64]);
+        for k in &r.keys {
+            let k = String::from_utf8_lossy(k);
+            // JS slices by UTF-16 code units.
+            meta.push(k.encode_utf16().count() as f64);
+            keys.push_str(&k);
+        }
+    }
 }
 
 fn config(min_ttl: f64, revoke_rate: f64, max_key: f64, max_value: f64, max_keys: f64) -> Config {
@@ -107,6 +113,7 @@ pub struct RawLessor {
     inner: Lessor,
     scratch: Box<[f64; 8]>,
     tick_error: Option<Error>,
+    keys_out: String,
 }
 
 #[wasm_bindgen]
@@ -159,6 +166,7 @@ impl RawLessor {
             inner,
             scratch: Box::new([0.0; 8]),
             tick_error: None,
+            keys_out: String::new(),
         }
     }
 
@@ -196,14 +204,26 @@ impl RawLessor {
             .map_err(|e| js_error(&e))
     }
 
-    /// Returns [hi, lo, revision, keys].
-    pub fn revoke(&mut self, now: f64, id_hi: u32, id_lo: u32) -> Result<Array, JsValue> {
+    /// Returns the flat form of `revoked_flat`; the keys via `take_keys`.
+    pub fn revoke(&mut self, now: f64, id_hi: u32, id_lo: u32) -> Result<Float64Array, JsValue> {
         let now = ms(now);
         let r = self
             .inner
             .revoke(now, id_of(id_hi, id_lo))
             .map_err(|e| js_error(&e))?;
-        Ok(revoked_js(&r))
+        Ok(self.flat(&[r]))
+    }
+
+    fn flat(&mut self, list: &[Revoked]) -> Float64Array {
+        let mut meta = Vec::with_capacity(list.len() * 5);
+        self.keys_out.clear();
+        revoked_flat(list, &mut meta, &mut self.keys_out);
+        Float64Array::from(&meta[..])
+    }
+
+    /// The keys of the last `revoke` or `tick`, concatenated.
+    pub fn take_keys(&mut self) -> String {
+        std::mem::take(&mut self.keys_out)
     }
 
     /// Undefined if not found; else the keys (empty unless asked), with
@@ -344,13 +364,14 @@ impl RawLessor {
         Ok(r.revision as f64)
     }
 
-    /// Expired leases as [hi, lo, revision, keys] each. If storage stopped
-    /// the tick early, `take_tick_error` has the error.
-    pub fn tick(&mut self, now: f64) -> Array {
+    /// Expired leases in the flat form of `revoked_flat`, keys via
+    /// `take_keys`. If storage stopped the tick early, `take_tick_error` has
+    /// the error.
+    pub fn tick(&mut self, now: f64) -> Float64Array {
         let now = ms(now);
         let t = self.inner.tick(now);
         self.tick_error = t.error;
-        t.expired.iter().map(revoked_js).collect()
+        self.flat(&t.expired)
     }
 
     pub fn take_tick_error(&mut self) -> JsValue {

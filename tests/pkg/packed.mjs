@@ -46,11 +46,16 @@ const npm = (args, cwd) =>
  * packed tarball under node_modules/edge-lease.
  */
 export function packedProject() {
-  const dir = join(tmpdir(), PREFIX + contentHash());
+  const hash = contentHash();
+  const dir = join(tmpdir(), PREFIX + hash);
   if (existsSync(join(dir, "node_modules", "edge-lease", "package.json"))) return dir;
 
+  // Installs of other contents are stale. Same-hash work dirs may belong
+  // to a test file packing concurrently: leave them.
   for (const old of readdirSync(tmpdir())) {
-    if (old.startsWith(PREFIX)) rmSync(join(tmpdir(), old), { recursive: true, force: true });
+    if (old.startsWith(PREFIX) && !old.startsWith(PREFIX + hash)) {
+      rmSync(join(tmpdir(), old), { recursive: true, force: true });
+    }
   }
   // Build next to the final dir and rename, so a concurrent test file never
   // sees a half-installed project.

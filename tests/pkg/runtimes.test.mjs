@@ -11,11 +11,14 @@ import { extname, join, normalize } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { packedProject, repo } from "./packed.mjs";
-import { expected, scenario } from "./scenario.mjs";
+import { Lessor as SourceLessor } from "../../js/lessor.js";
+import { expected as fixed, scenario } from "./scenario.mjs";
 
 const bin = (name) => join(repo, "node_modules", ".bin", name);
 const run = promisify(execFile);
 const SRC = `const scenario = ${scenario.toString()};`;
+// Every entry must expose the methods of the source it was built from.
+const expected = { ...fixed, methods: Object.getOwnPropertyNames(SourceLessor.prototype).sort() };
 
 let project; // the temp project with edge-lease installed
 let dir; // this file's scratch dir inside it, so bare imports resolve

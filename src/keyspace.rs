@@ -1,10 +1,18 @@
 //! Keys, values and revisions. Knows nothing of leases beyond the id a key
 //! carries; hiding the keys of expired leases is the lessor's job.
+//!
+//! Point operations go through a hash map; an ordered set of the same keys
+//! serves prefix ranges. Keys are shared (`Arc`) between the map, the set and
+//! the lease that holds them, so each key's bytes are stored once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
+use std::sync::Arc;
 
 use crate::LeaseId;
+
+/// A key's bytes, shared by every index that refers to it.
+pub type Key = Arc<[u8]>;
 
 /// One stored key's value and metadata, as etcd's mvccpb.KeyValue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +30,8 @@ pub struct Entry {
 }
 
 pub struct Keyspace {
-    entries: BTreeMap<Box<[u8]>, Entry>,
+    entries: HashMap<Key, Entry, foldhash::fast::RandomState>,
+    order: BTreeSet<Key>,
     /// Revision of the last change; etcd starts an empty store at 1, so the
     /// first change is revision 2.
     revision: i64,
@@ -31,7 +40,8 @@ pub struct Keyspace {
 impl Default for Keyspace {
     fn default() -> Self {
         Keyspace {
-            entries: BTreeMap::new(),
+            entries: HashMap::default(),
+            order: BTreeSet::new(),
             revision: 1,
         }
     }
@@ -56,16 +66,21 @@ impl Keyspace {
         self.entries.get(key)
     }
 
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.entries.get_mut(key)
+    /// The shared key and its entry.
+    pub fn get_key_value(&self, key: &[u8]) -> Option<(&Key, &Entry)> {
+        self.entries.get_key_value(key)
     }
 
-    pub fn insert(&mut self, key: Box<[u8]>, entry: Entry) {
-        self.entries.insert(key, entry);
+    pub fn insert(&mut self, key: Key, entry: Entry) {
+        if self.entries.insert(key.clone(), entry).is_none() {
+            self.order.insert(key);
+        }
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        self.entries.remove(key)
+        let e = self.entries.remove(key)?;
+        self.order.remove(key);
+        Some(e)
     }
 
     pub fn len(&self) -> usize {
@@ -74,10 +89,10 @@ impl Keyspace {
 
     /// Keys starting with `prefix`, in byte order.
     pub fn prefix<'a>(&'a self, prefix: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a Entry)> {
-        self.entries
+        self.order
             .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
-            .take_while(move |(k, _)| k.starts_with(prefix))
-            .map(|(k, e)| (&**k, e))
+            .take_while(move |k| k.starts_with(prefix))
+            .filter_map(|k| self.entries.get(k).map(|e| (&**k, e)))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {

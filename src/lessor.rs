@@ -18,7 +18,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::error::{Error, Result};
 use crate::expiry::{DeadlineQueue, RateLimiter, WINDOW_MS};
-use crate::keyspace::{Entry, Keyspace};
+use crate::keyspace::{Entry, Key, Keyspace};
 use crate::storage::{self, Batch, Storage, StoredLease};
 use crate::{LeaseId, MAX_LEASE_TTL};
 
@@ -82,7 +82,7 @@ pub struct Granted {
 pub struct Revoked {
     pub id: LeaseId,
     /// Sorted.
-    pub keys: Vec<Box<[u8]>>,
+    pub keys: Vec<Key>,
     /// The revision of the deletion, or the unchanged store revision when the
     /// lease had no keys.
     pub revision: i64,
@@ -96,7 +96,7 @@ pub struct TimeToLive {
     pub ttl_ms: i64,
     pub granted_ttl: i64,
     /// Sorted; empty unless asked for.
-    pub keys: Vec<Box<[u8]>>,
+    pub keys: Vec<Key>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -149,7 +149,7 @@ struct Lease {
     /// Checkpointed remaining ms for the next promotion; 0 if none.
     remaining: i64,
     /// Attached keys, sorted.
-    keys: Vec<Box<[u8]>>,
+    keys: Vec<Key>,
 }
 
 impl Lease {
@@ -173,6 +173,25 @@ fn slack_ms(ttl: i64) -> i64 {
     ttl.saturating_mul(500)
 }
 
+/// splitmix64: a small, fast generator with a full 2^64 period, so ids from
+/// one seed never repeat before the collision check matters.
+struct IdGen(u64);
+
+impl IdGen {
+    fn seeded() -> IdGen {
+        // Without an entropy source ids are still distinct, just predictable.
+        IdGen(getrandom::u64().unwrap_or(0x853c_49e6_748f_ea9b))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
 fn invalid(why: impl Into<String>) -> Error {
     Error::InvalidArgument(why.into())
 }
@@ -192,7 +211,7 @@ pub struct Lessor {
     /// Leases expired outside `tick` (a grant reusing an expired id), for the
     /// next `tick` to report.
     outbox: Vec<Revoked>,
-    id_counter: u64,
+    ids: IdGen,
 }
 
 impl Lessor {
@@ -208,7 +227,7 @@ impl Lessor {
             now: i64::MIN,
             storage: None,
             outbox: Vec::new(),
-            id_counter: 0,
+            ids: IdGen::seeded(),
         })
     }
 
@@ -263,6 +282,7 @@ impl Lessor {
         }
         for (key, entry) in snap.keys {
             let name = storage::key_key(&key);
+            let key: Key = key.into();
             if entry.mod_revision > snap.revision {
                 return Err(Error::CorruptEntry {
                     key: name,
@@ -276,9 +296,9 @@ impl Lessor {
                         reason: format!("lease {:016x} is not stored", entry.lease as u64),
                     });
                 };
-                lease.keys.push(key.clone().into());
+                lease.keys.push(key.clone());
             }
-            l.keys.insert(key.into(), entry);
+            l.keys.insert(key, entry);
         }
         for lease in l.leases.values_mut() {
             lease.keys.sort_unstable();
@@ -343,18 +363,12 @@ impl Lessor {
         res.map_err(Error::StorageFailed)
     }
 
+    /// A random positive 63-bit id no live lease has. The generator is
+    /// seeded once from the OS (getrandom): one entropy call per grant would
+    /// cost more than the grant itself (a JS crypto call in wasm).
     fn fresh_id(&mut self) -> LeaseId {
         loop {
-            let r = getrandom::u64().unwrap_or_else(|_| {
-                // No entropy source: a counter mixed by splitmix64 still gives
-                // distinct, well-spread ids; collisions are checked below.
-                self.id_counter = self.id_counter.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = self.id_counter ^ (self.now as u64);
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                z ^ (z >> 31)
-            });
-            let id = (r >> 1) as i64;
+            let id = (self.ids.next() >> 1) as i64;
             if id != 0 && !self.leases.contains_key(&id) {
                 return id;
             }
@@ -463,6 +477,12 @@ impl Lessor {
             l.remaining = 0;
             if persist {
                 l.stored = deadline;
+            }
+            if deadline < l.queued {
+                // A promotion's extension made the queued deadline later than
+                // this renewal's: queue again (the old entry is skipped).
+                l.queued = deadline;
+                self.queue.push(deadline, id);
             }
         }
         Ok(ttl)
@@ -639,16 +659,17 @@ impl Lessor {
             ));
         })?;
         self.keys.next_revision();
+        let shared: Key = match self.keys.get_key_value(key) {
+            Some((k, _)) => k.clone(),
+            None => key.into(),
+        };
         if old_lease != opts.lease {
             // Moving between leases (etcd's lease switch); an expired holder
             // loses the key to this write.
             self.detach(old_lease, key);
-            self.attach(opts.lease, key);
+            self.attach(opts.lease, &shared);
         }
-        match self.keys.get_mut(key) {
-            Some(e) => *e = entry,
-            None => self.keys.insert(key.into(), entry),
-        }
+        self.keys.insert(shared, entry);
         Ok(PutResult {
             created,
             revision,
@@ -656,10 +677,15 @@ impl Lessor {
         })
     }
 
-    fn attach(&mut self, id: LeaseId, key: &[u8]) {
+    fn attach(&mut self, id: LeaseId, key: &Key) {
         if let Some(l) = self.leases.get_mut(&id) {
-            if let Err(at) = l.keys.binary_search_by(|k| (**k).cmp(key)) {
-                l.keys.insert(at, key.into());
+            if let Err(at) = l.keys.binary_search(key) {
+                // Most leases hold one key or a few: grow by one at first
+                // instead of Vec's default of four.
+                if l.keys.len() < 4 {
+                    l.keys.reserve_exact(1);
+                }
+                l.keys.insert(at, key.clone());
             }
         }
     }

@@ -16,7 +16,7 @@ pub mod storage;
 pub mod wasm;
 
 pub use error::{Error, Result};
-pub use keyspace::Entry;
+pub use keyspace::{Entry, Key};
 pub use lessor::{
     Config, DeleteResult, Granted, Lessor, PutOptions, PutResult, Revoked, Tick, TimeToLive,
 };

@@ -52,7 +52,7 @@ fn value_js(e: &Entry) -> JsValue {
     }
 }
 
-fn keys_js(keys: &[Box<[u8]>]) -> Array {
+fn keys_js(keys: &[crate::Key]) -> Array {
     keys.iter().map(|k| key_str(k)).collect()
 }
 

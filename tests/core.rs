@@ -25,7 +25,7 @@ fn value(l: &mut Lessor, now: i64, key: &str) -> Option<String> {
         .map(|e| String::from_utf8(e.value.to_vec()).unwrap())
 }
 
-fn keys(v: &[Box<[u8]>]) -> Vec<String> {
+fn keys(v: &[edge_lease::Key]) -> Vec<String> {
     v.iter()
         .map(|k| String::from_utf8(k.to_vec()).unwrap())
         .collect()
@@ -741,4 +741,16 @@ fn each_operation_is_one_batch() {
         ["v1/key/a", "v1/key/b", "v1/lease/0000000000000001"]
     );
     assert_eq!(b[3].put, [("v1/revision".to_string(), b"4".to_vec())]);
+}
+
+// Found by the model test: a promotion's extension puts the queued deadline
+// after the one a renewal then sets; expiry must still happen on time.
+#[test]
+fn renew_right_after_an_extending_promotion_still_expires_on_time() {
+    let mut l = lessor();
+    let id = l.grant(T0, 3, 0).unwrap().id;
+    l.promote(T0, 5_000).unwrap();
+    l.renew(T0, id).unwrap();
+    assert_eq!(l.next_deadline(), Some(T0 + 3_000));
+    assert_eq!(l.tick(T0 + 3_000).expired.len(), 1);
 }

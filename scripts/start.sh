@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# `npm start`: installs what is missing, builds if needed, then serves the
+# demo page (www/) on loopback. Arguments go to the server: --port N, --host H.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh && bash scripts/build.sh && exec node scripts/serve.mjs "$@"

@@ -1,0 +1,77 @@
+// Shared by the browser tests: the demo server on a free loopback port, and
+// Debian's Chromium driven by playwright-core (never a downloaded browser).
+
+import { spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+export const root = fileURLToPath(new URL("../..", import.meta.url));
+export const outDir = fileURLToPath(new URL("../../test-output/", import.meta.url));
+
+/** Starts scripts/serve.mjs on port 0; resolves to { origin, stop }. */
+export function startServer() {
+  const child = spawn(process.execPath, ["scripts/serve.mjs", "--port", "0"], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.on("error", reject);
+    child.on("exit", (code) => reject(new Error(`serve.mjs exited with ${code}: ${out}`)));
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const m = /(http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+      if (m) {
+        resolve({
+          origin: m[1],
+          stop: () => {
+            child.kill();
+          },
+        });
+      }
+    });
+  });
+}
+
+export function launch() {
+  return chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+/**
+ * A page that records console errors, page errors and every request that
+ * leaves `origin`; `problems()` lists them all.
+ */
+export async function watchedPage(context, origin) {
+  const page = await context.newPage();
+  const problems = [];
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+  page.on("request", (r) => {
+    if (new URL(r.url()).origin !== origin) problems.push(`request outside the page's origin: ${r.url()}`);
+  });
+  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on("response", (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+  });
+  return { page, problems: () => problems };
+}
+
+export function screenshotPath(name) {
+  mkdirSync(outDir, { recursive: true });
+  return `${outDir}${name}.png`;
+}

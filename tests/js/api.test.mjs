@@ -1,0 +1,368 @@
+// The JS API of edge-lease, with an injected clock (no sleeps).
+import { test, mock } from "node:test";
+import assert from "node:assert/strict";
+import { Lessor, LeaseError } from "edge-lease";
+
+const T0 = 1_700_000_000_000;
+
+function setup(opts = {}) {
+  const clock = { t: T0 };
+  const lessor = new Lessor({ now: () => clock.t, autoTick: false, ...opts });
+  return { clock, lessor };
+}
+
+function code(fn) {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof LeaseError, `expected a LeaseError, got ${e}`);
+    return e.code;
+  }
+  assert.fail("expected a throw");
+}
+
+test("seed 000: heartbeat key vanishes with its lease; renew keeps it; revoke deletes it", () => {
+  const { clock, lessor } = setup();
+  const { id, ttl } = lessor.grant(10);
+  assert.match(id, /^[0-9a-f]{16}$/);
+  assert.equal(ttl, 10);
+  const put = lessor.put("my-service/heartbeat", "alive", { lease: id });
+  assert.deepEqual(put, { revision: 2, created: true });
+  const e = lessor.get("my-service/heartbeat");
+  assert.deepEqual(e, {
+    key: "my-service/heartbeat",
+    value: "alive",
+    lease: id,
+    createRevision: 2,
+    modRevision: 2,
+    version: 1,
+  });
+  clock.t += 12_000;
+  assert.equal(lessor.get("my-service/heartbeat"), undefined);
+
+  const b = lessor.grant(30);
+  lessor.put("my-service/status", "healthy", { lease: b.id });
+  clock.t += 15_000;
+  assert.equal(lessor.renew(b.id), 30);
+  clock.t += 29_000;
+  assert.equal(lessor.get("my-service/status").value, "healthy");
+  const r = lessor.revoke(b.id);
+  assert.deepEqual(r.keys, ["my-service/status"]);
+  assert.equal(lessor.get("my-service/status"), undefined);
+  assert.equal(lessor.timeToLive(b.id).ttl, -1);
+});
+
+test("seed 001: lock with fencing token passes from server-3 to server-7", () => {
+  const { clock, lessor } = setup();
+  const s3 = lessor.grant(10).id;
+  const got = lessor.put("/locks/job", "server-3", { lease: s3, ifAbsent: true });
+  assert.equal(got.created, true);
+  const token3 = lessor.get("/locks/job").createRevision;
+
+  const s7 = lessor.grant(60).id;
+  clock.t = T0 + 1_000;
+  const busy = lessor.put("/locks/job", "server-7", { lease: s7, ifAbsent: true });
+  assert.equal(busy.created, false);
+  assert.equal(busy.prev.value, "server-3");
+  assert.equal(busy.prev.createRevision, token3);
+
+  for (const at of [3_000, 6_000]) {
+    clock.t = T0 + at;
+    assert.equal(lessor.renew(s3), 10);
+  }
+  // server-3 crashes at 9 s: no more renewals.
+  clock.t = T0 + 15_999;
+  assert.equal(lessor.get("/locks/job").value, "server-3");
+  clock.t = T0 + 16_000;
+  assert.equal(lessor.get("/locks/job"), undefined);
+  const expired = lessor.tick();
+  assert.deepEqual(expired.map((x) => [x.id, x.keys]), [[s3, ["/locks/job"]]]);
+  clock.t = T0 + 19_000;
+  const won = lessor.put("/locks/job", "server-7", { lease: s7, ifAbsent: true });
+  assert.equal(won.created, true);
+  const token7 = lessor.get("/locks/job").createRevision;
+  assert.ok(token7 > token3, `${token7} > ${token3}`);
+  assert.equal(code(() => lessor.renew(s3)), "LeaseNotFound");
+});
+
+test("values: strings stay strings, bytes stay bytes", () => {
+  const { lessor } = setup();
+  lessor.put("s", "héllo ✓");
+  lessor.put("b", new Uint8Array([0, 255, 7]));
+  lessor.put("e", "");
+  assert.equal(lessor.get("s").value, "héllo ✓");
+  const b = lessor.get("b").value;
+  assert.ok(b instanceof Uint8Array);
+  assert.deepEqual([...b], [0, 255, 7]);
+  assert.equal(lessor.get("e").value, "");
+  assert.equal(lessor.get("b").lease, null);
+});
+
+test("explicit ids, negative ids and bigints", () => {
+  const { lessor } = setup();
+  assert.equal(lessor.grant(5, { id: "0a1b2c3d4e5f6789" }).id, "0a1b2c3d4e5f6789");
+  assert.equal(lessor.grant(5, { id: -1n }).id, "ffffffffffffffff");
+  assert.equal(code(() => lessor.grant(5, { id: "ffffffffffffffff" })), "LeaseExists");
+  assert.equal(lessor.renew(0xffffffffffffffffn), 5);
+  assert.equal(lessor.timeToLive("ffffffffffffffff").grantedTtl, 5);
+  assert.equal(code(() => lessor.grant(9_000_000_001)), "LeaseTtlTooLarge");
+  assert.equal(lessor.grant(0).ttl, 1, "0 is raised to the minimum");
+  assert.equal(lessor.grant(-5).ttl, 1, "negative is raised to the minimum");
+});
+
+test("timeToLive, leases, range and delete", () => {
+  const { clock, lessor } = setup();
+  const a = lessor.grant(10, { id: "0000000000000002" }).id;
+  const b = lessor.grant(5, { id: "0000000000000001" }).id;
+  lessor.put("svc/b", "1", { lease: a });
+  lessor.put("svc/a", "1", { lease: a });
+  lessor.put("other", "1");
+  clock.t += 1_500;
+  assert.deepEqual(lessor.timeToLive(a, { keys: true }), {
+    id: a,
+    ttl: 8,
+    ttlMs: 8_500,
+    grantedTtl: 10,
+    keys: ["svc/a", "svc/b"],
+  });
+  assert.deepEqual(lessor.timeToLive(a).keys, []);
+  assert.deepEqual(lessor.leases(), [b, a]);
+  assert.deepEqual(lessor.range("svc/").map((e) => e.key), ["svc/a", "svc/b"]);
+  assert.equal(lessor.range().length, 3);
+  const d = lessor.delete("svc/a", { prevKv: true });
+  assert.equal(d.deleted, true);
+  assert.equal(d.prev.value, "1");
+  assert.deepEqual(lessor.timeToLive(a, { keys: true }).keys, ["svc/b"]);
+  assert.equal(lessor.delete("svc/a").deleted, false);
+  // put without a lease detaches (etcd's lease switch)
+  lessor.put("svc/b", "2");
+  assert.deepEqual(lessor.timeToLive(a, { keys: true }).keys, []);
+  assert.equal(lessor.revision, 6);
+});
+
+test("events: grant, renew, put, delete, revoke, expire carry lease, keys and revision", () => {
+  const { clock, lessor } = setup();
+  const seen = [];
+  for (const type of ["grant", "renew", "put", "delete", "revoke", "expire"]) {
+    lessor.addEventListener(type, (e) =>
+      seen.push([e.type, e.lease, e.key ?? null, [...e.keys], e.revision, e.ttl]),
+    );
+  }
+  const a = lessor.grant(2, { id: "00000000000000aa" }).id;
+  lessor.put("k1", "v", { lease: a });
+  lessor.renew(a);
+  lessor.delete("k1");
+  lessor.put("k2", "v", { lease: a });
+  const b = lessor.grant(10, { id: "00000000000000bb" }).id;
+  lessor.put("k3", "v", { lease: b });
+  lessor.revoke(b);
+  clock.t += 2_000;
+  lessor.tick();
+  assert.deepEqual(seen, [
+    ["grant", a, null, [], 0, 2],
+    ["put", a, "k1", ["k1"], 2, 0],
+    ["renew", a, null, [], 0, 2],
+    ["delete", a, "k1", ["k1"], 3, 0],
+    ["put", a, "k2", ["k2"], 4, 0],
+    ["grant", b, null, [], 0, 10],
+    ["put", b, "k3", ["k3"], 5, 0],
+    ["revoke", b, null, ["k3"], 6, 0],
+    ["expire", a, null, ["k2"], 7, 0],
+  ]);
+});
+
+test("an event handler may call back into the lessor", () => {
+  const { clock, lessor } = setup();
+  lessor.addEventListener("expire", (e) => {
+    lessor.put("log/" + e.lease, "expired");
+  });
+  const { id } = lessor.grant(1);
+  clock.t += 1_000;
+  lessor.tick();
+  assert.equal(lessor.get("log/" + id).value, "expired");
+});
+
+test("demote and promote: standby refuses renew, keeps leases, promotion resumes", () => {
+  const { clock, lessor } = setup();
+  const { id } = lessor.grant(10);
+  clock.t += 4_000;
+  lessor.demote();
+  assert.equal(lessor.isPrimary, false);
+  assert.equal(code(() => lessor.renew(id)), "NotPrimary");
+  clock.t += 60_000;
+  assert.deepEqual(lessor.tick(), []);
+  assert.equal(lessor.nextDeadline(), null);
+  lessor.promote(1_000);
+  assert.equal(lessor.isPrimary, true);
+  assert.equal(lessor.timeToLive(id).ttlMs, 7_000);
+  assert.equal(lessor.nextDeadline(), clock.t + 7_000);
+});
+
+test("tick is rate limited and nextDeadline says when the next batch may go", () => {
+  const { clock, lessor } = setup({ revokeRate: 3 });
+  for (let i = 0; i < 7; i++) lessor.grant(1);
+  clock.t += 1_000;
+  assert.equal(lessor.tick().length, 3);
+  assert.equal(lessor.tick().length, 0);
+  assert.equal(lessor.nextDeadline(), clock.t + 1_000);
+  clock.t += 1_000;
+  assert.equal(lessor.tick().length, 3);
+  clock.t += 1_000;
+  assert.equal(lessor.tick().length, 1);
+  assert.equal(lessor.nextDeadline(), null);
+});
+
+test("the clock going backwards neither revives nor expires early", () => {
+  const { clock, lessor } = setup();
+  const { id } = lessor.grant(2);
+  lessor.put("k", "v", { lease: id });
+  clock.t -= 100_000;
+  assert.equal(lessor.timeToLive(id).ttlMs, 2_000);
+  clock.t = T0 + 2_000;
+  assert.equal(lessor.get("k"), undefined);
+  clock.t = T0 + 1_000;
+  assert.equal(lessor.get("k"), undefined);
+});
+
+test("autoTick: one unref'd timer at the next deadline expires leases and emits events", () => {
+  mock.timers.enable({ apis: ["setTimeout"], now: 0 });
+  try {
+    const clock = { t: T0 };
+    const lessor = new Lessor({ now: () => clock.t });
+    const expired = [];
+    lessor.addEventListener("expire", (e) => expired.push(e.lease));
+    const a = lessor.grant(5).id;
+    const b = lessor.grant(2).id;
+    lessor.put("k", "v", { lease: a });
+    assert.equal(lessor.nextDeadline(), T0 + 2_000);
+    clock.t = T0 + 1_999;
+    mock.timers.tick(1_999);
+    assert.deepEqual(expired, []);
+    clock.t = T0 + 2_000;
+    mock.timers.tick(1);
+    assert.deepEqual(expired, [b]);
+    // Renewing the remaining lease moves its deadline; an early wake-up only re-arms.
+    clock.t = T0 + 4_000;
+    lessor.renew(a);
+    clock.t = T0 + 5_000;
+    mock.timers.tick(3_000);
+    assert.deepEqual(expired, [b]);
+    clock.t = T0 + 9_000;
+    mock.timers.tick(4_000);
+    assert.deepEqual(expired, [b, a]);
+    assert.equal(lessor.get("k"), undefined);
+    lessor.close();
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("autoTick: very distant deadlines are clamped to the timer limit and re-armed", () => {
+  mock.timers.enable({ apis: ["setTimeout"], now: 0 });
+  try {
+    const clock = { t: T0 };
+    const lessor = new Lessor({ now: () => clock.t });
+    const expired = [];
+    lessor.addEventListener("expire", (e) => expired.push(e.lease));
+    const { id } = lessor.grant(30 * 86_400); // 30 days, beyond 2^31-1 ms
+    const limit = 2 ** 31 - 1;
+    clock.t += limit;
+    mock.timers.tick(limit);
+    assert.deepEqual(expired, []);
+    clock.t = T0 + 30 * 86_400_000;
+    mock.timers.tick(30 * 86_400_000 - limit);
+    assert.deepEqual(expired, [id]);
+    lessor.close();
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("close releases the timer and refuses later calls", () => {
+  const lessor = new Lessor();
+  lessor.grant(60);
+  lessor.close();
+  lessor.close();
+  assert.equal(code(() => lessor.grant(1)), "Closed");
+  assert.equal(code(() => lessor.get("k")), "Closed");
+});
+
+function memoryStore() {
+  const map = new Map();
+  return {
+    map,
+    fail: false,
+    write(batch) {
+      if (this.fail) throw new Error("disk full");
+      for (const [k, v] of batch.put) map.set(k, v);
+      for (const k of batch.delete) map.delete(k);
+    },
+  };
+}
+
+test("storage: one batch per change, restore gives the same state", () => {
+  const store = memoryStore();
+  const { clock, lessor } = setup({ storage: store });
+  const { id } = lessor.grant(10, { id: "8000000000000000" });
+  lessor.put("a", "text", { lease: id });
+  lessor.put("b", new Uint8Array([1, 2]));
+  assert.deepEqual([...store.map.keys()].sort(), [
+    "v1/key/a",
+    "v1/key/b",
+    "v1/lease/8000000000000000",
+    "v1/revision",
+  ]);
+  const again = new Lessor({ now: () => clock.t, autoTick: false, restore: store.map.entries() });
+  assert.deepEqual(again.range(), lessor.range());
+  assert.equal(again.revision, lessor.revision);
+  assert.deepEqual(again.leases(), [id]);
+  // A store that throws: the operation fails and nothing changes.
+  store.fail = true;
+  const before = lessor.range();
+  assert.equal(code(() => lessor.put("a", "x", { lease: id })), "StorageFailed");
+  assert.equal(code(() => lessor.revoke(id)), "StorageFailed");
+  assert.deepEqual(lessor.range(), before);
+  store.fail = false;
+  lessor.put("a", "x", { lease: id });
+  assert.equal(lessor.get("a").value, "x");
+});
+
+test("storage: async writes stay ordered, flush waits, a rejection fails the lessor", async () => {
+  const order = [];
+  let rejectNext = false;
+  const store = {
+    write(batch) {
+      const keys = batch.put.map(([k]) => k).concat(batch.delete);
+      return new Promise((resolve, reject) =>
+        setImmediate(() => {
+          if (rejectNext) return reject(new Error("quota exceeded"));
+          order.push(keys.join(","));
+          resolve();
+        }),
+      );
+    },
+  };
+  const { lessor } = setup({ storage: store });
+  lessor.put("a", "1");
+  lessor.put("b", "1");
+  lessor.delete("a");
+  await lessor.flush();
+  assert.deepEqual(order, ["v1/key/a,v1/revision", "v1/key/b,v1/revision", "v1/revision,v1/key/a"]);
+  rejectNext = true;
+  lessor.put("c", "1");
+  await assert.rejects(lessor.flush(), (e) => e.code === "StorageFailed");
+  assert.equal(code(() => lessor.put("d", "1")), "StorageFailed");
+  // Reads still work.
+  assert.equal(lessor.get("b").value, "1");
+});
+
+test("restore refuses corrupt entries with a typed error naming the entry", () => {
+  const bad = [["v1/lease/zz", new Uint8Array()]];
+  try {
+    new Lessor({ restore: bad, autoTick: false });
+    assert.fail("expected a throw");
+  } catch (e) {
+    assert.equal(e.code, "CorruptEntry");
+    assert.equal(e.entry, "v1/lease/zz");
+  }
+});

@@ -666,6 +666,7 @@ function initSync(module2) {
 var HEX16 = /^[0-9a-f]{16}$/;
 var MAX_TIMER_MS = 2 ** 31 - 1;
 var MAX_EPOCH_MS = 864e13;
+var MAX_TTL_MS = 9e12;
 var ready = false;
 function markReady() {
   ready = true;
@@ -754,6 +755,10 @@ function checkInt(value, what) {
   if (typeof value !== "number" || !Number.isInteger(value)) {
     throw invalid(`${what} must be a whole number, got ${typeof value === "number" ? value : typeof value}`);
   }
+}
+function checkMs(value, what) {
+  checkInt(value, what);
+  if (value > MAX_TTL_MS) throw invalid(`${what} must be at most ${MAX_TTL_MS} ms`);
 }
 function checkLimit(options2, name, fallback, max) {
   const v = options2[name] ?? fallback;
@@ -900,6 +905,8 @@ var Lessor = class extends EventTarget {
   renew(id) {
     this.#enterWrite();
     parseId(id);
+    const hi = idHi;
+    const lo = idLo;
     const now = this.#time();
     let ttl;
     this.#busy = true;
@@ -910,7 +917,7 @@ var Lessor = class extends EventTarget {
     } finally {
       this.#busy = false;
     }
-    this.#emit("renew", { lease: id, ttl });
+    if (this.#wants.renew) this.#emit("renew", { lease: formatId(hi, lo), ttl });
     return ttl;
   }
   /** Revokes a lease and deletes its keys. Returns `{ id, keys, revision }`. */
@@ -935,6 +942,7 @@ var Lessor = class extends EventTarget {
   timeToLive(id, opts) {
     this.#enter();
     parseId(id);
+    id = formatId(idHi, idLo);
     const withKeys = Boolean(options(opts, "timeToLive").keys);
     const keys = this.#raw.time_to_live(this.#time(), idHi, idLo, withKeys);
     if (keys === void 0) return { id, ttl: -1, ttlMs: -1, grantedTtl: 0, keys: [] };
@@ -1073,7 +1081,7 @@ var Lessor = class extends EventTarget {
   /** Becomes primary: every lease gets now + extendMs + its remaining time. */
   promote(extendMs = 0) {
     this.#enterWrite();
-    checkInt(extendMs, "extendMs");
+    checkMs(extendMs, "extendMs");
     const now = this.#time();
     this.#busy = true;
     try {
@@ -1095,7 +1103,7 @@ var Lessor = class extends EventTarget {
   checkpoint(id, remainingMs) {
     this.#enterWrite();
     parseId(id);
-    checkInt(remainingMs, "remainingMs");
+    checkMs(remainingMs, "remainingMs");
     const now = this.#time();
     this.#busy = true;
     try {
@@ -1133,6 +1141,9 @@ var Lessor = class extends EventTarget {
   /** Stops the timer and frees the wasm memory. Later calls throw code "Closed". */
   close() {
     if (this.#closed) return;
+    if (this.#busy) {
+      throw new LeaseError("Reentrant", "the lessor was closed from inside its own storage callback");
+    }
     this.#closed = true;
     this.#clearTimer();
     this.#raw.free();

@@ -7,6 +7,10 @@ import { RawLessor } from "../pkg/edge_lease.js";
 const HEX16 = /^[0-9a-f]{16}$/;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const MAX_EPOCH_MS = 8.64e15;
+// The longest a lease can last (MAX_LEASE_TTL in ms). Bounds promote's
+// extension and checkpoints: larger values would saturate deadlines in the
+// core to i64::MAX, which it reads as "no deadline" (a standby lease).
+const MAX_TTL_MS = 9_000_000_000_000;
 
 let ready = false;
 
@@ -121,6 +125,11 @@ function checkInt(value, what) {
   if (typeof value !== "number" || !Number.isInteger(value)) {
     throw invalid(`${what} must be a whole number, got ${typeof value === "number" ? value : typeof value}`);
   }
+}
+
+function checkMs(value, what) {
+  checkInt(value, what);
+  if (value > MAX_TTL_MS) throw invalid(`${what} must be at most ${MAX_TTL_MS} ms`);
 }
 
 function checkLimit(options, name, fallback, max) {
@@ -286,6 +295,8 @@ export class Lessor extends EventTarget {
   renew(id) {
     this.#enterWrite();
     parseId(id);
+    const hi = idHi;
+    const lo = idLo;
     const now = this.#time();
     let ttl;
     this.#busy = true;
@@ -296,7 +307,7 @@ export class Lessor extends EventTarget {
     } finally {
       this.#busy = false;
     }
-    this.#emit("renew", { lease: id, ttl });
+    if (this.#wants.renew) this.#emit("renew", { lease: formatId(hi, lo), ttl });
     return ttl;
   }
 
@@ -323,6 +334,8 @@ export class Lessor extends EventTarget {
   timeToLive(id, opts) {
     this.#enter();
     parseId(id);
+    // Always the hex form, also for a bigint id.
+    id = formatId(idHi, idLo);
     const withKeys = Boolean(options(opts, "timeToLive").keys);
     const keys = this.#raw.time_to_live(this.#time(), idHi, idLo, withKeys);
     if (keys === undefined) return { id, ttl: -1, ttlMs: -1, grantedTtl: 0, keys: [] };
@@ -473,7 +486,7 @@ export class Lessor extends EventTarget {
   /** Becomes primary: every lease gets now + extendMs + its remaining time. */
   promote(extendMs = 0) {
     this.#enterWrite();
-    checkInt(extendMs, "extendMs");
+    checkMs(extendMs, "extendMs");
     const now = this.#time();
     this.#busy = true;
     try {
@@ -497,7 +510,7 @@ export class Lessor extends EventTarget {
   checkpoint(id, remainingMs) {
     this.#enterWrite();
     parseId(id);
-    checkInt(remainingMs, "remainingMs");
+    checkMs(remainingMs, "remainingMs");
     const now = this.#time();
     this.#busy = true;
     try {
@@ -541,6 +554,11 @@ export class Lessor extends EventTarget {
   /** Stops the timer and frees the wasm memory. Later calls throw code "Closed". */
   close() {
     if (this.#closed) return;
+    // Freeing the wasm object while the core is inside an operation fails
+    // half-way (and would leak it): refuse, like every other re-entrant call.
+    if (this.#busy) {
+      throw new LeaseError("Reentrant", "the lessor was closed from inside its own storage callback");
+    }
     this.#closed = true;
     this.#clearTimer();
     this.#raw.free();

@@ -27,7 +27,9 @@ suite() {
 suite "rust: fmt and clippy" bash -c 'cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo clippy --target wasm32-unknown-unknown -- -D warnings'
 suite "rust: cargo test (native core)" cargo test --release
 suite "wasm: wasm-pack test --node" wasm-pack test --node --release
-suite "wasm: wasm-pack test --headless --chrome" wasm-pack test --headless --chrome --release
+# Without WASM_BINDGEN_USE_BROWSER, suites not marked run_in_browser (tests/wasm.rs
+# runs in both) are skipped under --chrome.
+suite "wasm: wasm-pack test --headless --chrome" env WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome --release
 suite "js: node:test (API, packaging, runtimes, browser)" \
   node --test --test-concurrency=1 $(find tests -name '*.test.mjs' | sort)
 

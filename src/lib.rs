@@ -11,8 +11,9 @@ mod expiry;
 mod keyspace;
 mod lessor;
 pub mod storage;
+// Public only so tests/wasm.rs can test the binding itself.
 #[cfg(target_arch = "wasm32")]
-mod wasm;
+pub mod wasm;
 
 pub use error::{Error, Result};
 pub use keyspace::{Entry, Key};

@@ -1,6 +1,8 @@
 //! Model-based test: random operation sequences against a small reference
 //! model of etcd lease semantics, with the invariants of the core issue.
 
+#![cfg(not(target_arch = "wasm32"))] // proptest is a native-only dev-dependency
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use edge_lease::{Config, Error, Lessor, PutOptions};

@@ -1,0 +1,79 @@
+// The package as a user gets it: `npm pack` of this repo, installed from the
+// tarball into a fresh project. Every test file of a run shares one install:
+// node --test runs each file in its own process, so the cache is a temp dir
+// named after a hash of everything that goes into the tarball (package.json
+// and the js/, dist/ and pkg/ trees; pkg/ is gitignored, so HEAD and the
+// dirty state alone would miss a wasm rebuild). Older installs are removed
+// when a new one is made, so at most one is left in the temp dir.
+
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repo = fileURLToPath(new URL("../..", import.meta.url));
+const PREFIX = "edge-lease-packed-";
+
+function filesUnder(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true })
+    .map((f) => join(dir, f))
+    .filter((f) => statSync(f).isFile())
+    .sort();
+}
+
+function contentHash() {
+  const h = createHash("sha256");
+  const files = [join(repo, "package.json"), ...["js", "dist", "pkg"].flatMap((d) => filesUnder(join(repo, d)))];
+  for (const f of files) {
+    h.update(relative(repo, f)).update("\0").update(readFileSync(f)).update("\0");
+  }
+  return h.digest("hex").slice(0, 16);
+}
+
+const npm = (args, cwd) =>
+  execFileSync("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], {
+    cwd,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    timeout: 120_000,
+  });
+
+/**
+ * Returns the temp project dir that has edge-lease installed from the
+ * packed tarball under node_modules/edge-lease.
+ */
+export function packedProject() {
+  const hash = contentHash();
+  const dir = join(tmpdir(), PREFIX + hash);
+  if (existsSync(join(dir, "node_modules", "edge-lease", "package.json"))) return dir;
+
+  // Installs of other contents are stale. Same-hash work dirs may belong
+  // to a test file packing concurrently: leave them.
+  for (const old of readdirSync(tmpdir())) {
+    if (old.startsWith(PREFIX) && !old.startsWith(PREFIX + hash)) {
+      rmSync(join(tmpdir(), old), { recursive: true, force: true });
+    }
+  }
+  // Build next to the final dir and rename, so a concurrent test file never
+  // sees a half-installed project.
+  const work = `${dir}.${process.pid}`;
+  mkdirSync(work, { recursive: true });
+  try {
+    const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", work], repo));
+    const tgz = join(work, packed.filename);
+    writeFileSync(join(work, "package.json"), JSON.stringify({ name: "edge-lease-user", private: true }));
+    // The tarball has no dependencies, so nothing is fetched.
+    npm(["install", "--offline", tgz], work);
+    try {
+      renameSync(work, dir);
+    } catch (e) {
+      if (!existsSync(dir)) throw e; // else another test file won the race
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return dir;
+}

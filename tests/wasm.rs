@@ -1,0 +1,254 @@
+//! The wasm binding's translation (src/wasm.rs), below the JS wrapper: ids
+//! as u32 halves, error objects with `code`, the scratch view, string vs
+//! bytes values, tick rows. Runs under `wasm-pack test --node` and, with
+//! WASM_BINDGEN_USE_BROWSER=1, `wasm-pack test --headless --chrome`.
+#![cfg(target_arch = "wasm32")]
+
+use edge_lease::wasm::RawLessor;
+use js_sys::{Array, Float64Array, Function, Reflect, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_test::wasm_bindgen_test;
+
+const T0: f64 = 1_700_000_000_000.0;
+
+fn raw() -> RawLessor {
+    RawLessor::new(1.0, 1000.0, 4096.0, 1_048_576.0, 10_000.0).unwrap()
+}
+
+fn scratch(r: &RawLessor, n: u32) -> Vec<f64> {
+    let v: Float64Array = r.scratch();
+    (0..n).map(|i| v.get_index(i)).collect()
+}
+
+fn code(e: &JsValue) -> String {
+    assert!(e.is_instance_of::<js_sys::Error>(), "not an Error: {e:?}");
+    Reflect::get(e, &"code".into())
+        .unwrap()
+        .as_string()
+        .unwrap()
+}
+
+fn strings(a: &JsValue) -> Vec<String> {
+    Array::from(a)
+        .iter()
+        .map(|k| k.as_string().unwrap())
+        .collect()
+}
+
+#[wasm_bindgen_test]
+fn ids_cross_as_u32_halves_including_negative() {
+    let mut r = raw();
+    // -1 is all ones in both halves.
+    r.grant(T0, 10.0, u32::MAX, u32::MAX).unwrap();
+    assert_eq!(scratch(&r, 3), [4294967295.0, 4294967295.0, 10.0]);
+    // i64::MIN: only the top bit of the high half.
+    r.grant(T0, 20.0, 0x8000_0000, 0).unwrap();
+    assert_eq!(scratch(&r, 3), [2147483648.0, 0.0, 20.0]);
+    // The halves are not swapped: hi 0, lo 0xff is id 255.
+    r.grant(T0, 30.0, 0, 0xff).unwrap();
+    assert_eq!(scratch(&r, 3), [0.0, 255.0, 30.0]);
+    assert_eq!(r.renew(T0, 0, 0xff).unwrap(), 30.0);
+    r.renew(T0, 0xff, 0).unwrap_err();
+
+    // leases(): flat [hi, lo, ...], soonest deadline first.
+    assert_eq!(
+        r.leases(T0).to_vec(),
+        [u32::MAX, u32::MAX, 0x8000_0000, 0, 0, 0xff]
+    );
+
+    // 0/0 asks for a fresh id, which is never 0.
+    r.grant(T0, 5.0, 0, 0).unwrap();
+    let s = scratch(&r, 3);
+    assert!(s[0] != 0.0 || s[1] != 0.0);
+    assert!(s[0] < 4294967296.0 && s[1] < 4294967296.0);
+    assert_eq!(s[2], 5.0);
+}
+
+#[wasm_bindgen_test]
+fn errors_are_error_objects_with_a_code() {
+    let mut r = raw();
+    let e = r.renew(T0, 0, 1).unwrap_err();
+    assert_eq!(code(&e), "LeaseNotFound");
+    let msg = e.unchecked_ref::<js_sys::Error>().message();
+    assert_eq!(String::from(msg), "lease 0000000000000001 not found");
+
+    r.grant(T0, 10.0, 0, 1).unwrap();
+    assert_eq!(code(&r.grant(T0, 10.0, 0, 1).unwrap_err()), "LeaseExists");
+    assert_eq!(
+        code(&r.grant(T0, 9e9 + 1.0, 0, 0).unwrap_err()),
+        "LeaseTtlTooLarge"
+    );
+    assert_eq!(
+        code(&r.put_str(T0, "", "v", 0, 0, false).unwrap_err()),
+        "InvalidArgument"
+    );
+    assert_eq!(
+        code(&r.put_str(T0, "k", "v", 0, 2, false).unwrap_err()),
+        "LeaseNotFound"
+    );
+    assert_eq!(code(&r.promote(T0, -1.0).unwrap_err()), "InvalidArgument");
+    let bad = RawLessor::new(0.0, 1000.0, 4096.0, 1_048_576.0, 10_000.0);
+    assert_eq!(code(&bad.err().unwrap()), "InvalidArgument");
+}
+
+#[wasm_bindgen_test]
+fn a_corrupt_entry_names_its_key() {
+    let entries = Array::of1(&Array::of2(&"v1/lease/zz".into(), &"junk".into()));
+    let e = RawLessor::restore(
+        1.0,
+        1000.0,
+        4096.0,
+        1_048_576.0,
+        10_000.0,
+        entries,
+        T0,
+        None,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(code(&e), "CorruptEntry");
+    assert_eq!(
+        Reflect::get(&e, &"entry".into())
+            .unwrap()
+            .as_string()
+            .unwrap(),
+        "v1/lease/zz"
+    );
+}
+
+#[wasm_bindgen_test]
+fn get_fills_scratch_and_values_keep_their_type() {
+    let mut r = raw();
+    r.grant(T0, 10.0, 0x0102_0304, 0x0506_0708).unwrap();
+    // Revisions start at 1 (as in etcd): the first put is revision 2.
+    assert_eq!(
+        r.put_str(T0, "text", "héllo", 0x0102_0304, 0x0506_0708, false)
+            .unwrap(),
+        2.0
+    );
+    assert_eq!(scratch(&r, 1), [1.0], "created");
+    assert_eq!(
+        r.put_str(T0, "text", "again", 0x0102_0304, 0x0506_0708, false)
+            .unwrap(),
+        3.0
+    );
+    assert_eq!(scratch(&r, 1), [0.0], "overwritten, not created");
+    r.put_bytes(T0, "bin", &[0, 255, 128], 0, 0, false).unwrap();
+
+    // A string comes back as a string.
+    let v = r.get(T0, "text");
+    assert_eq!(v.as_string().as_deref(), Some("again"));
+    // [create revision, mod revision, version, lease hi, lease lo]
+    assert_eq!(scratch(&r, 5), [2.0, 3.0, 2.0, 16909060.0, 84281096.0]);
+
+    // Bytes come back as a Uint8Array, detached key: lease 0/0.
+    let b = r.get(T0, "bin");
+    assert!(b.as_string().is_none());
+    assert_eq!(b.dyn_into::<Uint8Array>().unwrap().to_vec(), [0, 255, 128]);
+    assert_eq!(scratch(&r, 5), [4.0, 4.0, 1.0, 0.0, 0.0]);
+
+    assert!(r.get(T0, "missing").is_undefined());
+
+    // An if-absent put on an existing key writes nothing: created = 0.
+    r.put_str(T0, "bin", "x", 0, 0, true).unwrap();
+    assert_eq!(scratch(&r, 1), [0.0]);
+    assert!(r.get(T0, "bin").is_instance_of::<Uint8Array>());
+
+    // delete: [deleted, lease hi, lease lo] of the previous entry.
+    r.delete(T0, "text").unwrap();
+    assert_eq!(scratch(&r, 3), [1.0, 16909060.0, 84281096.0]);
+    r.delete(T0, "text").unwrap();
+    assert_eq!(scratch(&r, 1), [0.0]);
+}
+
+#[wasm_bindgen_test]
+fn the_scratch_view_empties_when_memory_grows() {
+    let mut r = raw();
+    let view = r.scratch();
+    let before = RawLessor::memory_bytes();
+    // Values above the current memory force it to grow.
+    let big = vec![7u8; before as usize];
+    let mut lessor = RawLessor::new(1.0, 1000.0, 4096.0, 2.0 * before, 10_000.0).unwrap();
+    lessor.put_bytes(T0, "big", &big, 0, 0, false).unwrap();
+    assert!(RawLessor::memory_bytes() > before);
+    assert_eq!(view.length(), 0, "the old view is detached");
+    r.grant(T0, 10.0, 0, 9).unwrap();
+    assert_eq!(scratch(&r, 3), [0.0, 9.0, 10.0], "a fresh view works");
+}
+
+#[wasm_bindgen_test]
+fn tick_rows_and_time_to_live() {
+    let mut r = raw();
+    r.grant(T0, 1.0, u32::MAX, 0xffff_fffe).unwrap(); // -2
+    r.put_str(T0, "a", "1", u32::MAX, 0xffff_fffe, false)
+        .unwrap();
+    r.put_str(T0, "b", "2", u32::MAX, 0xffff_fffe, false)
+        .unwrap();
+
+    let keys = r.time_to_live(T0 + 400.0, u32::MAX, 0xffff_fffe, true);
+    assert_eq!(strings(&keys), ["a", "b"]);
+    assert_eq!(
+        scratch(&r, 3),
+        [0.0, 600.0, 1.0],
+        "[ttl s, ttl ms, granted]"
+    );
+    assert!(r.time_to_live(T0, 0, 42, true).is_undefined());
+
+    assert_eq!(r.next_deadline(), T0 + 1000.0);
+    assert_eq!(r.tick(T0 + 999.0).length(), 0);
+    let rows = r.tick(T0 + 1000.0);
+    assert_eq!(rows.length(), 1);
+    let row = Array::from(&rows.get(0));
+    assert_eq!(row.get(0).as_f64(), Some(4294967295.0));
+    assert_eq!(row.get(1).as_f64(), Some(4294967294.0));
+    // Puts were revisions 2 and 3; the expiry deletes both at 4.
+    assert_eq!(row.get(2).as_f64(), Some(4.0), "the revision of the expiry");
+    assert_eq!(strings(&row.get(3)), ["a", "b"]);
+    assert!(r.take_tick_error().is_undefined());
+    assert!(r.next_deadline().is_nan());
+    assert!(r.get(T0 + 1000.0, "a").is_undefined());
+}
+
+#[wasm_bindgen_test]
+fn storage_gets_batches_and_a_throw_fails_the_operation() {
+    // The callback records each batch, and throws while `globalThis.failWrites` is set.
+    let write = Function::new_with_args(
+        "batch",
+        "if (globalThis.failWrites) throw new Error('disk full'); (globalThis.batches ??= []).push(batch);",
+    );
+    let global = js_sys::global();
+    let set = |k: &str, v: &JsValue| Reflect::set(&global, &k.into(), v).unwrap();
+    set("batches", &Array::new());
+    set("failWrites", &false.into());
+
+    let mut r = RawLessor::restore(
+        1.0,
+        1000.0,
+        4096.0,
+        1_048_576.0,
+        10_000.0,
+        Array::new(),
+        T0,
+        Some(write),
+    )
+    .unwrap();
+    r.put_bytes(T0, "k", &[1, 2], 0, 0, false).unwrap();
+    let batches = Array::from(&Reflect::get(&global, &"batches".into()).unwrap());
+    let last = batches.get(batches.length() - 1);
+    let put = Array::from(&Reflect::get(&last, &"put".into()).unwrap());
+    let keys: Vec<String> = put
+        .iter()
+        .map(|p| Array::from(&p).get(0).as_string().unwrap())
+        .collect();
+    assert!(keys.contains(&"v1/key/k".to_string()), "{keys:?}");
+    assert!(Array::from(&put.get(0))
+        .get(1)
+        .is_instance_of::<Uint8Array>());
+
+    set("failWrites", &true.into());
+    let e = r.put_str(T0, "k", "new", 0, 0, false).unwrap_err();
+    assert_eq!(code(&e), "StorageFailed");
+    set("failWrites", &false.into());
+    let v = r.get(T0, "k").dyn_into::<Uint8Array>().unwrap().to_vec();
+    assert_eq!(v, [1, 2], "the failed put changed nothing");
+}

@@ -196,14 +196,16 @@ fn tick_rows_and_time_to_live() {
 
     assert_eq!(r.next_deadline(), T0 + 1000.0);
     assert_eq!(r.tick(T0 + 999.0).length(), 0);
-    let rows = r.tick(T0 + 1000.0);
-    assert_eq!(rows.length(), 1);
-    let row = Array::from(&rows.get(0));
-    assert_eq!(row.get(0).as_f64(), Some(4294967295.0));
-    assert_eq!(row.get(1).as_f64(), Some(4294967294.0));
+    // Flat rows: [hi, lo, revision, key count, key lengths...], keys in one string.
+    let rows = r.tick(T0 + 1000.0).to_vec();
     // Puts were revisions 2 and 3; the expiry deletes both at 4.
-    assert_eq!(row.get(2).as_f64(), Some(4.0), "the revision of the expiry");
-    assert_eq!(strings(&row.get(3)), ["a", "b"]);
+    assert_eq!(rows, [4294967295.0, 4294967294.0, 4.0, 2.0, 1.0, 1.0]);
+    assert_eq!(r.take_keys(), "ab");
+    // Key lengths are UTF-16 units, as JS slices them.
+    r.grant(T0 + 1000.0, 1.0, 0, 7).unwrap();
+    r.put_str(T0 + 1000.0, "é✓𝄞", "v", 0, 7, false).unwrap();
+    assert_eq!(r.tick(T0 + 2000.0).to_vec(), [0.0, 7.0, 6.0, 1.0, 4.0]);
+    assert_eq!(r.take_keys(), "é✓𝄞");
     assert!(r.take_tick_error().is_undefined());
     assert!(r.next_deadline().is_nan());
     assert!(r.get(T0 + 1000.0, "a").is_undefined());

@@ -310,23 +310,33 @@ impl RawLessor {
         Ok(r.revision as f64)
     }
 
-    /// The value (string or Uint8Array) or undefined; scratch:
-    /// [create revision, mod revision, version, lease hi, lease lo].
-    pub fn get(&mut self, now: f64, key: &str) -> JsValue {
+    /// Whether the key is live; if so scratch: [create revision, mod
+    /// revision, version, lease hi, lease lo, value pointer, value length,
+    /// text]. The wrapper reads the value straight from wasm memory before
+    /// its next call: decoding short values itself is several times faster
+    /// than a returned string (TextDecoder), and bytes are copied only once.
+    pub fn get(&mut self, now: f64, key: &str) -> bool {
         let now = ms(now);
         let Some(e) = self.inner.get(now, key.as_bytes()) else {
-            return JsValue::UNDEFINED;
+            return false;
         };
-        let v = value_js(e);
         let meta = [
             e.create_revision as f64,
             e.mod_revision as f64,
             e.version as f64,
             hi(e.lease),
             lo(e.lease),
+            e.value.as_ptr() as usize as f64,
+            e.value.len() as f64,
+            e.text as u8 as f64,
         ];
-        self.scratch[..5].copy_from_slice(&meta);
-        v
+        self.scratch.copy_from_slice(&meta);
+        true
+    }
+
+    /// The module's `WebAssembly.Memory`, for reading values in place.
+    pub fn memory() -> JsValue {
+        wasm_bindgen::memory()
     }
 
     /// Live entries under `prefix`, sorted: [key, value, create, mod, version, lease hi, lease lo] each.

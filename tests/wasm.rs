@@ -20,6 +20,18 @@ fn scratch(r: &RawLessor, n: u32) -> Vec<f64> {
     (0..n).map(|i| v.get_index(i)).collect()
 }
 
+/// `get`, then the value read from wasm memory as the wrapper does: (bytes, text).
+fn value(r: &mut RawLessor, now: f64, key: &str) -> Option<(Vec<u8>, bool)> {
+    if !r.get(now, key) {
+        return None;
+    }
+    let s = scratch(r, 8);
+    let memory: js_sys::WebAssembly::Memory = RawLessor::memory().unchecked_into();
+    let bytes =
+        Uint8Array::new_with_byte_offset_and_length(&memory.buffer(), s[5] as u32, s[6] as u32);
+    Some((bytes.to_vec(), s[7] == 1.0))
+}
+
 fn code(e: &JsValue) -> String {
     assert!(e.is_instance_of::<js_sys::Error>(), "not an Error: {e:?}");
     Reflect::get(e, &"code".into())
@@ -135,24 +147,21 @@ fn get_fills_scratch_and_values_keep_their_type() {
     assert_eq!(scratch(&r, 1), [0.0], "overwritten, not created");
     r.put_bytes(T0, "bin", &[0, 255, 128], 0, 0, false).unwrap();
 
-    // A string comes back as a string.
-    let v = r.get(T0, "text");
-    assert_eq!(v.as_string().as_deref(), Some("again"));
+    // Text keeps its flag and its UTF-8 bytes, read in place.
+    assert_eq!(value(&mut r, T0, "text"), Some((b"again".to_vec(), true)));
     // [create revision, mod revision, version, lease hi, lease lo]
     assert_eq!(scratch(&r, 5), [2.0, 3.0, 2.0, 16909060.0, 84281096.0]);
 
-    // Bytes come back as a Uint8Array, detached key: lease 0/0.
-    let b = r.get(T0, "bin");
-    assert!(b.as_string().is_none());
-    assert_eq!(b.dyn_into::<Uint8Array>().unwrap().to_vec(), [0, 255, 128]);
+    // Bytes are flagged as bytes, detached key: lease 0/0.
+    assert_eq!(value(&mut r, T0, "bin"), Some((vec![0, 255, 128], false)));
     assert_eq!(scratch(&r, 5), [4.0, 4.0, 1.0, 0.0, 0.0]);
 
-    assert!(r.get(T0, "missing").is_undefined());
+    assert_eq!(value(&mut r, T0, "missing"), None);
 
     // An if-absent put on an existing key writes nothing: created = 0.
     r.put_str(T0, "bin", "x", 0, 0, true).unwrap();
     assert_eq!(scratch(&r, 1), [0.0]);
-    assert!(r.get(T0, "bin").is_instance_of::<Uint8Array>());
+    assert_eq!(value(&mut r, T0, "bin"), Some((vec![0, 255, 128], false)));
 
     // delete: [deleted, lease hi, lease lo] of the previous entry.
     r.delete(T0, "text").unwrap();
@@ -208,7 +217,7 @@ fn tick_rows_and_time_to_live() {
     assert_eq!(r.take_keys(), "é✓𝄞");
     assert!(r.take_tick_error().is_undefined());
     assert!(r.next_deadline().is_nan());
-    assert!(r.get(T0 + 1000.0, "a").is_undefined());
+    assert!(!r.get(T0 + 1000.0, "a"));
 }
 
 #[wasm_bindgen_test]
@@ -251,6 +260,9 @@ fn storage_gets_batches_and_a_throw_fails_the_operation() {
     let e = r.put_str(T0, "k", "new", 0, 0, false).unwrap_err();
     assert_eq!(code(&e), "StorageFailed");
     set("failWrites", &false.into());
-    let v = r.get(T0, "k").dyn_into::<Uint8Array>().unwrap().to_vec();
-    assert_eq!(v, [1, 2], "the failed put changed nothing");
+    assert_eq!(
+        value(&mut r, T0, "k"),
+        Some((vec![1, 2], false)),
+        "the failed put changed nothing"
+    );
 }

@@ -161,6 +161,16 @@ impl Lease {
         }
     }
 
+    /// The record as storage holds it: the deadline last written (restore
+    /// adds the slack to it), not the live one. A standby's has none.
+    fn stored_record(&self) -> StoredLease {
+        let mut rec = self.record();
+        if self.deadline != FOREVER && self.stored != NOT_STORED {
+            rec.deadline = Some(self.stored);
+        }
+        rec
+    }
+
     /// Whether the stored deadline is too early to recover from: see `restore`.
     fn needs_persist(&self) -> bool {
         self.deadline != FOREVER && self.deadline > self.stored.saturating_add(slack_ms(self.ttl))
@@ -189,6 +199,13 @@ impl IdGen {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
+    }
+}
+
+fn duplicate(key: String) -> Error {
+    Error::CorruptEntry {
+        key,
+        reason: "duplicate entry".into(),
     }
 }
 
@@ -275,21 +292,26 @@ impl Lessor {
                     (now.saturating_add(rem), NOT_STORED)
                 }
             };
-            l.leases.insert(
-                id,
-                Lease {
-                    ttl: s.ttl,
-                    deadline,
-                    queued: deadline,
-                    stored,
-                    remaining: s.remaining,
-                    keys: Vec::new(),
-                },
-            );
+            let lease = Lease {
+                ttl: s.ttl,
+                deadline,
+                queued: deadline,
+                stored,
+                remaining: s.remaining,
+                keys: Vec::new(),
+            };
+            // A store is a map: a repeated entry means it was not read back
+            // whole, and a second copy of a key would attach it to two leases.
+            if l.leases.insert(id, lease).is_some() {
+                return Err(duplicate(storage::lease_key(id)));
+            }
             l.queue.push(deadline, id);
         }
         for (key, entry) in snap.keys {
             let name = storage::key_key(&key);
+            if l.keys.get(&key).is_some() {
+                return Err(duplicate(name));
+            }
             let key: Key = key.into();
             if entry.mod_revision > snap.revision {
                 return Err(Error::CorruptEntry {
@@ -902,7 +924,9 @@ impl Lessor {
         let Some(l) = self.leases.get(&id).filter(|l| l.deadline > now) else {
             return Err(Error::LeaseNotFound(id));
         };
-        let mut rec = l.record();
+        // The stored deadline, not the live one: writing the live one would
+        // let each restart + checkpoint push an abandoned lease TTL/2 later.
+        let mut rec = l.stored_record();
         rec.remaining = remaining_ms;
         self.write(|_, b| {
             b.put
@@ -923,11 +947,10 @@ impl Lessor {
             storage::encode_revision(self.keys.revision()),
         ));
         for (&id, l) in &self.leases {
-            let mut rec = l.record();
-            if l.deadline != FOREVER && l.stored != NOT_STORED {
-                rec.deadline = Some(l.stored);
-            }
-            out.push((storage::lease_key(id), storage::encode_lease(&rec)));
+            out.push((
+                storage::lease_key(id),
+                storage::encode_lease(&l.stored_record()),
+            ));
         }
         for (k, e) in self.keys.iter() {
             out.push((storage::key_key(k), storage::encode_entry(e)));

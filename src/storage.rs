@@ -183,6 +183,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
     for (k, v) in entries {
         let (key, value) = (k.as_ref(), v.as_ref());
         if key == REVISION_KEY {
+            if have_revision {
+                return Err(corrupt(key, "duplicate entry"));
+            }
             snap.revision = num(key, "revision", utf8(key, value)?)?;
             if snap.revision < 1 {
                 return Err(corrupt(key, "revision below 1"));

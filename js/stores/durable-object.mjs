@@ -1,0 +1,135 @@
+// Cloudflare Durable Objects: the lessor's state in the object's storage,
+// expiry through the object's one alarm.
+//
+//   export class Leases {
+//     constructor(ctx, env) {
+//       ctx.blockConcurrencyWhile(async () => {
+//         this.dl = await DurableLessor.open(ctx.storage);
+//       });
+//     }
+//     async fetch(request) {
+//       const { id } = this.dl.lessor.grant(30);
+//       await this.dl.sync(); // durable, and the alarm is set
+//       return Response.json({ id });
+//     }
+//     async alarm() {
+//       await this.dl.alarm();
+//     }
+//   }
+
+import { Lessor } from "../workerd.mjs";
+
+// The storage API takes at most 128 keys per put() or delete() call.
+const MAX_KEYS_PER_CALL = 128;
+// A stored value is at most 128 KiB (KV-backed objects); a key's record is
+// its value plus a header of about 80 bytes.
+const DEFAULT_MAX_VALUE_BYTES = 128 * 1024 - 1024;
+
+/**
+ * A `Storage` for the lessor on `ctx.storage`: each batch is one storage
+ * transaction (all or nothing), split into calls of at most 128 keys.
+ * Entries live under `prefix`, so the object can keep its own keys too.
+ */
+export class DurableObjectStore {
+  #storage;
+  #prefix;
+
+  constructor(storage, prefix = "edge-lease/") {
+    this.#storage = storage;
+    this.#prefix = prefix;
+  }
+
+  /** Every stored entry, without the prefix, read in pages. */
+  async entries() {
+    const out = [];
+    const prefix = this.#prefix;
+    let startAfter;
+    for (;;) {
+      const page = await this.#storage.list({ prefix, startAfter, limit: 1000 });
+      for (const [k, v] of page) out.push([k.slice(prefix.length), v]);
+      if (page.size < 1000) return out;
+      startAfter = [...page.keys()].pop();
+    }
+  }
+
+  write(batch) {
+    const p = this.#prefix;
+    return this.#storage.transaction(async (txn) => {
+      for (let i = 0; i < batch.delete.length; i += MAX_KEYS_PER_CALL) {
+        await txn.delete(batch.delete.slice(i, i + MAX_KEYS_PER_CALL).map((k) => p + k));
+      }
+      for (let i = 0; i < batch.put.length; i += MAX_KEYS_PER_CALL) {
+        const chunk = {};
+        for (const [k, v] of batch.put.slice(i, i + MAX_KEYS_PER_CALL)) chunk[p + k] = v;
+        await txn.put(chunk);
+      }
+    });
+  }
+}
+
+/**
+ * A lessor restored from a Durable Object's storage, writing every change
+ * back to it and expiring leases from the object's alarm. It owns the
+ * object's alarm: do not set other alarms on the same object.
+ */
+export class DurableLessor {
+  #storage;
+  /** The alarm time this object has set, or null. */
+  #alarmAt = null;
+
+  /**
+   * Loads the lessor from `storage` (`ctx.storage`). `options` are the
+   * Lessor's (`now`, `minTtl`, ...; `autoTick` is always false here: the
+   * alarm ticks) plus `prefix` for the stored keys (default "edge-lease/").
+   * `maxValueBytes` defaults to 127 KiB to fit a stored value.
+   */
+  static async open(storage, options = {}) {
+    const { prefix, ...rest } = options;
+    const store = new DurableObjectStore(storage, prefix);
+    const lessor = new Lessor({
+      maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
+      ...rest,
+      autoTick: false,
+      storage: store,
+      restore: await store.entries(),
+    });
+    const dl = new DurableLessor(storage, lessor);
+    dl.#alarmAt = await storage.getAlarm();
+    await dl.sync();
+    return dl;
+  }
+
+  constructor(storage, lessor) {
+    this.#storage = storage;
+    /** The Lessor: call it freely, then `await sync()` before answering. */
+    this.lessor = lessor;
+  }
+
+  /**
+   * Waits until every change so far is durable, then makes sure the alarm
+   * fires no later than the next deadline. Renewals only move deadlines
+   * later, so the alarm is only ever moved earlier here: an early alarm
+   * just ticks nothing and sets the next one. Rejects with StorageFailed if
+   * a write failed (the lessor then refuses changes: open it again).
+   */
+  async sync() {
+    await this.lessor.flush();
+    const next = this.lessor.nextDeadline();
+    if (next !== null && (this.#alarmAt === null || next < this.#alarmAt)) {
+      await this.#storage.setAlarm(next);
+      this.#alarmAt = next;
+    }
+  }
+
+  /**
+   * Call from the object's `alarm()` handler. Alarms are delivered at least
+   * once, so this is idempotent: it expires what is due now (nothing, on a
+   * repeat), waits for that to be durable, and sets the next alarm.
+   */
+  async alarm() {
+    // The alarm that fired is spent (workerd clears it before the handler).
+    this.#alarmAt = null;
+    this.lessor.tick();
+    await this.sync();
+  }
+}

@@ -1,0 +1,754 @@
+//! Durable state (issue 4): what the lessor writes, and what a restart gets
+//! back. The store is an in-memory map that applies each batch whole; a
+//! restart is `Lessor::restore` from that map. Time is always injected.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use edge_lease::storage::REVISION_KEY;
+use edge_lease::{Batch, Config, Error, Lessor, PutOptions, Storage};
+use proptest::prelude::*;
+
+const T0: i64 = 1_700_000_000_000;
+
+#[derive(Default)]
+struct Inner {
+    map: BTreeMap<String, Vec<u8>>,
+    /// Batches applied.
+    writes: usize,
+    /// Write attempts, failed ones included.
+    attempts: usize,
+    /// Fail the write attempt with this index (counted from `attempts`).
+    fail_at: Option<usize>,
+}
+
+/// The host's store: applies a batch all-or-nothing, or refuses it.
+#[derive(Clone, Default)]
+struct MemStore(Rc<RefCell<Inner>>);
+
+impl Storage for MemStore {
+    fn write(&mut self, batch: &Batch) -> Result<(), String> {
+        let mut s = self.0.borrow_mut();
+        let attempt = s.attempts;
+        s.attempts += 1;
+        if s.fail_at == Some(attempt) {
+            return Err("injected failure".into());
+        }
+        for k in &batch.delete {
+            s.map.remove(k);
+        }
+        for (k, v) in &batch.put {
+            s.map.insert(k.clone(), v.clone());
+        }
+        s.writes += 1;
+        Ok(())
+    }
+}
+
+impl MemStore {
+    fn entries(&self) -> Vec<(String, Vec<u8>)> {
+        self.0
+            .borrow()
+            .map
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    fn writes(&self) -> usize {
+        self.0.borrow().writes
+    }
+
+    fn attempts(&self) -> usize {
+        self.0.borrow().attempts
+    }
+
+    /// Fails the `n`-th write attempt from now on (0: the next one).
+    fn fail_in(&self, n: Option<usize>) {
+        let mut s = self.0.borrow_mut();
+        s.fail_at = n.map(|n| s.attempts + n);
+    }
+
+    /// Opens a lessor on this store, as a host does after a restart.
+    fn open(&self, now: i64) -> Lessor {
+        Lessor::restore(
+            Config::default(),
+            self.entries(),
+            now,
+            Some(Box::new(self.clone())),
+        )
+        .unwrap()
+    }
+}
+
+fn slack(ttl: i64) -> i64 {
+    ttl * 500
+}
+
+fn text(lease: i64) -> PutOptions {
+    PutOptions {
+        lease,
+        text: true,
+        ..Default::default()
+    }
+}
+
+/// Deadline of a live lease, read back through `time_to_live`.
+fn deadline(l: &mut Lessor, now: i64, id: i64) -> Option<i64> {
+    l.time_to_live(now, id, false).ok().map(|t| now + t.ttl_ms)
+}
+
+// ---- rule 1: never early --------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// A lease renewed before a crash lives, after recovery, at least until
+    /// its last renew + TTL, and at most half a TTL longer.
+    #[test]
+    fn renewed_lease_is_never_early_after_restart(
+        ttl in 1i64..120,
+        gaps in prop::collection::vec(0.0f64..1.0, 0..20),
+        crash in 0.0f64..1.0,
+        restarts_between in prop::collection::vec(any::<bool>(), 20),
+    ) {
+        let ttl_ms = ttl * 1000;
+        let store = MemStore::default();
+        let mut l = store.open(T0);
+        let id = l.grant(T0, ttl, 7).unwrap().id;
+        let mut now = T0;
+        for (i, g) in gaps.iter().enumerate() {
+            // Any gap short of the deadline keeps the lease alive.
+            now += (g * (ttl_ms - 1) as f64) as i64;
+            if restarts_between[i] {
+                l = store.open(now);
+            }
+            prop_assert_eq!(l.renew(now, id), Ok(ttl));
+        }
+        let last_renew = now;
+        let crash_at = now + (crash * (ttl_ms - 1) as f64) as i64;
+        let mut r = store.open(crash_at);
+        let d = deadline(&mut r, crash_at, id).expect("alive after restart");
+        prop_assert!(d >= last_renew + ttl_ms, "early: {} < {}", d, last_renew + ttl_ms);
+        prop_assert!(d <= last_renew + ttl_ms + slack(ttl), "late beyond the bound");
+    }
+}
+
+// ---- rule 2: bounded ------------------------------------------------------
+
+/// Restarts every 50 ms, each ticking like a host's alarm would and
+/// checkpointing the lease, and an unrelated lease kept alive meanwhile (so
+/// the store keeps being written):
+/// the abandoned lease and its key are gone by last renew + TTL + TTL/2.
+#[test]
+fn frequent_restarts_cannot_keep_an_abandoned_lease_alive() {
+    for compact in [false, true] {
+        let ttl = 10;
+        let store = MemStore::default();
+        let mut l = store.open(T0);
+        l.grant(T0, ttl, 1).unwrap();
+        l.grant(T0, ttl, 2).unwrap();
+        l.put(T0, b"svc/a", b"up", text(1)).unwrap();
+        // Renewed at irregular times, then abandoned at last_renew.
+        for t in [3_000, 7_100, 11_900, 12_000] {
+            l.renew(T0 + t, 1).unwrap();
+        }
+        let last_renew = T0 + 12_000;
+        let bound = last_renew + ttl * 1000 + slack(ttl);
+        let mut gone_at = None;
+        let mut now = last_renew;
+        while now < bound + 10_000 {
+            now += 50;
+            l = if compact {
+                // A host that compacts its store from the lessor each time:
+                // the snapshot must not drift either.
+                let snap = l.snapshot();
+                let fresh = MemStore::default();
+                fresh.0.borrow_mut().map = snap.into_iter().collect();
+                *store.0.borrow_mut() = std::mem::take(&mut *fresh.0.borrow_mut());
+                store.open(now)
+            } else {
+                store.open(now)
+            };
+            l.tick(now);
+            l.renew(now, 2).unwrap();
+            // A checkpoint writes the lease record: it must not carry the
+            // restored (slack-extended) deadline forward.
+            let _ = l.checkpoint(now, 1, 1_000);
+            let alive = l.time_to_live(now, 1, false).is_ok();
+            if now < last_renew + ttl * 1000 {
+                assert!(alive, "rule 1 broken at +{} ms", now - last_renew);
+            }
+            if !alive && gone_at.is_none() {
+                gone_at = Some(now);
+            }
+            if now >= bound {
+                assert!(!alive, "still alive at +{} ms", now - last_renew);
+                assert!(l.get(now, b"svc/a").is_none());
+                assert!(
+                    !store.0.borrow().map.contains_key("v1/key/svc/a"),
+                    "tick deleted the key from the store"
+                );
+            }
+        }
+        let gone_at = gone_at.unwrap();
+        assert!(gone_at <= bound, "compact={compact}");
+    }
+}
+
+// ---- rule 3: cheap --------------------------------------------------------
+
+/// Keepalive every TTL/3 for 100 TTLs: counts the store writes per TTL.
+fn writes_per_ttl(ttl: i64) -> f64 {
+    let store = MemStore::default();
+    let mut l = store.open(T0);
+    l.grant(T0, ttl, 1).unwrap();
+    let start = store.writes();
+    let every = ttl * 1000 / 3;
+    let mut now = T0;
+    while now + every <= T0 + 100 * ttl * 1000 {
+        now += every;
+        l.renew(now, 1).unwrap();
+    }
+    (store.writes() - start) as f64 / 100.0
+}
+
+#[test]
+fn keepalive_every_third_of_a_ttl_writes_one_and_a_half_times_per_ttl() {
+    for ttl in [1, 5, 30, 3600] {
+        let rate = writes_per_ttl(ttl);
+        println!("ttl {ttl}s, renew every ttl/3: {rate} writes per ttl");
+        assert!(rate <= 1.5 + 0.02, "ttl {ttl}: {rate} writes per ttl");
+        // And coalescing does not starve persistence entirely.
+        assert!(rate >= 1.0, "ttl {ttl}: {rate}");
+    }
+}
+
+#[test]
+fn renew_within_half_a_ttl_writes_nothing() {
+    let store = MemStore::default();
+    let mut l = store.open(T0);
+    l.grant(T0, 10, 1).unwrap();
+    let w = store.writes();
+    for t in (100..=5_000).step_by(100) {
+        l.renew(T0 + t, 1).unwrap();
+    }
+    assert_eq!(store.writes(), w);
+    l.renew(T0 + 5_001, 1).unwrap();
+    assert_eq!(store.writes(), w + 1);
+}
+
+// ---- identical restore ------------------------------------------------------
+
+/// Everything observable about a lessor at `now`, with each lease's
+/// remaining time as given (so callers can compare it within the slack).
+#[derive(Debug, PartialEq)]
+struct View {
+    revision: i64,
+    /// id -> (granted ttl, keys)
+    leases: BTreeMap<i64, (i64, Vec<Vec<u8>>)>,
+    ttl_ms: BTreeMap<i64, i64>,
+    keys: Vec<(Vec<u8>, edge_lease::Entry)>,
+}
+
+fn view(l: &mut Lessor, now: i64) -> View {
+    let mut leases = BTreeMap::new();
+    let mut ttl_ms = BTreeMap::new();
+    for id in l.leases(now) {
+        let t = l.time_to_live(now, id, true).unwrap();
+        leases.insert(
+            id,
+            (t.granted_ttl, t.keys.iter().map(|k| k.to_vec()).collect()),
+        );
+        ttl_ms.insert(id, t.ttl_ms);
+    }
+    let keys = l
+        .range(now, b"")
+        .into_iter()
+        .map(|(k, e)| (k.to_vec(), e.clone()))
+        .collect();
+    View {
+        revision: l.revision(),
+        leases,
+        ttl_ms,
+        keys,
+    }
+}
+
+#[test]
+fn restore_gives_back_identical_state_with_extreme_ids() {
+    let store = MemStore::default();
+    let mut l = store.open(T0);
+    let ids = [-1, i64::MIN, i64::MAX, 1, 0x7fff_ffff_ffff_fffe, -2];
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(l.grant(T0, 5 + i as i64, id).unwrap().id, id);
+    }
+    let random = l.grant(T0, 9_000_000_000, 0).unwrap().id;
+    let bytes = PutOptions {
+        lease: i64::MIN,
+        ..Default::default()
+    };
+    l.put(T0, b"text", "h\u{e9}llo\nworld".as_bytes(), text(-1))
+        .unwrap();
+    l.put(T0, b"bytes\x00\xff %/", b"\x00\n\xff\xfe", bytes)
+        .unwrap();
+    l.put(T0, b"empty", b"", text(i64::MAX)).unwrap();
+    l.put(T0, "\u{1F512}/lock".as_bytes(), b"1", text(random))
+        .unwrap();
+    l.put(T0, b"plain", b"v1", PutOptions::default()).unwrap();
+    l.put(T0, b"plain", b"v2", PutOptions::default()).unwrap();
+    l.put(T0, b"plain", b"v3", text(1)).unwrap(); // version 3, moved to lease 1
+    l.put(T0, b"gone", b"x", PutOptions::default()).unwrap();
+    l.delete(T0, b"gone", false).unwrap();
+    l.put(T0, b"switch", b"a", text(-2)).unwrap();
+    l.put(T0, b"switch", b"b", text(-1)).unwrap();
+    l.revoke(T0, -2).unwrap();
+
+    let now = T0 + 1_000;
+    let before = view(&mut l, now);
+    let mut r = store.open(now);
+    let after = view(&mut r, now);
+    assert_eq!(after.revision, before.revision);
+    assert_eq!(after.leases, before.leases);
+    assert_eq!(after.keys, before.keys);
+    for (id, ms) in &before.ttl_ms {
+        let ttl = before.leases[id].0;
+        let got = after.ttl_ms[id];
+        assert!(
+            *ms <= got && got <= ms + slack(ttl),
+            "lease {id}: {ms} vs {got}"
+        );
+    }
+    // The text/bytes distinction survives.
+    assert!(r.get(now, b"text").unwrap().text);
+    assert!(!r.get(now, b"bytes\x00\xff %/").unwrap().text);
+    assert_eq!(
+        r.leases(now).into_iter().collect::<BTreeSet<_>>(),
+        ids.iter()
+            .copied()
+            .filter(|&i| i != -2)
+            .chain([random])
+            .collect::<BTreeSet<_>>()
+    );
+    // Restore writes nothing, and what it holds is exactly what is stored.
+    assert_eq!(sorted(r.snapshot()), store.entries());
+    let snap: BTreeMap<_, _> = r.snapshot().into_iter().collect();
+    assert_eq!(snap, store.0.borrow().map);
+    println!(
+        "restore: {} entries, {} bytes",
+        snap.len(),
+        snap.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+    );
+}
+
+fn sorted(mut v: Vec<(String, Vec<u8>)>) -> Vec<(String, Vec<u8>)> {
+    v.sort();
+    v
+}
+
+/// Fencing tokens (create revisions) keep growing across restarts, including
+/// after a revoke, an expiry and a delete were the last changes before one.
+#[test]
+fn revision_never_goes_back_across_restarts() {
+    let store = MemStore::default();
+    let mut now = T0;
+    let mut last_token = 0;
+    let mut last_revision = 1;
+    for round in 0..50i64 {
+        let mut l = store.open(now);
+        assert!(l.revision() >= last_revision, "round {round}");
+        let id = l.grant(now, 2, 0).unwrap().id;
+        let put = l
+            .put(
+                now,
+                b"/locks/job",
+                b"me",
+                PutOptions {
+                    lease: id,
+                    if_absent: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert!(put.created, "round {round}: the previous holder is gone");
+        let token = l.get(now, b"/locks/job").unwrap().create_revision;
+        assert!(token > last_token, "round {round}: {token} <= {last_token}");
+        last_token = token;
+        // End the holder three ways, crashing right after each.
+        match round % 3 {
+            0 => last_revision = l.revoke(now, id).unwrap().revision,
+            1 => last_revision = l.delete(now, b"/locks/job", false).unwrap().revision,
+            _ => {
+                now += 3_000 + slack(2);
+                // Also expires the lease of round 1 (its key was deleted).
+                let t = l.tick(now);
+                let r = t.expired.iter().find(|r| r.id == id).unwrap();
+                last_revision = r.revision;
+            }
+        }
+        now += 1;
+    }
+}
+
+// ---- corrupt entries: the decoder fuzz -------------------------------------
+
+/// A store with every kind of entry, built through the lessor.
+fn valid_store() -> Vec<(String, Vec<u8>)> {
+    let store = MemStore::default();
+    let mut l = store.open(T0);
+    l.grant(T0, 10, -1).unwrap();
+    l.grant(T0, 3, i64::MIN).unwrap();
+    l.put(T0, b"a b", "t\u{e9}xt".as_bytes(), text(-1)).unwrap();
+    let bytes = PutOptions {
+        lease: i64::MIN,
+        ..Default::default()
+    };
+    l.put(T0, b"\x00bin", b"\xff\n\x01", bytes).unwrap();
+    l.put(T0, b"free", b"v", PutOptions::default()).unwrap();
+    l.put(T0, b"free", b"w", PutOptions::default()).unwrap();
+    l.checkpoint(T0, i64::MIN, 1_500).unwrap();
+    store.entries()
+}
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Truncate { entry: usize, at: usize },
+    FlipValue { entry: usize, bit: usize },
+    FlipKey { entry: usize, bit: usize },
+    Drop { entry: usize },
+    Duplicate { entry: usize },
+    ReplaceValue { entry: usize, bytes: Vec<u8> },
+    Add { key: String, bytes: Vec<u8> },
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let key = prop_oneof![
+        "v1/(lease|key)/[ -~]{0,20}",
+        "v1/revision",
+        "[ -~]{0,12}",
+        "v1/lease/[0-9a-fA-F+-]{14,17}",
+    ];
+    prop_oneof![
+        (any::<usize>(), any::<usize>()).prop_map(|(entry, at)| Mutation::Truncate { entry, at }),
+        (any::<usize>(), any::<usize>()).prop_map(|(entry, bit)| Mutation::FlipValue { entry, bit }),
+        (any::<usize>(), any::<usize>()).prop_map(|(entry, bit)| Mutation::FlipKey { entry, bit }),
+        any::<usize>().prop_map(|entry| Mutation::Drop { entry }),
+        any::<usize>().prop_map(|entry| Mutation::Duplicate { entry }),
+        (
+            any::<usize>(),
+            prop_oneof![
+                prop::collection::vec(any::<u8>(), 0..40),
+                "(ttl|create)=[0-9-]{0,20} (deadline|mod)=[0-9a-z-]{0,20} (remaining|version)=[0-9-]{0,20}( lease=[0-9a-f]{16} text=[0-2])?\n?"
+                    .prop_map(String::into_bytes),
+            ]
+        )
+            .prop_map(|(entry, bytes)| Mutation::ReplaceValue { entry, bytes }),
+        (key, prop::collection::vec(any::<u8>(), 0..40))
+            .prop_map(|(key, bytes)| Mutation::Add { key, bytes }),
+    ]
+}
+
+fn apply(entries: &mut Vec<(String, Vec<u8>)>, m: &Mutation) {
+    let n = entries.len();
+    match m {
+        Mutation::Truncate { entry, at } => {
+            let v = &mut entries[entry % n].1;
+            v.truncate(at % (v.len() + 1));
+        }
+        Mutation::FlipValue { entry, bit } => {
+            let v = &mut entries[entry % n].1;
+            if !v.is_empty() {
+                let bit = bit % (v.len() * 8);
+                v[bit / 8] ^= 1 << (bit % 8);
+            }
+        }
+        Mutation::FlipKey { entry, bit } => {
+            let mut k = entries[entry % n].0.clone().into_bytes();
+            if k.is_empty() {
+                return;
+            }
+            let bit = bit % (k.len() * 8);
+            k[bit / 8] ^= 1 << (bit % 8);
+            entries[entry % n].0 = String::from_utf8_lossy(&k).into_owned();
+        }
+        Mutation::Drop { entry } => {
+            entries.remove(entry % n);
+        }
+        Mutation::Duplicate { entry } => {
+            let e = entries[entry % n].clone();
+            entries.push(e);
+        }
+        Mutation::ReplaceValue { entry, bytes } => entries[entry % n].1 = bytes.clone(),
+        Mutation::Add { key, bytes } => entries.push((key.clone(), bytes.clone())),
+    }
+}
+
+/// Restore's contract on any input: Ok, or CorruptEntry naming one of the
+/// entries it was given (or the revision entry it needed and did not get).
+/// A lessor it returns must then work: expire, snapshot and restore again.
+fn check_restore(entries: &[(String, Vec<u8>)]) -> Result<(), TestCaseError> {
+    match Lessor::restore(Config::default(), entries.to_vec(), T0, None) {
+        Ok(mut l) => {
+            let _ = view(&mut l, T0);
+            let snap = l.snapshot();
+            let far = T0 + 20_000_000_000_000;
+            l.tick(far);
+            let _ = l.next_deadline();
+            let mut again = Lessor::restore(Config::default(), snap.clone(), T0, None)
+                .map_err(|e| TestCaseError::fail(format!("snapshot does not restore: {e}")))?;
+            prop_assert_eq!(sorted(again.snapshot()), sorted(snap));
+            prop_assert_eq!(
+                view(&mut again, T0),
+                view(
+                    &mut Lessor::restore(Config::default(), entries.to_vec(), T0, None).unwrap(),
+                    T0
+                )
+            );
+        }
+        Err(Error::CorruptEntry { key, reason }) => {
+            prop_assert!(
+                key == REVISION_KEY || entries.iter().any(|(k, _)| *k == key),
+                "error names {:?}, not an input entry ({})",
+                key,
+                reason
+            );
+        }
+        Err(e) => return Err(TestCaseError::fail(format!("not CorruptEntry: {e:?}"))),
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn restore_of_mutated_store_is_ok_or_corrupt_entry(
+        ms in prop::collection::vec(mutation(), 1..4),
+    ) {
+        let mut entries = valid_store();
+        for m in &ms {
+            if entries.is_empty() {
+                break;
+            }
+            apply(&mut entries, m);
+        }
+        check_restore(&entries)?;
+    }
+
+    #[test]
+    fn restore_of_random_entries_is_ok_or_corrupt_entry(
+        entries in prop::collection::vec(
+            (
+                prop_oneof![
+                    "v1/(lease|key)/[ -~]{0,20}",
+                    Just("v1/revision".to_string()),
+                    "v1/lease/[0-9a-f]{16}",
+                    "v1/key/[a-z%0-9]{1,8}",
+                    "\\PC{0,10}",
+                ],
+                prop::collection::vec(any::<u8>(), 0..60),
+            ),
+            0..6,
+        ),
+    ) {
+        check_restore(&entries)?;
+    }
+}
+
+#[test]
+fn duplicate_entries_are_corrupt() {
+    let entries = valid_store();
+    for (i, e) in entries.iter().enumerate() {
+        let mut dup = entries.clone();
+        dup.insert(i, e.clone());
+        match Lessor::restore(Config::default(), dup, T0, None) {
+            Err(Error::CorruptEntry { key, reason }) => {
+                assert_eq!(key, e.0);
+                assert!(reason.contains("duplicate"), "{reason}");
+            }
+            other => panic!("{}: {:?}", e.0, other.err()),
+        }
+    }
+}
+
+// ---- storage faults ---------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Op {
+    Grant {
+        ttl: i64,
+        id: usize,
+    },
+    Renew {
+        id: usize,
+    },
+    Revoke {
+        id: usize,
+    },
+    Put {
+        key: usize,
+        lease: Option<usize>,
+        text: bool,
+        if_absent: bool,
+    },
+    Delete {
+        key: usize,
+    },
+    Checkpoint {
+        id: usize,
+        remaining: i64,
+    },
+    Tick,
+    Advance {
+        ms: i64,
+    },
+    Restart,
+}
+
+const IDS: [i64; 6] = [1, 2, 3, -1, i64::MIN, i64::MAX];
+const KEYS: [&[u8]; 5] = [b"a", b"b", b"c/d", b"e f", b"\xff"];
+
+fn op() -> impl Strategy<Value = Op> {
+    let id = 0..IDS.len();
+    prop_oneof![
+        3 => (1i64..8, id.clone()).prop_map(|(ttl, id)| Op::Grant { ttl, id }),
+        4 => id.clone().prop_map(|id| Op::Renew { id }),
+        1 => id.clone().prop_map(|id| Op::Revoke { id }),
+        4 => (0..KEYS.len(), prop::option::weighted(0.7, id.clone()), any::<bool>(), any::<bool>())
+            .prop_map(|(key, lease, text, if_absent)| Op::Put { key, lease, text, if_absent }),
+        1 => (0..KEYS.len()).prop_map(|key| Op::Delete { key }),
+        1 => (id, 0i64..10_000).prop_map(|(id, remaining)| Op::Checkpoint { id, remaining }),
+        2 => Just(Op::Tick),
+        3 => (0i64..6_000).prop_map(|ms| Op::Advance { ms }),
+        1 => Just(Op::Restart),
+    ]
+}
+
+/// The stored map equals what the lessor would write as a fresh snapshot
+/// (the revision entry only appears with the first key change).
+fn assert_matches_store(l: &Lessor, store: &MemStore) -> Result<(), TestCaseError> {
+    let mut live: BTreeMap<String, Vec<u8>> = l.snapshot().into_iter().collect();
+    let stored = store.0.borrow().map.clone();
+    if !stored.contains_key(REVISION_KEY) && live.get(REVISION_KEY).map(|v| &v[..]) == Some(b"1") {
+        live.remove(REVISION_KEY);
+    }
+    prop_assert_eq!(live, stored);
+    Ok(())
+}
+
+/// A lessor restored from the store at `now` shows the same state as the
+/// live one: same revision and keys, same leases with the same TTLs and
+/// keys, each deadline no earlier and at most TTL/2 later. Leases the live
+/// lessor already sees as expired may still be alive there, within TTL/2.
+fn assert_restores_same(l: &mut Lessor, store: &MemStore, now: i64) -> Result<(), TestCaseError> {
+    let mut r = Lessor::restore(Config::default(), store.entries(), now, None)
+        .map_err(|e| TestCaseError::fail(format!("restore failed: {e}")))?;
+    let a = view(l, now);
+    let b = view(&mut r, now);
+    prop_assert_eq!(a.revision, b.revision);
+    for (id, ttl_keys) in &a.leases {
+        prop_assert_eq!(Some(ttl_keys), b.leases.get(id), "lease {}", id);
+        let (x, y) = (a.ttl_ms[id], b.ttl_ms[id]);
+        prop_assert!(
+            x <= y && y <= x + slack(ttl_keys.0),
+            "lease {}: live {} ms, restored {} ms",
+            id,
+            x,
+            y
+        );
+    }
+    let late: BTreeSet<i64> = b
+        .leases
+        .keys()
+        .filter(|id| !a.leases.contains_key(id))
+        .copied()
+        .collect();
+    for id in &late {
+        prop_assert!(
+            b.ttl_ms[id] <= slack(b.leases[id].0),
+            "lease {} is back for {} ms",
+            id,
+            b.ttl_ms[id]
+        );
+    }
+    let a_keys: BTreeMap<_, _> = a.keys.into_iter().collect();
+    let b_keys: BTreeMap<_, _> = b.keys.into_iter().collect();
+    for (k, e) in &a_keys {
+        prop_assert_eq!(Some(e), b_keys.get(k));
+    }
+    for (k, e) in &b_keys {
+        prop_assert!(
+            a_keys.contains_key(k) || late.contains(&e.lease),
+            "key {:?} is back",
+            k
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Random operations against a store that refuses random writes: a
+    /// refused operation changes nothing, the live state always equals the
+    /// stored one, and a restore at any point shows the same state.
+    #[test]
+    fn storage_faults_leave_live_state_equal_to_the_store(
+        steps in prop::collection::vec((op(), prop::option::weighted(0.25, 0usize..3)), 1..60),
+    ) {
+        let store = MemStore::default();
+        let mut l = store.open(T0);
+        let mut now = T0;
+        for (op, fail) in steps {
+            store.fail_in(fail);
+            let before = l.snapshot();
+            let attempts = store.attempts();
+            let res: Result<(), Error> = match op {
+                Op::Grant { ttl, id } => l.grant(now, ttl, IDS[id]).map(drop),
+                Op::Renew { id } => l.renew(now, IDS[id]).map(drop),
+                Op::Revoke { id } => l.revoke(now, IDS[id]).map(drop),
+                Op::Put { key, lease, text, if_absent } => {
+                    let value: &[u8] = if text { b"t" } else { b"\x00\xff" };
+                    let opts = PutOptions {
+                        lease: lease.map_or(0, |i| IDS[i]),
+                        text,
+                        if_absent,
+                        prev: false,
+                    };
+                    l.put(now, KEYS[key], value, opts).map(drop)
+                }
+                Op::Delete { key } => l.delete(now, KEYS[key], false).map(drop),
+                Op::Checkpoint { id, remaining } => l.checkpoint(now, IDS[id], remaining).map(drop),
+                Op::Tick => match l.tick(now).error {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                },
+                Op::Advance { ms } => {
+                    now += ms;
+                    Ok(())
+                }
+                Op::Restart => {
+                    store.fail_in(None);
+                    l = store.open(now);
+                    Ok(())
+                }
+            };
+            store.fail_in(None);
+            let failed_attempts = store.attempts() - attempts;
+            match res {
+                Err(Error::StorageFailed(_)) => {
+                    prop_assert!(fail.is_some(), "StorageFailed without an injected failure");
+                    if failed_attempts == 1 {
+                        // The first write was refused: nothing changed at all.
+                        prop_assert_eq!(l.snapshot(), before);
+                    }
+                }
+                Err(Error::LeaseNotFound(_) | Error::LeaseExists(_)) | Ok(()) => {}
+                Err(e) => return Err(TestCaseError::fail(format!("{op:?}: {e:?}"))),
+            }
+            assert_matches_store(&l, &store)?;
+            assert_restores_same(&mut l, &store, now)?;
+        }
+    }
+}

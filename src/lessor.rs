@@ -162,13 +162,13 @@ impl Lease {
     }
 
     /// The record as storage holds it: the deadline last written (restore
-    /// adds the slack to it), not the live one. A standby's has none.
+    /// adds the slack to it), not the live one, also while on a standby.
     fn stored_record(&self) -> StoredLease {
-        let mut rec = self.record();
-        if self.deadline != FOREVER && self.stored != NOT_STORED {
-            rec.deadline = Some(self.stored);
+        StoredLease {
+            ttl: self.ttl,
+            deadline: (self.stored != NOT_STORED).then_some(self.stored),
+            remaining: self.remaining,
         }
-        rec
     }
 
     /// Whether the stored deadline is too early to recover from: see `restore`.
@@ -450,18 +450,17 @@ impl Lessor {
             ttl,
             deadline,
             queued: NOT_QUEUED,
-            stored: if deadline == FOREVER {
-                NOT_STORED
-            } else {
-                deadline
-            },
+            // Stored with a deadline even on a standby: restore always makes
+            // a primary, and a record without one would get a fresh TTL on
+            // every restart (an abandoned lease kept alive forever).
+            stored: now.saturating_add(ttl * 1000),
             remaining: 0,
             keys: Vec::new(),
         };
         self.write(|_, b| {
             b.put.push((
                 storage::lease_key(id),
-                storage::encode_lease(&lease.record()),
+                storage::encode_lease(&lease.stored_record()),
             ))
         })?;
         self.insert_lease(id, lease);

@@ -113,8 +113,12 @@ fn corrupt(key: &str, reason: impl Into<String>) -> Error {
 }
 
 fn parse_hex_id(key: &str, s: &str) -> Result<LeaseId> {
-    if s.len() != 16 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(corrupt(key, format!("lease id {s:?} is not 16 hex digits")));
+    // Only the form `lease_key` writes: one id, one name.
+    if s.len() != 16 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(corrupt(
+            key,
+            format!("lease id {s:?} is not 16 lowercase hex digits"),
+        ));
     }
     u64::from_str_radix(s, 16)
         .map(|v| v as i64)
@@ -130,7 +134,15 @@ fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
             let hex = s
                 .get(i + 1..i + 3)
                 .ok_or_else(|| corrupt(key, "truncated %-escape"))?;
+            // Only the escapes `key_key` writes (uppercase, for bytes it does
+            // not leave plain), so two names never decode to the same key.
+            if !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'A'..=b'F')) {
+                return Err(corrupt(key, "bad %-escape"));
+            }
             let v = u8::from_str_radix(hex, 16).map_err(|_| corrupt(key, "bad %-escape"))?;
+            if plain(v) {
+                return Err(corrupt(key, "needless %-escape"));
+            }
             out.push(v);
             i += 3;
         } else if plain(b[i]) {

@@ -752,3 +752,48 @@ proptest! {
         }
     }
 }
+
+/// A lease granted on a standby is stored with a deadline too: restarts
+/// (which always come back primary) cannot keep it alive past grant + 1.5 TTL.
+#[test]
+fn a_lease_granted_on_a_standby_is_bounded_across_restarts() {
+    let store = MemStore::default();
+    let mut l = store.open(T0);
+    l.demote(T0);
+    let id = l.grant(T0, 10, 0).unwrap().id;
+    let mut now = T0;
+    while now < T0 + 16_000 {
+        now += 400;
+        let mut l = store.open(now);
+        l.tick(now);
+        if now >= T0 + 15_000 {
+            assert_eq!(deadline(&mut l, now, id), None, "alive at {now}");
+        }
+    }
+}
+
+/// Stored names have one spelling: an uppercase lease id, a lowercase or
+/// needless %-escape would let two entries name one lease or key.
+#[test]
+fn only_canonical_names_restore() {
+    for key in [
+        "v1/lease/FFFFFFFFFFFFFFFF",
+        "v1/key/a%2f",
+        "v1/key/%61",
+        "v1/key/a%+F",
+    ] {
+        let value: &[u8] = if key.starts_with("v1/lease/") {
+            b"ttl=10 deadline=1 remaining=0"
+        } else {
+            b"create=2 mod=2 version=1 lease=0000000000000000 text=0\nv"
+        };
+        let entries = vec![
+            ("v1/revision".to_string(), b"2".to_vec()),
+            (key.to_string(), value.to_vec()),
+        ];
+        match Lessor::restore(Config::default(), entries, T0, None) {
+            Err(edge_lease::Error::CorruptEntry { key: k, .. }) => assert_eq!(k, key),
+            other => panic!("{key}: {:?}", other.err()),
+        }
+    }
+}

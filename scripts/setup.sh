@@ -41,7 +41,10 @@ fi
 # npm packages (wasm-opt comes from binaryen here; never Debian's binaryen).
 if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ]; then
   log "installing npm packages"
-  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+  # `npm install`, not `npm ci`: npm 11 refuses this lockfile in `ci` for the
+  # other platforms' optional packages of deno/bun/esbuild that it never
+  # records; `install` follows the same locked versions.
+  npm install --no-audit --no-fund
 fi
 
 apt_updated=0

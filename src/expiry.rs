@@ -71,7 +71,7 @@ impl RateLimiter {
 
     fn forget_before(&mut self, now: i64) {
         while let Some(&(t, n)) = self.recent.front() {
-            if now - t < WINDOW_MS {
+            if now.saturating_sub(t) < WINDOW_MS {
                 break;
             }
             self.used -= n;
@@ -104,7 +104,7 @@ impl RateLimiter {
         for &(t, n) in &self.recent {
             freed += n;
             if self.used - freed < self.rate {
-                return t + WINDOW_MS;
+                return t.saturating_add(WINDOW_MS);
             }
         }
         now

@@ -590,7 +590,7 @@ impl Lessor {
                 l.ttl * 1000
             }
         } else {
-            l.deadline - now
+            l.deadline.saturating_sub(now)
         };
         Ok(TimeToLive {
             id,
@@ -865,8 +865,9 @@ impl Lessor {
                 (now.saturating_add(extend_ms).saturating_add(rem), id)
             })
             .collect();
-        if plan.len() >= self.config.revoke_rate as usize {
-            spread(&mut plan, (3 * self.config.revoke_rate / 4).max(1) as usize);
+        let rate = self.config.revoke_rate as usize;
+        if plan.len() >= rate {
+            spread(&mut plan, (rate / 4 * 3 + rate % 4 * 3 / 4).max(1));
         }
         self.write(|s, b| {
             for &(d, id) in &plan {
@@ -904,7 +905,7 @@ impl Lessor {
         }
         for l in self.leases.values_mut() {
             if l.deadline > now {
-                l.remaining = l.deadline - now;
+                l.remaining = l.deadline.saturating_sub(now);
                 l.deadline = FOREVER;
             }
             l.queued = NOT_QUEUED;
@@ -968,7 +969,7 @@ fn spread(plan: &mut [(i64, LeaseId)], per_window: usize) {
         let mut d = slot.0;
         if recent.len() == per_window {
             if let Some(&oldest) = recent.front() {
-                d = d.max(oldest + WINDOW_MS);
+                d = d.max(oldest.saturating_add(WINDOW_MS));
             }
             recent.pop_front();
         }

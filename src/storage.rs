@@ -18,6 +18,9 @@ use crate::keyspace::Entry;
 use crate::LeaseId;
 
 pub const REVISION_KEY: &str = "v1/revision";
+/// Revisions and versions stay within what JS numbers hold exactly (2^53),
+/// so counting up from a stored value can never overflow.
+const MAX_COUNTER: i64 = 1 << 53;
 const LEASE_PREFIX: &str = "v1/lease/";
 const KEY_PREFIX: &str = "v1/key/";
 
@@ -199,8 +202,8 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
                 return Err(corrupt(key, "duplicate entry"));
             }
             snap.revision = num(key, "revision", utf8(key, value)?)?;
-            if snap.revision < 1 {
-                return Err(corrupt(key, "revision below 1"));
+            if !(1..=MAX_COUNTER).contains(&snap.revision) {
+                return Err(corrupt(key, "revision out of range"));
             }
             have_revision = true;
         } else if let Some(hex) = key.strip_prefix(LEASE_PREFIX) {
@@ -248,6 +251,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
             if entry.create_revision < 2
                 || entry.mod_revision < entry.create_revision
                 || entry.version < 1
+                || entry.version > MAX_COUNTER
             {
                 return Err(corrupt(key, "revisions or version out of range"));
             }

@@ -754,3 +754,37 @@ fn renew_right_after_an_extending_promotion_still_expires_on_time() {
     assert_eq!(l.next_deadline(), Some(T0 + 3_000));
     assert_eq!(l.tick(T0 + 3_000).expired.len(), 1);
 }
+
+// No panic is reachable from the public API (in wasm a panic kills the
+// instance): extreme times, rates and TTLs, run in debug with overflow checks.
+#[test]
+fn extreme_times_rates_and_ttls_do_not_panic() {
+    for rate in [1, 3, u32::MAX] {
+        for now in [i64::MIN, i64::MIN + 1, -1, 0, T0, i64::MAX - 1, i64::MAX] {
+            let mut l = Lessor::new(Config {
+                revoke_rate: rate,
+                ..Default::default()
+            })
+            .unwrap();
+            for ttl in [i64::MIN, -1, 0, 1, 9_000_000_000] {
+                let id = l.grant(now, ttl, 0).unwrap().id;
+                let _ = l.put(now, b"k", b"v", with_lease(id));
+                let _ = l.renew(now, id);
+                let _ = l.time_to_live(now, id, true);
+                let _ = l.checkpoint(now, id, i64::MAX);
+            }
+            let _ = l.leases(now);
+            let _ = l.next_deadline();
+            l.demote(now);
+            let _ = l.time_to_live(now, 1, true);
+            l.promote(now, i64::MAX).unwrap();
+            let _ = l.next_deadline();
+            for t in [now, now.saturating_add(1), i64::MAX] {
+                let _ = l.tick(t);
+                let _ = l.next_deadline();
+            }
+            let _ = l.range(i64::MIN, b"");
+            let _ = l.snapshot();
+        }
+    }
+}

@@ -2,6 +2,8 @@
 //! back. The store is an in-memory map that applies each batch whole; a
 //! restart is `Lessor::restore` from that map. Time is always injected.
 
+#![cfg(not(target_arch = "wasm32"))] // proptest is a native-only dev-dependency
+
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;

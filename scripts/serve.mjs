@@ -1,8 +1,11 @@
-// The demo's web server, with no dependencies: www/ at /, and the package's
-// own browser files (js/, pkg/) at /edge-lease/, so the page loads edge-lease
-// exactly as a site that ships it would.
-// Usage: node scripts/serve.mjs [--port N] [--host H]   (env PORT, HOST)
-// --port 0 picks a free port; the URL line printed first says which.
+// The demo's web server and the lease server, with no dependencies: www/ at
+// /, the package's own browser files (js/, pkg/) at /edge-lease/, so the page
+// loads edge-lease exactly as a site that ships it would, and a JSON lease API
+// at /v1/ (scripts/lease-api.mjs) backed by one Lessor kept in a FileStore.
+// Usage: node scripts/serve.mjs [--port N] [--host H] [--data-dir DIR | --no-persist]
+//   (env PORT, HOST, DATA_DIR). --port 0 picks a free port; the URL line
+//   printed first says which. The data directory defaults to data/leases in
+//   the repository; --no-persist or an empty --data-dir keeps leases in memory.
 
 import { createServer } from "node:http";
 import { createHash } from "node:crypto";
@@ -10,11 +13,19 @@ import { readFile, stat } from "node:fs/promises";
 import { extname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { Lessor } from "../js/node.mjs";
+import { FileStore } from "../js/stores/file.mjs";
+import { createLeaseApi } from "./lease-api.mjs";
 
 const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
 const { values: args } = parseArgs({
-  options: { port: { type: "string" }, host: { type: "string" } },
+  options: {
+    port: { type: "string" },
+    host: { type: "string" },
+    "data-dir": { type: "string" },
+    "no-persist": { type: "boolean" },
+  },
 });
 const port = Number(args.port ?? process.env.PORT ?? 8080);
 // Loopback unless asked: the demo is for the person at this machine.
@@ -23,6 +34,7 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error(`serve: bad port ${args.port ?? process.env.PORT}`);
   process.exit(2);
 }
+const dataDir = args["no-persist"] ? "" : args["data-dir"] ?? process.env.DATA_DIR ?? join(root, "data", "leases");
 
 // URL prefix -> directory. Nothing else of the repository is reachable.
 const mounts = [
@@ -84,7 +96,7 @@ function locate(pathname) {
   return null;
 }
 
-const server = createServer(async (req, res) => {
+async function serveFile(req, res, pathname) {
   const send = (status, headers, body) => {
     res.writeHead(status, { "X-Content-Type-Options": "nosniff", ...headers });
     res.end(req.method === "HEAD" ? undefined : body);
@@ -93,7 +105,7 @@ const server = createServer(async (req, res) => {
     send(405, { Allow: "GET, HEAD", "Content-Type": "text/plain" }, "method not allowed\n");
     return;
   }
-  const file = locate(new URL(req.url, "http://localhost").pathname);
+  const file = locate(pathname);
   const type = file && types[extname(file)];
   let body = null;
   if (type) {
@@ -115,10 +127,48 @@ const server = createServer(async (req, res) => {
   };
   if (extname(file) === ".html") headers["Content-Security-Policy"] = csp(body.toString("utf8"));
   send(200, headers, body);
+}
+
+// Set once the server listens (below); no request is handled before that.
+let store = null;
+let lessor = null;
+let api = null;
+
+const server = createServer((req, res) => {
+  const { pathname } = new URL(req.url, "http://localhost");
+  if (pathname.startsWith("/v1/")) api(req, res, pathname);
+  else serveFile(req, res, pathname);
 });
 
 server.listen(port, host, () => {
+  // The store is opened only once the port is ours, so a second `npm start`
+  // that finds the port taken fails before touching the running server's
+  // data directory (a FileStore is for one process at a time).
+  try {
+    store = dataDir === "" ? null : FileStore.open(resolve(dataDir));
+    lessor = new Lessor({ storage: store ?? undefined, restore: store?.entries() });
+  } catch (e) {
+    console.error(`serve: cannot open the lease store in ${resolve(dataDir)}: ${e.message}`);
+    process.exit(1);
+  }
+  // An expiry that failed to reach the store (autoTick's timer reports it
+  // as an event): the lease stays until the next tick succeeds.
+  lessor.addEventListener("error", (e) => console.error(`lease server: expiry failed: ${e.error?.message}`));
+  api = createLeaseApi({ lessor, store });
   const a = server.address();
   const h = a.family === "IPv6" ? `[${a.address}]` : a.address;
   console.log(`edge-lease demo: http://${h}:${a.port}/`);
+  console.log(`lease API: http://${h}:${a.port}/v1/ (${store ? `data in ${resolve(dataDir)}` : "in memory"})`);
 });
+
+// Every acknowledged write is already fsync'd: closing only releases the
+// timer and the journal, and stops later requests from half-running.
+function shutdown(signal) {
+  server.close();
+  lessor?.close();
+  store?.close();
+  console.log(`lease server: stopped (${signal})`);
+  process.exit(0);
+}
+process.on("SIGINT", shutdown);
+process.on("SIGTERM", shutdown);

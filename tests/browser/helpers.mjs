@@ -9,9 +9,12 @@ import { chromium } from "playwright-core";
 export const root = fileURLToPath(new URL("../..", import.meta.url));
 export const outDir = fileURLToPath(new URL("../../test-output/", import.meta.url));
 
-/** Starts scripts/serve.mjs on port 0; resolves to { origin, stop }. */
+/**
+ * Starts scripts/serve.mjs on port 0, its lease server in memory (tests never
+ * write to the repository's data/); resolves to { origin, stop }.
+ */
 export function startServer() {
-  const child = spawn(process.execPath, ["scripts/serve.mjs", "--port", "0"], {
+  const child = spawn(process.execPath, ["scripts/serve.mjs", "--port", "0", "--no-persist"], {
     cwd: root,
     stdio: ["ignore", "pipe", "inherit"],
   });

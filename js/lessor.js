@@ -5,6 +5,7 @@
 import { RawLessor } from "../pkg/edge_lease.js";
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+const RETRY_MS = 1000;
 const MAX_EPOCH_MS = 8.64e15;
 // The longest a lease can last (MAX_LEASE_TTL in ms). Bounds promote's
 // extension and checkpoints: larger values would saturate deadlines in the
@@ -523,11 +524,14 @@ export class Lessor extends EventTarget {
     }
     const out = rows.length === 0 ? [] : unflatten(rows, this.#raw.take_keys());
     for (const e of out) this.#emit("expire", { lease: e.id, keys: e.keys, revision: e.revision });
-    this.#schedule();
     if (error !== undefined) {
       // Storage stopped the tick part-way: what did expire is on the error.
+      // Arming the timer at the (overdue) deadline would retry at once, in
+      // a loop; wait a little instead.
+      this.#retryLater();
       throw new LeaseError(error.code, error.message, { expired: out });
     }
+    this.#schedule();
     return out;
   }
 
@@ -703,9 +707,19 @@ export class Lessor extends EventTarget {
       this.tick();
     } catch (e) {
       // A failing clock or store: surface it as an event instead of an
-      // uncaught exception in a timer.
+      // uncaught exception in a timer, and try again a little later (a store
+      // that refused one write may take the next). A failed async store
+      // stops it for good.
       this.dispatchEvent(Object.assign(new Event("error"), { error: e }));
-      return;
+      this.#retryLater();
     }
+  }
+
+  #retryLater() {
+    if (!this.#autoTick || this.#closed || this.#failed) return;
+    this.#clearTimer();
+    this.#timerAt = 0; // any later schedule() replaces the retry
+    this.#timer = setTimeout(() => this.#fire(), RETRY_MS);
+    if (typeof this.#timer === "object" && typeof this.#timer.unref === "function") this.#timer.unref();
   }
 }

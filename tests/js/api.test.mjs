@@ -366,3 +366,42 @@ test("restore refuses corrupt entries with a typed error naming the entry", () =
     assert.equal(e.entry, "v1/lease/zz");
   }
 });
+
+test("autoTick: a tick refused by the store is reported and retried, so expiry does not stall", () => {
+  mock.timers.enable({ apis: ["setTimeout"], now: 0 });
+  try {
+    const clock = { t: T0 };
+    let refuse = false;
+    const store = {
+      write() {
+        if (refuse) throw new Error("disk full");
+      },
+    };
+    const lessor = new Lessor({ now: () => clock.t, storage: store });
+    const errors = [];
+    const expired = [];
+    lessor.addEventListener("error", (e) => errors.push(e.error.code));
+    lessor.addEventListener("expire", (e) => expired.push(e.lease));
+    const { id } = lessor.grant(2);
+    refuse = true;
+    clock.t = T0 + 2_000;
+    mock.timers.tick(2_000);
+    assert.deepEqual(errors, ["StorageFailed"]);
+    assert.deepEqual(expired, []);
+    assert.equal(lessor.timeToLive(id).ttl, -1, "gone for reads all the same");
+    // Retried a second later, not in a tight loop.
+    clock.t = T0 + 2_999;
+    mock.timers.tick(999);
+    assert.deepEqual(errors, ["StorageFailed"]);
+    clock.t = T0 + 3_000;
+    mock.timers.tick(1);
+    assert.deepEqual(errors, ["StorageFailed", "StorageFailed"]);
+    refuse = false;
+    clock.t = T0 + 4_000;
+    mock.timers.tick(1_000);
+    assert.deepEqual(expired, [id]);
+    lessor.close();
+  } finally {
+    mock.timers.reset();
+  }
+});

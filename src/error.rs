@@ -51,7 +51,7 @@ impl fmt::Display for Error {
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
             Error::StorageFailed(why) => write!(f, "storage write failed: {why}"),
             Error::CorruptEntry { key, reason } => {
-                write!(f, "stored entry {key:?} is corrupt: {reason}")
+                write!(f, "stored entry \"{key}\" is corrupt: {reason}")
             }
         }
     }

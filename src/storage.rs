@@ -120,7 +120,7 @@ fn parse_hex_id(key: &str, s: &str) -> Result<LeaseId> {
     if s.len() != 16 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return Err(corrupt(
             key,
-            format!("lease id {s:?} is not 16 lowercase hex digits"),
+            format!("lease id \"{s}\" is not 16 lowercase hex digits"),
         ));
     }
     u64::from_str_radix(s, 16)
@@ -172,7 +172,7 @@ fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Res
         out[i] = part
             .strip_prefix(name)
             .and_then(|r| r.strip_prefix('='))
-            .ok_or_else(|| corrupt(key, format!("expected field {name}, found {part:?}")))?;
+            .ok_or_else(|| corrupt(key, format!("expected field {name}, found \"{part}\"")))?;
     }
     if parts.next().is_some() {
         return Err(corrupt(key, "unexpected trailing fields"));
@@ -182,7 +182,7 @@ fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Res
 
 fn num(key: &str, name: &str, s: &str) -> Result<i64> {
     s.parse::<i64>()
-        .map_err(|_| corrupt(key, format!("field {name}={s:?} is not an integer")))
+        .map_err(|_| corrupt(key, format!("field {name}=\"{s}\" is not an integer")))
 }
 
 fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {

@@ -77,8 +77,22 @@ function hexHalf(s, from) {
   return v;
 }
 
+// The last id formatted (or parsed from a string), as text and halves: reads
+// of keys on one lease format the same id over and over, and the id just
+// returned is the one most often passed back next. null until then.
+let lastHi = 0;
+let lastLo = 0;
+let lastId = null;
+
 function parseId(id, what = "lease id") {
   if (typeof id === "string") {
+    // The id most recently formatted (a grant, a get) is the one most often
+    // passed back next (put with that lease, renew of that holder).
+    if (id === lastId) {
+      idHi = lastHi;
+      idLo = lastLo;
+      return;
+    }
     const h = id.length === 16 ? hexHalf(id, 0) : -1;
     const l = h < 0 ? -1 : hexHalf(id, 8);
     if (l < 0) {
@@ -133,10 +147,6 @@ function hex8(n) {
   return HEX_BYTE[n >>> 24] + HEX_BYTE[(n >>> 16) & 255] + HEX_BYTE[(n >>> 8) & 255] + HEX_BYTE[n & 255];
 }
 
-// Reads of keys on the same lease format the same id over and over.
-let lastHi = -1;
-let lastLo = -1;
-let lastId = "";
 
 function formatId(hi, lo) {
   if (hi !== lastHi || lo !== lastLo) {

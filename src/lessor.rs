@@ -396,6 +396,14 @@ impl Lessor {
     /// A random positive 63-bit id no live lease has. The generator is
     /// seeded once from the OS (getrandom): one entropy call per grant would
     /// cost more than the grant itself (a JS crypto call in wasm).
+    /// Writes one lease record, as its own batch.
+    fn write_lease(&mut self, id: LeaseId, rec: &StoredLease) -> Result<()> {
+        self.write(|_, b| {
+            b.put
+                .push((storage::lease_key(id), storage::encode_lease(rec)))
+        })
+    }
+
     fn fresh_id(&mut self) -> LeaseId {
         loop {
             let id = (self.ids.next() >> 1) as i64;
@@ -457,12 +465,7 @@ impl Lessor {
             remaining: 0,
             keys: Vec::new(),
         };
-        self.write(|_, b| {
-            b.put.push((
-                storage::lease_key(id),
-                storage::encode_lease(&lease.stored_record()),
-            ))
-        })?;
+        self.write_lease(id, &lease.stored_record())?;
         self.insert_lease(id, lease);
         Ok(Granted { id, ttl })
     }
@@ -496,10 +499,7 @@ impl Lessor {
                 deadline: Some(deadline),
                 remaining: 0,
             };
-            self.write(|_, b| {
-                b.put
-                    .push((storage::lease_key(id), storage::encode_lease(&rec)))
-            })?;
+            self.write_lease(id, &rec)?;
         }
         if let Some(l) = self.leases.get_mut(&id) {
             l.deadline = deadline;
@@ -928,10 +928,7 @@ impl Lessor {
         // let each restart + checkpoint push an abandoned lease TTL/2 later.
         let mut rec = l.stored_record();
         rec.remaining = remaining_ms;
-        self.write(|_, b| {
-            b.put
-                .push((storage::lease_key(id), storage::encode_lease(&rec)))
-        })?;
+        self.write_lease(id, &rec)?;
         if let Some(l) = self.leases.get_mut(&id) {
             l.remaining = remaining_ms;
         }

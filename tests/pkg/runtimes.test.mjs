@@ -10,6 +10,7 @@ import { createServer } from "node:http";
 import { extname, join, normalize } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
+import { launch } from "../browser/helpers.mjs";
 import { packedProject, repo } from "./packed.mjs";
 import { Lessor as SourceLessor } from "../../js/lessor.js";
 import { expected as fixed, scenario } from "./scenario.mjs";
@@ -183,20 +184,7 @@ let server;
 
 async function inChromium(path) {
   if (!browser) {
-    const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launch();
     server = await serve(project);
   }
   const page = await browser.newPage();

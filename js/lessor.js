@@ -182,10 +182,24 @@ function leaseOrNull(hi, lo) {
   return hi === 0 && lo === 0 ? null : formatId(hi, lo);
 }
 
+// A lone surrogate has no UTF-8 form: it would be stored as U+FFFD, so
+// "\uD800" and "\uFFFD" would be one key, and a value would not come back
+// as it was given. isWellFormed is missing before Node 20.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const wellFormed =
+  typeof String.prototype.isWellFormed === "function"
+    ? (s) => s.isWellFormed()
+    : (s) => !LONE_SURROGATE.test(s);
+
+function checkText(s, what) {
+  if (!wellFormed(s)) throw invalid(`${what} has a lone surrogate (not valid Unicode)`);
+}
+
 function checkKey(key, max, what = "key") {
   if (typeof key !== "string") throw invalid(`${what} must be a string, got ${typeof key}`);
   // UTF-8 is never shorter than the UTF-16 length: refuse huge keys before copying them.
   if (key.length > max) throw invalid(`${what} is longer than ${max} bytes`);
+  checkText(key, what);
 }
 
 function checkInt(value, what) {
@@ -433,6 +447,7 @@ export class Lessor extends EventTarget {
       throw invalid(`value must be a string or a Uint8Array, got ${typeof value}`);
     }
     if (value.length > this.#maxValue) throw invalid(`value is longer than ${this.#maxValue} bytes`);
+    if (text) checkText(value, "value");
     if (o.lease === undefined || o.lease === null) {
       idHi = 0;
       idLo = 0;

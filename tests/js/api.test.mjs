@@ -405,3 +405,14 @@ test("autoTick: a tick refused by the store is reported and retried, so expiry d
     mock.timers.reset();
   }
 });
+
+test("keys and values must be well-formed Unicode: a lone surrogate would not round-trip", () => {
+  const { lessor } = setup();
+  assert.equal(code(() => lessor.put("a\uD800", "v")), "InvalidArgument");
+  assert.equal(code(() => lessor.put("k", "\uDC00x")), "InvalidArgument");
+  assert.equal(code(() => lessor.get("\uD800")), "InvalidArgument");
+  // A proper pair is fine, and comes back as given.
+  lessor.put("clef \uD834\uDD1E", "\uD834\uDD1E");
+  assert.equal(lessor.get("clef \uD834\uDD1E").value, "\uD834\uDD1E");
+  assert.equal(lessor.revision, 2);
+});

@@ -413,6 +413,8 @@ function markdown() {
 
   out.push("## Goals", "");
   out.push(mdTable(["goal", "status", "detail"], goals().map(([name, r]) => [name, r.status, r.detail])), "");
+  // The standing analysis (profiles, causes of misses) follows the figures.
+  out.push(readFileSync(join(ROOT, "benches/ANALYSIS.md"), "utf8").trimEnd());
   return out.join("\n");
 }
 

@@ -154,17 +154,26 @@ function median(xs) {
 }
 
 // Everything for one (system, N), in the order that keeps measurements clean:
-// a tiny run so the code is compiled, the memory run, a warm-up, then the
+// a tiny run so the code is compiled, the memory run, a warm-up of 50k
+// leases, then the
 // timed repetitions (gc before each so one rep's garbage is not collected
 // inside the next one's timings).
 export function runSystem(factory, n) {
   churn(factory, 64);
   const memory = measureMemory(factory, n);
-  churn(factory, Math.min(n, 10_000));
+  // Warm up with at least 50k leases in all, so the timed runs measure
+  // optimized code: at small N one run is too short for the JIT to tier up,
+  // and the larger a system's JS, the more that skews it.
+  for (let done = 0; done < 50_000; done += Math.min(n, 10_000)) churn(factory, Math.min(n, 10_000));
   const reps = repsFor(n);
   const all = [];
   for (let r = 0; r < reps; r++) {
     globalThis.gc();
+    // A forced gc() leaves every system slow for a while (edge-lease most:
+    // its renew measured 2-15x slower in the first 20k leases after one,
+    // with spikes in get). Re-warm with 20k leases so each rep measures the
+    // steady state of a running process, for every system alike.
+    for (let k = 0; k < 20; k++) churn(factory, 1_000);
     all.push(churn(factory, n));
   }
   const steps = {};

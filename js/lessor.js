@@ -356,17 +356,17 @@ export class Lessor extends EventTarget {
       parseId(o.id);
     }
     const now = this.#time();
+    let granted;
     this.#busy = true;
     try {
-      this.#raw.grant(now, ttl, idHi, idLo);
-    } catch (e) {
-      rethrow(e);
+      granted = this.#raw.grant(now, ttl, idHi, idLo);
     } finally {
       this.#busy = false;
     }
+    // NaN says the call failed (see RawLessor::fail).
+    if (granted !== granted) rethrow(this.#raw.take_error());
     const s = this.#s();
     const id = formatId(s[0], s[1]);
-    const granted = s[2];
     if (now + granted * 1000 < this.#timerAt) this.#schedule();
     this.#emit("grant", { lease: id, ttl: granted });
     return { id, ttl: granted };
@@ -383,11 +383,10 @@ export class Lessor extends EventTarget {
     this.#busy = true;
     try {
       ttl = this.#raw.renew(now, idHi, idLo);
-    } catch (e) {
-      rethrow(e);
     } finally {
       this.#busy = false;
     }
+    if (ttl !== ttl) rethrow(this.#raw.take_error());
     if (this.#wants.renew) this.#emit("renew", { lease: formatId(hi, lo), ttl });
     return ttl;
   }
@@ -464,11 +463,10 @@ export class Lessor extends EventTarget {
       revision = text
         ? this.#raw.put_str(now, key, value, idHi, idLo, ifAbsent)
         : this.#raw.put_bytes(now, key, value, idHi, idLo, ifAbsent);
-    } catch (e) {
-      rethrow(e);
     } finally {
       this.#busy = false;
     }
+    if (revision !== revision) rethrow(this.#raw.take_error());
     const created = this.#s()[0] === 1;
     if (ifAbsent && !created) {
       return { revision, created, prev: this.#entry(now, key) };
@@ -543,7 +541,7 @@ export class Lessor extends EventTarget {
     this.#busy = true;
     try {
       rows = this.#raw.tick(now);
-      error = this.#raw.take_tick_error();
+      error = this.#raw.take_error();
     } finally {
       this.#busy = false;
     }

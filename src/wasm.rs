@@ -112,7 +112,8 @@ impl Storage for JsStorage {
 pub struct RawLessor {
     inner: Lessor,
     scratch: Box<[f64; 8]>,
-    tick_error: Option<Error>,
+    /// The error of the last failed hot-path call or tick.
+    error: Option<Error>,
     keys_out: String,
 }
 
@@ -165,7 +166,7 @@ impl RawLessor {
         RawLessor {
             inner,
             scratch: Box::new([0.0; 8]),
-            tick_error: None,
+            error: None,
             keys_out: String::new(),
         }
     }
@@ -183,25 +184,40 @@ impl RawLessor {
         (core::arch::wasm32::memory_size(0) * 65536) as f64
     }
 
-    /// scratch: [id hi, id lo, granted ttl].
-    pub fn grant(&mut self, now: f64, ttl: f64, id_hi: u32, id_lo: u32) -> Result<(), JsValue> {
-        let now = ms(now);
-        let g = self
-            .inner
-            .grant(now, ttl as i64, id_of(id_hi, id_lo))
-            .map_err(|e| js_error(&e))?;
-        self.scratch[0] = hi(g.id);
-        self.scratch[1] = lo(g.id);
-        self.scratch[2] = g.ttl as f64;
-        Ok(())
+    /// Keeps a hot path's error for `take_error` and returns NaN: a
+    /// `Result` return crosses to JS as a freshly allocated array on every
+    /// call, successful or not.
+    fn fail(&mut self, e: Error) -> f64 {
+        self.error = Some(e);
+        f64::NAN
     }
 
-    pub fn renew(&mut self, now: f64, id_hi: u32, id_lo: u32) -> Result<f64, JsValue> {
-        let now = ms(now);
-        self.inner
-            .renew(now, id_of(id_hi, id_lo))
-            .map(|t| t as f64)
-            .map_err(|e| js_error(&e))
+    /// The error behind the last NaN (or a failed `tick`), or undefined.
+    pub fn take_error(&mut self) -> JsValue {
+        match self.error.take() {
+            Some(e) => js_error(&e),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// Returns the granted TTL, NaN on error; scratch: [id hi, id lo].
+    pub fn grant(&mut self, now: f64, ttl: f64, id_hi: u32, id_lo: u32) -> f64 {
+        match self.inner.grant(ms(now), ttl as i64, id_of(id_hi, id_lo)) {
+            Ok(g) => {
+                self.scratch[0] = hi(g.id);
+                self.scratch[1] = lo(g.id);
+                g.ttl as f64
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Returns the TTL, NaN on error.
+    pub fn renew(&mut self, now: f64, id_hi: u32, id_lo: u32) -> f64 {
+        match self.inner.renew(ms(now), id_of(id_hi, id_lo)) {
+            Ok(t) => t as f64,
+            Err(e) => self.fail(e),
+        }
     }
 
     /// Returns the flat form of `revoked_flat`; the keys via `take_keys`.
@@ -253,8 +269,8 @@ impl RawLessor {
         Uint32Array::from(&flat[..])
     }
 
-    /// Returns the revision; scratch[0] = 1 if the key was created (for an
-    /// if-absent put: written), else 0.
+    /// Returns the revision, NaN on error; scratch[0] = 1 if the key was
+    /// created (for an if-absent put: written), else 0.
     pub fn put_str(
         &mut self,
         now: f64,
@@ -263,7 +279,7 @@ impl RawLessor {
         lease_hi: u32,
         lease_lo: u32,
         if_absent: bool,
-    ) -> Result<f64, JsValue> {
+    ) -> f64 {
         self.put(
             now,
             key,
@@ -282,7 +298,7 @@ impl RawLessor {
         lease_hi: u32,
         lease_lo: u32,
         if_absent: bool,
-    ) -> Result<f64, JsValue> {
+    ) -> f64 {
         self.put(now, key, value, false, id_of(lease_hi, lease_lo), if_absent)
     }
 
@@ -294,20 +310,20 @@ impl RawLessor {
         text: bool,
         lease: LeaseId,
         if_absent: bool,
-    ) -> Result<f64, JsValue> {
-        let now = ms(now);
+    ) -> f64 {
         let opts = PutOptions {
             lease,
             if_absent,
             text,
             prev: false,
         };
-        let r = self
-            .inner
-            .put(now, key.as_bytes(), value, opts)
-            .map_err(|e| js_error(&e))?;
-        self.scratch[0] = r.created as u8 as f64;
-        Ok(r.revision as f64)
+        match self.inner.put(ms(now), key.as_bytes(), value, opts) {
+            Ok(r) => {
+                self.scratch[0] = r.created as u8 as f64;
+                r.revision as f64
+            }
+            Err(e) => self.fail(e),
+        }
     }
 
     /// Whether the key is live; if so scratch: [create revision, mod
@@ -375,20 +391,13 @@ impl RawLessor {
     }
 
     /// Expired leases in the flat form of `revoked_flat`, keys via
-    /// `take_keys`. If storage stopped the tick early, `take_tick_error` has
-    /// the error.
+    /// `take_keys`. If storage stopped the tick early, `take_error` has the
+    /// error.
     pub fn tick(&mut self, now: f64) -> Float64Array {
         let now = ms(now);
         let t = self.inner.tick(now);
-        self.tick_error = t.error;
+        self.error = t.error;
         self.flat(&t.expired)
-    }
-
-    pub fn take_tick_error(&mut self) -> JsValue {
-        match self.tick_error.take() {
-            Some(e) => js_error(&e),
-            None => JsValue::UNDEFINED,
-        }
     }
 
     /// Epoch ms, or NaN when nothing is scheduled.

@@ -281,16 +281,16 @@ impl Lessor for CoreAdapter {
 
 const EDGE_LEASE_CORE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-fn run_edge_lease_core(n: usize) -> Option<Result> {
+fn run_edge_lease_core(n: usize) -> Result {
     // The peers have no revoke-rate limit; lift it so step 4 measures the
     // cost of expiry, not the configured pace (1000/s would take N/1000 s).
     let config = edge_lease::Config {
         revoke_rate: u32::MAX,
         ..Default::default()
     };
-    Some(run(n, || {
+    run(n, || {
         CoreAdapter(edge_lease::Lessor::new(config.clone()).unwrap())
-    }))
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -464,8 +464,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let (version, result) = match system.as_str() {
-        "naive-native" => ("std", Some(run(n, NaiveLessor::default))),
+    let (version, r) = match system.as_str() {
+        "naive-native" => ("std", run(n, NaiveLessor::default)),
         "edge-lease-core" => (EDGE_LEASE_CORE_VERSION, run_edge_lease_core(n)),
         other => {
             eprintln!("unknown system {other}");
@@ -477,14 +477,8 @@ fn main() {
         json_str(&system),
         json_str(version)
     );
-    match result {
-        None => println!(
-            "{head},\"skipped\":{}}}",
-            json_str("edge-lease core adapter not wired yet (benches/native.rs: run_edge_lease_core)")
-        ),
-        Some(r) => println!(
-            "{head},\"reps\":{},\"steps\":{{\"grant_put\":{:.1},\"renew\":{:.1},\"get\":{:.1},\"expire\":{:.1}}},\"bytesPerLease\":{:.1},\"memorySource\":\"counting allocator (live bytes)\"}}",
-            r.reps, r.steps.grant_put, r.steps.renew, r.steps.get, r.steps.expire, r.bytes_per_lease
-        ),
-    }
+    println!(
+        "{head},\"reps\":{},\"steps\":{{\"grant_put\":{:.1},\"renew\":{:.1},\"get\":{:.1},\"expire\":{:.1}}},\"bytesPerLease\":{:.1},\"memorySource\":\"counting allocator (live bytes)\"}}",
+        r.reps, r.steps.grant_put, r.steps.renew, r.steps.get, r.steps.expire, r.bytes_per_lease
+    );
 }

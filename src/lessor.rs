@@ -153,14 +153,6 @@ struct Lease {
 }
 
 impl Lease {
-    fn record(&self) -> StoredLease {
-        StoredLease {
-            ttl: self.ttl,
-            deadline: (self.deadline != FOREVER).then_some(self.deadline),
-            remaining: self.remaining,
-        }
-    }
-
     /// The record as storage holds it: the deadline last written (restore
     /// adds the slack to it), not the live one, also while on a standby.
     fn stored_record(&self) -> StoredLease {
@@ -171,9 +163,10 @@ impl Lease {
         }
     }
 
-    /// Whether the stored deadline is too early to recover from: see `restore`.
-    fn needs_persist(&self) -> bool {
-        self.deadline != FOREVER && self.deadline > self.stored.saturating_add(slack_ms(self.ttl))
+    /// Whether moving this lease's deadline to `deadline` leaves the stored
+    /// one too early to recover from (see `restore`), so it must be written.
+    fn needs_persist(&self, deadline: i64) -> bool {
+        deadline > self.stored.saturating_add(slack_ms(self.ttl))
     }
 }
 
@@ -491,8 +484,7 @@ impl Lessor {
         let ttl = l.ttl;
         // Coalesced persistence: write only when the stored deadline would
         // trail the new one by more than the slack restore adds back.
-        let persist = self.storage.is_some()
-            && (deadline > l.stored.saturating_add(slack_ms(ttl)) || l.remaining != 0);
+        let persist = self.storage.is_some() && (l.needs_persist(deadline) || l.remaining != 0);
         if persist {
             let rec = StoredLease {
                 ttl,
@@ -872,8 +864,8 @@ impl Lessor {
         self.write(|s, b| {
             for &(d, id) in &plan {
                 if let Some(l) = s.leases.get(&id) {
-                    if d > l.stored.saturating_add(slack_ms(l.ttl)) {
-                        let mut rec = l.record();
+                    if l.needs_persist(d) {
+                        let mut rec = l.stored_record();
                         rec.deadline = Some(d);
                         b.put
                             .push((storage::lease_key(id), storage::encode_lease(&rec)));
@@ -884,10 +876,10 @@ impl Lessor {
         let stored_too = self.storage.is_some();
         for (d, id) in plan {
             if let Some(l) = self.leases.get_mut(&id) {
-                l.deadline = d;
-                if stored_too && l.needs_persist() {
+                if stored_too && l.needs_persist(d) {
                     l.stored = d;
                 }
+                l.deadline = d;
             }
         }
         self.primary = true;

@@ -715,8 +715,13 @@ export class Lessor extends EventTarget {
       return;
     }
     if (at === this.#timerAt && this.#timer !== null) return;
-    this.#clearTimer();
     const delay = Math.min(Math.max(at - this.#time(), 0), MAX_TIMER_MS);
+    this.#arm(at, delay);
+  }
+
+  // The one timer: replaces any other, and never keeps a Node process alive.
+  #arm(at, delay) {
+    this.#clearTimer();
     this.#timerAt = at;
     this.#timer = setTimeout(() => this.#fire(), delay);
     if (typeof this.#timer === "object" && typeof this.#timer.unref === "function") this.#timer.unref();
@@ -740,9 +745,6 @@ export class Lessor extends EventTarget {
 
   #retryLater() {
     if (!this.#autoTick || this.#closed || this.#failed) return;
-    this.#clearTimer();
-    this.#timerAt = 0; // any later schedule() replaces the retry
-    this.#timer = setTimeout(() => this.#fire(), RETRY_MS);
-    if (typeof this.#timer === "object" && typeof this.#timer.unref === "function") this.#timer.unref();
+    this.#arm(0, RETRY_MS); // at 0: any later schedule() replaces the retry
   }
 }

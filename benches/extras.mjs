@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { spawnSync } from "node:child_process";
+import { workerOptions } from "../tests/workerd/worker-options.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 
@@ -50,16 +51,7 @@ export async function coldStartWorkerd() {
   writeFileSync(empty, 'export default { fetch() { return new Response("x"); } };\n');
   const once = async (scriptPath, modulesRoot) => {
     const t0 = performance.now();
-    const mf = new Miniflare({
-      modules: true,
-      scriptPath,
-      modulesRoot,
-      modulesRules: [
-        { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-        { type: "CompiledWasm", include: ["**/*.wasm"] },
-      ],
-      compatibilityDate: "2025-01-01",
-    });
+    const mf = new Miniflare(workerOptions(scriptPath, modulesRoot));
     try {
       await (await mf.dispatchFetch("http://localhost/")).text();
       return performance.now() - t0;

@@ -11,6 +11,7 @@ import { extname, join, normalize } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { launch } from "../browser/helpers.mjs";
+import { workerOptions } from "../workerd/worker-options.mjs";
 import { packedProject, repo } from "./packed.mjs";
 import { Lessor as SourceLessor } from "../../js/lessor.js";
 import { expected as fixed, scenario } from "./scenario.mjs";
@@ -86,18 +87,7 @@ const workerSrc = (spec) =>
 
 async function inMiniflare(scriptPath, modulesRoot) {
   const { Miniflare } = await import("miniflare");
-  const mf = new Miniflare({
-    modules: true,
-    scriptPath,
-    modulesRoot,
-    // What the package needs from a host: ES modules, and .wasm imported as
-    // a compiled WebAssembly.Module (workerd forbids compiling bytes).
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
-    compatibilityDate: "2025-01-01",
-  });
+  const mf = new Miniflare(workerOptions(scriptPath, modulesRoot));
   try {
     const res = await mf.dispatchFetch("http://localhost/");
     assert.equal(res.status, 200, await res.clone().text());

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
+import { workerOptions } from "./worker-options.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const T0 = Math.floor(Date.now() / 1000) * 1000 + 10 * 365 * 86_400_000;
@@ -17,14 +18,7 @@ const SLACK = (ttl) => ttl * 500;
 
 function start(persist) {
   return new Miniflare({
-    modules: true,
-    scriptPath: join(ROOT, "tests/workerd/do-worker.mjs"),
-    modulesRoot: ROOT,
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
-    compatibilityDate: "2025-01-01",
+    ...workerOptions(join(ROOT, "tests/workerd/do-worker.mjs"), ROOT),
     durableObjects: { LEASES: "Leases" },
     durableObjectsPersist: persist,
   });

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::LeaseId;
+use crate::lease::{LeaseId, MAX_LEASE_TTL};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
@@ -11,7 +11,7 @@ pub enum Error {
     LeaseNotFound(LeaseId),
     /// `grant` with an explicit id that a live lease already has.
     LeaseExists(LeaseId),
-    /// `grant` with a TTL above [`crate::MAX_LEASE_TTL`] seconds.
+    /// `grant` with a TTL above [`MAX_LEASE_TTL`] seconds.
     LeaseTtlTooLarge(i64),
     /// `renew` on a standby (demoted) lessor.
     NotPrimary,
@@ -24,6 +24,10 @@ pub enum Error {
 }
 
 impl Error {
+    pub fn invalid(why: impl Into<String>) -> Error {
+        Error::InvalidArgument(why.into())
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             Error::LeaseNotFound(_) => "LeaseNotFound",
@@ -45,7 +49,7 @@ impl fmt::Display for Error {
             Error::LeaseTtlTooLarge(ttl) => write!(
                 f,
                 "lease TTL {ttl}s is too large (at most {}s)",
-                crate::MAX_LEASE_TTL
+                MAX_LEASE_TTL
             ),
             Error::NotPrimary => write!(f, "not a primary lessor"),
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),

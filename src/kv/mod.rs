@@ -1,5 +1,7 @@
-//! Keys, values and revisions. Knows nothing of leases beyond the id a key
-//! carries; hiding the keys of expired leases is the lessor's job.
+//! The keyspace: keys, values and the revision counter. Knows nothing of
+//! leases beyond the id a key carries; which keys are visible is the lease
+//! table's rule (`LeaseTable::keeps`), and changes come only through the
+//! write path (`crate::write`).
 //!
 //! Point operations go through a hash map; an ordered set of the same keys
 //! serves prefix ranges. Keys are shared (`Arc`) between the map, the set and
@@ -9,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::LeaseId;
+use crate::lease::LeaseId;
 
 /// A key's bytes, shared by every index that refers to it.
 pub type Key = Arc<[u8]>;
@@ -56,25 +58,29 @@ impl Keyspace {
         self.revision = revision;
     }
 
-    /// Starts a change: the revision all its writes carry.
-    pub fn next_revision(&mut self) -> i64 {
-        self.revision += 1;
-        self.revision
-    }
-
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         self.entries.get(key)
     }
 
-    /// The shared key and its entry.
-    pub fn get_key_value(&self, key: &[u8]) -> Option<(&Key, &Entry)> {
-        self.entries.get_key_value(key)
+    /// The key as the keyspace shares it: the stored copy if there is one,
+    /// so each key's bytes are held once.
+    pub fn key(&self, key: &[u8]) -> Key {
+        match self.entries.get_key_value(key) {
+            Some((k, _)) => k.clone(),
+            None => key.into(),
+        }
     }
 
-    pub fn insert(&mut self, key: Key, entry: Entry) {
-        if self.entries.insert(key.clone(), entry).is_none() {
-            self.order.insert(key);
+    /// Sets a key's entry; returns the shared key.
+    pub fn insert(&mut self, key: Key, entry: Entry) -> Key {
+        if let Some((k, _)) = self.entries.get_key_value(&*key) {
+            let k = k.clone();
+            self.entries.insert(k.clone(), entry);
+            return k;
         }
+        self.entries.insert(key.clone(), entry);
+        self.order.insert(key.clone());
+        key
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {

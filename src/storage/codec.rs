@@ -1,8 +1,6 @@
-//! What the lessor hands to the host's storage, and how it reads it back.
-//!
-//! Every committed operation becomes one [`Batch`] of plain key/value puts and
-//! deletes, so any key-value store can apply it atomically. Layout, version 1
-//! (all keys are ASCII, values are bytes):
+//! The stored layout: how leases, keys and the revision are written as
+//! store entries, and how a whole store is read back. Version 1 (all keys
+//! are ASCII, values are bytes):
 //!
 //! | key | value |
 //! | --- | --- |
@@ -14,8 +12,8 @@
 //! own `lease=` fields on restore, as etcd recovers its item sets.
 
 use crate::error::{Error, Result};
-use crate::keyspace::Entry;
-use crate::LeaseId;
+use crate::kv::Entry;
+use crate::lease::{LeaseId, MAX_LEASE_TTL};
 
 pub const REVISION_KEY: &str = "v1/revision";
 /// Revisions and versions stay within what JS numbers hold exactly (2^53),
@@ -23,24 +21,6 @@ pub const REVISION_KEY: &str = "v1/revision";
 const MAX_COUNTER: i64 = 1 << 53;
 const LEASE_PREFIX: &str = "v1/lease/";
 const KEY_PREFIX: &str = "v1/key/";
-
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Batch {
-    pub put: Vec<(String, Vec<u8>)>,
-    pub delete: Vec<String>,
-}
-
-impl Batch {
-    pub fn is_empty(&self) -> bool {
-        self.put.is_empty() && self.delete.is_empty()
-    }
-}
-
-/// The host's store. A write must be all-or-nothing: either the whole batch
-/// is durable (or queued in order, for async stores) or an error is returned.
-pub trait Storage {
-    fn write(&mut self, batch: &Batch) -> std::result::Result<(), String>;
-}
 
 /// What a lease record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,7 +202,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
                 deadline,
                 remaining: num(key, "remaining", remaining)?,
             };
-            if lease.ttl < 1 || lease.ttl > crate::MAX_LEASE_TTL || lease.remaining < 0 {
+            if lease.ttl < 1 || lease.ttl > MAX_LEASE_TTL || lease.remaining < 0 {
                 return Err(corrupt(key, "ttl or remaining out of range"));
             }
             snap.leases.push((id, lease));

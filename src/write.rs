@@ -1,0 +1,136 @@
+//! The one write path. Every change to the lessor's durable state (keys,
+//! lease records, the revision) is staged in a [`Write`], turned into one
+//! storage batch, handed to the store, and only then applied: a refused
+//! batch changes nothing. All key changes of one `Write` share one revision,
+//! the only place a revision is created (as etcd applies each request
+//! through one write transaction of its store).
+
+use crate::error::Result;
+use crate::kv::{Entry, Key, Keyspace};
+use crate::lease::{LeaseId, LeaseTable};
+use crate::storage::{codec, Batch, Store, StoredLease};
+
+enum KeyChange {
+    /// `entry` was built for `Write::revision`; `old_lease` is the lease the
+    /// key belonged to before (0 for none), which loses it if different.
+    Put {
+        key: Key,
+        entry: Entry,
+        old_lease: LeaseId,
+    },
+    Delete {
+        key: Key,
+        lease: LeaseId,
+    },
+}
+
+/// The changes of one operation, staged.
+pub struct Write {
+    revision: i64,
+    keys: Vec<KeyChange>,
+    leases: Vec<(LeaseId, Option<StoredLease>)>,
+}
+
+impl Write {
+    /// Starts a write on top of `kv`'s current revision.
+    pub fn new(kv: &Keyspace) -> Write {
+        Write {
+            revision: kv.revision() + 1,
+            keys: Vec::new(),
+            leases: Vec::new(),
+        }
+    }
+
+    /// The revision this write's key changes carry, if it has any.
+    pub fn revision(&self) -> i64 {
+        self.revision
+    }
+
+    pub fn put(&mut self, key: Key, entry: Entry, old_lease: LeaseId) {
+        self.keys.push(KeyChange::Put {
+            key,
+            entry,
+            old_lease,
+        });
+    }
+
+    pub fn delete(&mut self, key: Key, lease: LeaseId) {
+        self.keys.push(KeyChange::Delete { key, lease });
+    }
+
+    /// Stores a lease record (grant, renewal, checkpoint, promotion).
+    pub fn lease(&mut self, id: LeaseId, record: StoredLease) {
+        self.leases.push((id, Some(record)));
+    }
+
+    /// Drops a lease record (revoke, expiry).
+    pub fn drop_lease(&mut self, id: LeaseId) {
+        self.leases.push((id, None));
+    }
+
+    fn batch(&self) -> Batch {
+        let mut b = Batch::default();
+        for c in &self.keys {
+            match c {
+                KeyChange::Put { key, entry, .. } => b
+                    .put
+                    .push((codec::key_key(key), codec::encode_entry(entry))),
+                KeyChange::Delete { key, .. } => b.delete.push(codec::key_key(key)),
+            }
+        }
+        for (id, rec) in &self.leases {
+            match rec {
+                Some(r) => b.put.push((codec::lease_key(*id), codec::encode_lease(r))),
+                None => b.delete.push(codec::lease_key(*id)),
+            }
+        }
+        if !self.keys.is_empty() {
+            b.put.push((
+                codec::REVISION_KEY.to_string(),
+                codec::encode_revision(self.revision),
+            ));
+        }
+        b
+    }
+
+    /// Makes the write durable, then applies its key changes to `kv` (and the
+    /// key sets of `leases`). Lease records are the caller's to apply after
+    /// this succeeds. Returns the revision: the new one if keys changed,
+    /// else the unchanged current one.
+    pub fn commit(
+        self,
+        kv: &mut Keyspace,
+        leases: &mut LeaseTable,
+        store: &mut Store,
+    ) -> Result<i64> {
+        if store.attached() && !(self.keys.is_empty() && self.leases.is_empty()) {
+            store.write(&self.batch())?;
+        }
+        if self.keys.is_empty() {
+            return Ok(kv.revision());
+        }
+        kv.set_revision(self.revision);
+        for c in self.keys {
+            match c {
+                KeyChange::Put {
+                    key,
+                    entry,
+                    old_lease,
+                } => {
+                    let new_lease = entry.lease;
+                    let key = kv.insert(key, entry);
+                    if old_lease != new_lease {
+                        // etcd's lease switch: the old holder loses the key.
+                        leases.detach(old_lease, &key);
+                        leases.attach(new_lease, &key);
+                    }
+                }
+                KeyChange::Delete { key, lease } => {
+                    kv.remove(&key);
+                    leases.detach(lease, &key);
+                }
+            }
+        }
+        Ok(self.revision)
+    }
+}

@@ -16,6 +16,14 @@ pub struct Config {
     pub max_value_bytes: usize,
     /// Default 10,000.
     pub max_keys_per_lease: usize,
+    /// At most this many compares, and ops per branch, in one transaction.
+    /// Default 128 (etcd's --max-txn-ops).
+    pub max_txn_ops: usize,
+    /// How many revisions of history are kept for reads at past revisions
+    /// and watches from the past; older ones are compacted as new ones come.
+    /// Default 1000; `i64::MAX` keeps everything until `compact` (etcd's
+    /// default, without auto-compaction).
+    pub history: i64,
 }
 
 impl Default for Config {
@@ -26,6 +34,8 @@ impl Default for Config {
             max_key_bytes: 4096,
             max_value_bytes: 1 << 20,
             max_keys_per_lease: 10_000,
+            max_txn_ops: 128,
+            history: 1000,
         }
     }
 }
@@ -42,6 +52,12 @@ impl Config {
         }
         if self.max_key_bytes < 1 || self.max_keys_per_lease < 1 {
             return Err(Error::invalid("key limits must be at least 1"));
+        }
+        if self.max_txn_ops < 1 {
+            return Err(Error::invalid("max_txn_ops must be at least 1"));
+        }
+        if self.history < 1 {
+            return Err(Error::invalid("history must be at least 1 revision"));
         }
         Ok(())
     }

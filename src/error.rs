@@ -21,6 +21,18 @@ pub enum Error {
     StorageFailed(String),
     /// A stored entry could not be read back during restore.
     CorruptEntry { key: String, reason: String },
+    /// A read or watch asked for a revision before the compaction point
+    /// (which is given), or a compaction for one at or before it.
+    Compacted(i64),
+    /// A read or compaction asked for a revision after the current one.
+    FutureRevision,
+    /// A put that keeps the value or lease of a key that does not exist, or
+    /// an empty transaction op (etcd's "key not found").
+    KeyNotFound,
+    /// Two writes to one key in one transaction (one revision).
+    DuplicateKey,
+    /// A transaction with more compares or ops than the limit.
+    TooManyOps,
 }
 
 impl Error {
@@ -37,6 +49,11 @@ impl Error {
             Error::InvalidArgument(_) => "InvalidArgument",
             Error::StorageFailed(_) => "StorageFailed",
             Error::CorruptEntry { .. } => "CorruptEntry",
+            Error::Compacted(_) => "Compacted",
+            Error::FutureRevision => "FutureRevision",
+            Error::KeyNotFound => "KeyNotFound",
+            Error::DuplicateKey => "DuplicateKey",
+            Error::TooManyOps => "TooManyOps",
         }
     }
 }
@@ -57,6 +74,14 @@ impl fmt::Display for Error {
             Error::CorruptEntry { key, reason } => {
                 write!(f, "stored entry \"{key}\" is corrupt: {reason}")
             }
+            Error::Compacted(rev) => write!(
+                f,
+                "required revision has been compacted (compacted at {rev})"
+            ),
+            Error::FutureRevision => write!(f, "required revision is a future revision"),
+            Error::KeyNotFound => write!(f, "key not found"),
+            Error::DuplicateKey => write!(f, "duplicate key given in txn request"),
+            Error::TooManyOps => write!(f, "too many operations in txn request"),
         }
     }
 }

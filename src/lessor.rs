@@ -18,12 +18,13 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::kv::{Entry, Keyspace};
+use crate::kv::Keyspace;
 use crate::lease::{
     per_window, spread, Lease, LeaseId, LeaseTable, RateLimiter, FOREVER, MAX_LEASE_TTL,
 };
-use crate::ops::{DeleteResult, Granted, PutOptions, PutResult, Revoked, Tick, TimeToLive};
+use crate::ops::{Granted, Revoked, Tick, TimeToLive};
 use crate::storage::{Storage, Store, StoredLease};
+use crate::watch::Watchers;
 use crate::write::Write;
 
 pub struct Lessor {
@@ -38,6 +39,7 @@ pub struct Lessor {
     /// Leases expired outside `tick` (a grant reusing an expired id), for the
     /// next `tick` to report.
     outbox: Vec<Revoked>,
+    pub(crate) watchers: Watchers,
 }
 
 impl Lessor {
@@ -52,6 +54,7 @@ impl Lessor {
             now: i64::MIN,
             store: Store::default(),
             outbox: Vec::new(),
+            watchers: Watchers::default(),
         })
     }
 
@@ -93,8 +96,18 @@ impl Lessor {
         self.now
     }
 
-    fn commit(&mut self, w: Write) -> Result<i64> {
-        w.commit(&mut self.kv, &mut self.leases, &mut self.store)
+    /// Commits a write, then drops history beyond what `Config::history`
+    /// keeps, a quarter of it at a time (compaction costs the changes it
+    /// drops, so this spreads it evenly over writes).
+    pub(crate) fn commit(&mut self, w: Write) -> Result<i64> {
+        let rev = w.commit(&mut self.kv, &mut self.leases, &mut self.store)?;
+        let keep = self.config.history;
+        let floor = self.kv.revision().saturating_sub(keep);
+        if floor.saturating_sub(self.kv.compacted()) > (keep / 4).max(1) {
+            let wanted = self.watchers.oldest_wanted().unwrap_or(floor);
+            self.kv.compact(floor.min(wanted));
+        }
+        Ok(rev)
     }
 
     /// Grants a lease. `id` 0 picks a random positive id. TTLs below the
@@ -224,109 +237,6 @@ impl Lessor {
             .collect();
         v.sort_unstable();
         v.into_iter().map(|(_, id)| id).collect()
-    }
-
-    /// Writes a key. See [`PutOptions`].
-    pub fn put(
-        &mut self,
-        now: i64,
-        key: &[u8],
-        value: &[u8],
-        opts: PutOptions,
-    ) -> Result<PutResult> {
-        let now = self.observe(now);
-        self.config.check_key(key)?;
-        self.config.check_value(value, opts.text)?;
-        if opts.lease != 0 {
-            let Some(l) = self.leases.live(opts.lease, now) else {
-                return Err(Error::LeaseNotFound(opts.lease));
-            };
-            if l.keys.len() >= self.config.max_keys_per_lease
-                && l.keys.binary_search_by(|k| (**k).cmp(key)).is_err()
-            {
-                return Err(Error::invalid(format!(
-                    "lease {:016x} already has {} keys, the limit",
-                    opts.lease as u64,
-                    l.keys.len()
-                )));
-            }
-        }
-        let existing = self.kv.get(key);
-        let live = existing.filter(|e| self.leases.keeps(e.lease, now));
-        if opts.if_absent {
-            if let Some(holder) = live {
-                return Ok(PutResult {
-                    created: false,
-                    revision: self.kv.revision(),
-                    prev: Some(holder.clone()),
-                });
-            }
-        }
-        let mut w = Write::new(&self.kv);
-        let revision = w.revision();
-        let (create_revision, version) = match live {
-            Some(e) => (e.create_revision, e.version + 1),
-            None => (revision, 1),
-        };
-        let created = live.is_none();
-        let prev = if opts.prev { live.cloned() } else { None };
-        // An expired holder loses the key to this write.
-        let old_lease = existing.map_or(0, |e| e.lease);
-        let entry = Entry {
-            value: value.into(),
-            text: opts.text,
-            create_revision,
-            mod_revision: revision,
-            version,
-            lease: opts.lease,
-        };
-        w.put(self.kv.key(key), entry, old_lease);
-        self.commit(w)?;
-        Ok(PutResult {
-            created,
-            revision,
-            prev,
-        })
-    }
-
-    /// A live key's entry.
-    pub fn get(&mut self, now: i64, key: &[u8]) -> Option<&Entry> {
-        let now = self.observe(now);
-        let leases = &self.leases;
-        self.kv.get(key).filter(|e| leases.keeps(e.lease, now))
-    }
-
-    /// Live keys starting with `prefix` (all keys for an empty prefix), sorted.
-    pub fn range<'a>(&'a mut self, now: i64, prefix: &'a [u8]) -> Vec<(&'a [u8], &'a Entry)> {
-        let now = self.observe(now);
-        let leases = &self.leases;
-        self.kv
-            .prefix(prefix)
-            .filter(|(_, e)| leases.keeps(e.lease, now))
-            .collect()
-    }
-
-    /// Deletes a live key (detaching it from its lease).
-    pub fn delete(&mut self, now: i64, key: &[u8], want_prev: bool) -> Result<DeleteResult> {
-        let now = self.observe(now);
-        self.config.check_key(key)?;
-        let Some(e) = self.get(now, key) else {
-            return Ok(DeleteResult {
-                deleted: false,
-                revision: self.kv.revision(),
-                prev: None,
-            });
-        };
-        let lease = e.lease;
-        let prev = want_prev.then(|| e.clone());
-        let mut w = Write::new(&self.kv);
-        w.delete(self.kv.key(key), lease);
-        let revision = self.commit(w)?;
-        Ok(DeleteResult {
-            deleted: true,
-            revision,
-            prev,
-        })
     }
 
     /// Expires what is due, at most `revoke_rate` leases in any 1 s of host

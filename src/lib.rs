@@ -9,6 +9,7 @@
 
 mod config;
 mod error;
+mod keys;
 mod kv;
 mod lease;
 mod lessor;
@@ -18,12 +19,18 @@ pub mod storage;
 // Public only so tests/wasm.rs can test the binding itself.
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+mod watch;
 mod write;
 
 pub use config::Config;
 pub use error::{Error, Result};
-pub use kv::{Entry, Key};
+pub use kv::{Entry, Event, Key, RangeRequest, RangeResponse, SortOrder, SortTarget};
 pub use lease::{LeaseId, MAX_LEASE_TTL};
 pub use lessor::Lessor;
-pub use ops::{DeleteResult, Granted, PutOptions, PutResult, Revoked, Tick, TimeToLive};
+pub use ops::{
+    Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, DeleteResult, Granted,
+    Op, OpResponse, PutOptions, PutRequest, PutResult, Revoked, Tick, TimeToLive, TxnRequest,
+    TxnResponse,
+};
 pub use storage::{Batch, Storage};
+pub use watch::{WatchEvents, WatchRequest};

@@ -1,7 +1,7 @@
 //! What the lessor's operations take and return.
 
 use crate::error::Error;
-use crate::kv::{Entry, Key};
+use crate::kv::{Entry, Key, RangeRequest, RangeResponse};
 use crate::lease::LeaseId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,10 @@ pub struct PutOptions {
     pub text: bool,
     /// Return the previous entry.
     pub prev: bool,
+    /// Keep the key's current value (etcd's ignore_value); the key must exist.
+    pub ignore_value: bool,
+    /// Keep the key's current lease (etcd's ignore_lease); the key must exist.
+    pub ignore_lease: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,4 +73,91 @@ pub struct DeleteResult {
 pub struct Tick {
     pub expired: Vec<Revoked>,
     pub error: Option<Error>,
+}
+
+/// What a compare looks at, with the value it is compared to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompareTarget {
+    Version(i64),
+    Create(i64),
+    Mod(i64),
+    Value(Vec<u8>),
+    Lease(LeaseId),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareResult {
+    Equal,
+    Greater,
+    Less,
+    NotEqual,
+}
+
+/// etcd's Compare: holds when every key in the range compares as asked (a
+/// missing key compares as zeros, and never holds for a value compare).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compare {
+    pub key: Vec<u8>,
+    /// As in [`RangeRequest`]: empty for the key alone.
+    pub range_end: Vec<u8>,
+    pub target: CompareTarget,
+    pub result: CompareResult,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PutRequest {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub options: PutOptions,
+}
+
+/// etcd's DeleteRangeRequest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteRequest {
+    pub key: Vec<u8>,
+    /// As in [`RangeRequest`]: empty for the key alone.
+    pub range_end: Vec<u8>,
+    pub prev_kv: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteResponse {
+    pub deleted: i64,
+    /// The deleted entries, when asked for.
+    pub prev_kvs: Vec<(Key, Entry)>,
+    pub revision: i64,
+}
+
+/// One op of a transaction branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Range(RangeRequest),
+    Put(PutRequest),
+    Delete(DeleteRequest),
+    Txn(TxnRequest),
+}
+
+/// etcd's TxnRequest: if every compare holds, the success ops run, else the
+/// failure ops; all of them in one revision.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TxnRequest {
+    pub compare: Vec<Compare>,
+    pub success: Vec<Op>,
+    pub failure: Vec<Op>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpResponse {
+    Range(RangeResponse),
+    Put(PutResult),
+    Delete(DeleteResponse),
+    Txn(TxnResponse),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TxnResponse {
+    pub succeeded: bool,
+    pub responses: Vec<OpResponse>,
+    /// The transaction's revision; 0 for a nested one (as etcd reports it).
+    pub revision: i64,
 }

@@ -79,7 +79,7 @@ impl Lessor {
                 }
                 l.leases.attach(entry.lease, &key);
             }
-            l.kv.insert(key, entry);
+            l.kv.load(key, entry);
         }
         l.store = Store::new(storage);
         Ok(l)

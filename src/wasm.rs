@@ -79,6 +79,7 @@ fn config(min_ttl: f64, revoke_rate: f64, max_key: f64, max_value: f64, max_keys
         max_key_bytes: max_key as usize,
         max_value_bytes: max_value as usize,
         max_keys_per_lease: max_keys as usize,
+        ..Config::default()
     }
 }
 
@@ -315,7 +316,7 @@ impl RawLessor {
             lease,
             if_absent,
             text,
-            prev: false,
+            ..PutOptions::default()
         };
         match self.inner.put(ms(now), key.as_bytes(), value, opts) {
             Ok(r) => {

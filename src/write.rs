@@ -58,6 +58,28 @@ impl Write {
         self.keys.push(KeyChange::Delete { key, lease });
     }
 
+    /// Whether any key changes are staged (they will take a new revision).
+    pub fn changes_keys(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
+    /// A key as this write leaves it, if the write changes it: `Some(None)`
+    /// when it deletes it. Lets the ops of a transaction read earlier ones.
+    pub fn staged(&self, key: &[u8]) -> Option<Option<&Entry>> {
+        self.keys.iter().rev().find_map(|c| match c {
+            KeyChange::Put { key: k, entry, .. } if **k == *key => Some(Some(entry)),
+            KeyChange::Delete { key: k, .. } if **k == *key => Some(None),
+            _ => None,
+        })
+    }
+
+    /// The keys this write changes.
+    pub fn staged_keys(&self) -> impl Iterator<Item = &Key> {
+        self.keys.iter().map(|c| match c {
+            KeyChange::Put { key, .. } | KeyChange::Delete { key, .. } => key,
+        })
+    }
+
     /// Stores a lease record (grant, renewal, checkpoint, promotion).
     pub fn lease(&mut self, id: LeaseId, record: StoredLease) {
         self.leases.push((id, Some(record)));
@@ -109,7 +131,7 @@ impl Write {
         if self.keys.is_empty() {
             return Ok(kv.revision());
         }
-        kv.set_revision(self.revision);
+        kv.begin(self.revision);
         for c in self.keys {
             match c {
                 KeyChange::Put {
@@ -118,7 +140,7 @@ impl Write {
                     old_lease,
                 } => {
                     let new_lease = entry.lease;
-                    let key = kv.insert(key, entry);
+                    let key = kv.put(key, entry);
                     if old_lease != new_lease {
                         // etcd's lease switch: the old holder loses the key.
                         leases.detach(old_lease, &key);
@@ -126,7 +148,7 @@ impl Write {
                     }
                 }
                 KeyChange::Delete { key, lease } => {
-                    kv.remove(&key);
+                    kv.delete(&key);
                     leases.detach(lease, &key);
                 }
             }

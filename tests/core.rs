@@ -525,7 +525,7 @@ fn put_over_a_key_of_an_expired_lease_creates_it_anew() {
                 lease: new,
                 if_absent: true,
                 text: true,
-                prev: false,
+                ..Default::default()
             },
         )
         .unwrap();

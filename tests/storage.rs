@@ -740,7 +740,7 @@ proptest! {
                         lease: lease.map_or(0, |i| IDS[i]),
                         text,
                         if_absent,
-                        prev: false,
+                        ..Default::default()
                     };
                     l.put(now, KEYS[key], value, opts).map(drop)
                 }

@@ -1,14 +1,20 @@
-//! The keyspace: keys, values and the revision counter. Knows nothing of
-//! leases beyond the id a key carries; which keys are visible is the lease
-//! table's rule (`LeaseTable::keeps`), and changes come only through the
-//! write path (`crate::write`).
+//! The keyspace: keys, values, the revision counter and the history of
+//! changes since the last compaction. Knows nothing of leases beyond the id
+//! a key carries; which keys are visible is the lease table's rule
+//! (`LeaseTable::keeps`), and changes come only through the write path
+//! (`crate::write`).
 //!
-//! Point operations go through a hash map; an ordered set of the same keys
-//! serves prefix ranges. Keys are shared (`Arc`) between the map, the set and
-//! the lease that holds them, so each key's bytes are stored once.
+//! Live entries sit in a hash map (point reads and writes); an ordered map of
+//! the same keys serves ranges and holds each key's superseded versions, so
+//! a read at a past revision finds a key's state there, and a log of
+//! (revision, key) in commit order replays the changes for watchers.
+//! Compaction drops what no read at or after the compaction point can see.
 
-use std::collections::{BTreeSet, HashMap};
-use std::ops::Bound;
+mod range;
+
+pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::lease::LeaseId;
@@ -31,20 +37,48 @@ pub struct Entry {
     pub lease: LeaseId,
 }
 
+/// A superseded state of a key: from `revision` on it was `entry` (None:
+/// deleted), until the next version or the live entry.
+#[derive(Debug, Clone)]
+struct Version {
+    revision: i64,
+    entry: Option<Entry>,
+}
+
+/// One change, as watchers see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub key: Key,
+    /// The entry written, or None for a delete.
+    pub entry: Option<Entry>,
+    /// The revision of the change (a delete's `mod_revision`).
+    pub revision: i64,
+    /// The key's entry before the change, if it had one.
+    pub prev: Option<Entry>,
+}
+
 pub struct Keyspace {
-    entries: HashMap<Key, Entry, foldhash::fast::RandomState>,
-    order: BTreeSet<Key>,
+    live: HashMap<Key, Entry, foldhash::fast::RandomState>,
+    /// Every live key and every key with history, with its superseded
+    /// versions (oldest first; empty for most keys).
+    index: BTreeMap<Key, Vec<Version>>,
+    /// (revision, key) of every change after the compaction point, in order.
+    log: VecDeque<(i64, Key)>,
     /// Revision of the last change; etcd starts an empty store at 1, so the
     /// first change is revision 2.
     revision: i64,
+    /// Reads before this revision are refused (etcd's compact revision).
+    compacted: i64,
 }
 
 impl Default for Keyspace {
     fn default() -> Self {
         Keyspace {
-            entries: HashMap::default(),
-            order: BTreeSet::new(),
+            live: HashMap::default(),
+            index: BTreeMap::new(),
+            log: VecDeque::new(),
             revision: 1,
+            compacted: 0,
         }
     }
 }
@@ -54,54 +88,194 @@ impl Keyspace {
         self.revision
     }
 
-    pub fn set_revision(&mut self, revision: i64) {
-        self.revision = revision;
+    /// The oldest revision reads and watches may ask for.
+    pub fn compacted(&self) -> i64 {
+        self.compacted
     }
 
+    /// Starts a restored keyspace: history begins at `revision`.
+    pub fn set_revision(&mut self, revision: i64) {
+        self.revision = revision;
+        self.compacted = self.compacted.max(revision);
+    }
+
+    /// A live entry.
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
-        self.entries.get(key)
+        self.live.get(key)
+    }
+
+    /// The key's entry as of `revision` (at most the current one).
+    pub fn get_at(&self, key: &[u8], revision: i64) -> Option<&Entry> {
+        if let Some(e) = self.live.get(key) {
+            if e.mod_revision <= revision {
+                return Some(e);
+            }
+        }
+        let past = self.index.get(key)?;
+        let n = past.partition_point(|v| v.revision <= revision);
+        past.get(n.checked_sub(1)?)?.entry.as_ref()
     }
 
     /// The key as the keyspace shares it: the stored copy if there is one,
     /// so each key's bytes are held once.
     pub fn key(&self, key: &[u8]) -> Key {
-        match self.entries.get_key_value(key) {
+        if let Some((k, _)) = self.live.get_key_value(key) {
+            return k.clone();
+        }
+        match self.index.get_key_value(key) {
             Some((k, _)) => k.clone(),
             None => key.into(),
         }
     }
 
-    /// Sets a key's entry; returns the shared key.
-    pub fn insert(&mut self, key: Key, entry: Entry) -> Key {
-        if let Some((k, _)) = self.entries.get_key_value(&*key) {
-            let k = k.clone();
-            self.entries.insert(k.clone(), entry);
-            return k;
-        }
-        self.entries.insert(key.clone(), entry);
-        self.order.insert(key.clone());
-        key
-    }
-
-    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let e = self.entries.remove(key)?;
-        self.order.remove(key);
-        Some(e)
+    /// The shared key, if the keyspace holds it (live or in history).
+    pub fn key_ref(&self, key: &[u8]) -> Option<&Key> {
+        self.index.get_key_value(key).map(|(k, _)| k)
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.live.len()
     }
 
-    /// Keys starting with `prefix`, in byte order.
+    /// Live entries in `[from, to)`, in key order.
+    pub fn range<'a>(
+        &'a self,
+        from: &'a [u8],
+        to: Bound<'a>,
+    ) -> impl Iterator<Item = (&'a Key, &'a Entry)> {
+        self.index
+            .range::<[u8], _>(to.from(from))
+            .filter_map(|(k, _)| self.live.get_key_value(&**k))
+    }
+
+    /// Entries in `[from, to)` as of `revision`, in key order.
+    pub fn range_at<'a>(
+        &'a self,
+        from: &'a [u8],
+        to: Bound<'a>,
+        revision: i64,
+    ) -> impl Iterator<Item = (&'a Key, &'a Entry)> {
+        self.index
+            .range::<[u8], _>(to.from(from))
+            .filter_map(move |(k, _)| self.get_at(k, revision).map(|e| (k, e)))
+    }
+
+    /// Live keys starting with `prefix`, in byte order.
     pub fn prefix<'a>(&'a self, prefix: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a Entry)> {
-        self.order
-            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
-            .take_while(move |k| k.starts_with(prefix))
-            .filter_map(|k| self.entries.get(k).map(|e| (&**k, e)))
+        self.index
+            .range::<[u8], _>(Bound::Unbounded.from(prefix))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .filter_map(|(k, _)| self.live.get_key_value(&**k))
+            .map(|(k, e)| (&**k, e))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
-        self.entries.iter().map(|(k, e)| (&**k, e))
+        self.live.iter().map(|(k, e)| (&**k, e))
+    }
+
+    /// Loads a restored entry (no history: it starts at the restore).
+    pub(crate) fn load(&mut self, key: Key, entry: Entry) {
+        self.index.insert(key.clone(), Vec::new());
+        self.live.insert(key, entry);
+    }
+
+    /// Starts the changes of revision `revision` (the write path's).
+    pub(crate) fn begin(&mut self, revision: i64) {
+        self.revision = revision;
+    }
+
+    /// Sets a key's entry at the current revision; returns the shared key.
+    pub(crate) fn put(&mut self, key: Key, entry: Entry) -> Key {
+        let (key, past) = match self.index.get_key_value(&*key) {
+            Some((k, _)) => (k.clone(), self.index.get_mut(&*key)),
+            None => {
+                self.index.insert(key.clone(), Vec::new());
+                (key.clone(), None)
+            }
+        };
+        let old = self.live.insert(key.clone(), entry);
+        if let (Some(old), Some(past)) = (old, past) {
+            past.push(Version {
+                revision: old.mod_revision,
+                entry: Some(old),
+            });
+        }
+        self.log.push_back((self.revision, key.clone()));
+        key
+    }
+
+    /// Deletes a live key at the current revision; returns its entry.
+    pub(crate) fn delete(&mut self, key: &[u8]) -> Option<Entry> {
+        let (key, old) = self.live.remove_entry(key)?;
+        let past = self.index.get_mut(&*key)?;
+        past.push(Version {
+            revision: old.mod_revision,
+            entry: Some(old.clone()),
+        });
+        past.push(Version {
+            revision: self.revision,
+            entry: None,
+        });
+        self.log.push_back((self.revision, key));
+        Some(old)
+    }
+
+    /// Forgets history before `revision`: reads and watches from there on
+    /// still work, earlier ones are refused. Costs the changes dropped.
+    pub(crate) fn compact(&mut self, revision: i64) {
+        let revision = revision.min(self.revision);
+        if revision <= self.compacted {
+            return;
+        }
+        self.compacted = revision;
+        while let Some((rev, _)) = self.log.front() {
+            if *rev >= revision {
+                break;
+            }
+            let Some((_, key)) = self.log.pop_front() else {
+                break;
+            };
+            let Some(past) = self.index.get_mut(&*key) else {
+                continue;
+            };
+            // Keep the versions a read at `revision` or later can see: those
+            // from `revision` on, and the last one before it if it held a value.
+            let n = past.partition_point(|v| v.revision < revision);
+            let keep_last = n > 0 && past[n - 1].entry.is_some();
+            past.drain(..n - keep_last as usize);
+            if past.is_empty() && !self.live.contains_key(&*key) {
+                self.index.remove(&*key);
+            }
+        }
+        if self.log.len() < self.log.capacity() / 4 {
+            self.log.shrink_to_fit();
+        }
+    }
+
+    /// The (revision, key) of each change from `from` on (at or after the
+    /// compaction point), in commit order.
+    pub fn changes_from(&self, from: i64) -> impl Iterator<Item = (i64, &Key)> + '_ {
+        let start = self.log.partition_point(|(rev, _)| *rev < from);
+        self.log.range(start..).map(|(rev, key)| (*rev, key))
+    }
+
+    /// The change to `key` at `revision`, as watchers see it.
+    pub fn event(&self, revision: i64, key: &Key) -> Event {
+        let entry = self
+            .get_at(key, revision)
+            .filter(|e| e.mod_revision == revision)
+            .cloned();
+        // A create has no previous entry, even where it replaced the entry
+        // of a lease that had expired without a tick deleting it yet.
+        let prev = match &entry {
+            Some(e) if e.version == 1 => None,
+            _ => self.get_at(key, revision - 1).cloned(),
+        };
+        Event {
+            key: key.clone(),
+            entry,
+            revision,
+            prev,
+        }
     }
 }

@@ -110,8 +110,9 @@ impl Lessor {
         if revision > self.kv.revision() {
             return Err(Error::FutureRevision);
         }
-        self.kv.compact(revision);
-        Ok(self.kv.revision())
+        let mut w = Write::new(&self.kv);
+        w.compact(&self.kv, revision);
+        self.commit(w)
     }
 
     /// A key as the write `w` would leave it: staged, or live and visible.

@@ -40,6 +40,9 @@ pub struct Lessor {
     /// next `tick` to report.
     outbox: Vec<Revoked>,
     pub(crate) watchers: Watchers,
+    /// Whether the store has recorded the compaction point (a store written
+    /// before history was kept has not, and restores without history).
+    pub(crate) history_stored: bool,
 }
 
 impl Lessor {
@@ -55,6 +58,7 @@ impl Lessor {
             store: Store::default(),
             outbox: Vec::new(),
             watchers: Watchers::default(),
+            history_stored: false,
         })
     }
 
@@ -96,17 +100,29 @@ impl Lessor {
         self.now
     }
 
-    /// Commits a write, then drops history beyond what `Config::history`
+    /// Commits a write. It also drops history beyond what `Config::history`
     /// keeps, a quarter of it at a time (compaction costs the changes it
-    /// drops, so this spreads it evenly over writes).
-    pub(crate) fn commit(&mut self, w: Write) -> Result<i64> {
-        let rev = w.commit(&mut self.kv, &mut self.leases, &mut self.store)?;
-        let keep = self.config.history;
-        let floor = self.kv.revision().saturating_sub(keep);
-        if floor.saturating_sub(self.kv.compacted()) > (keep / 4).max(1) {
-            let wanted = self.watchers.oldest_wanted().unwrap_or(floor);
-            self.kv.compact(floor.min(wanted));
+    /// drops, so this spreads it over writes), never a change a watcher has
+    /// not been given; and a store's first key change records the
+    /// compaction point, which marks the store as one that keeps history.
+    pub(crate) fn commit(&mut self, mut w: Write) -> Result<i64> {
+        if w.changes_keys() {
+            let keep = self.config.history;
+            let floor = self.kv.revision().saturating_sub(keep);
+            if floor.saturating_sub(self.kv.compacted()) > (keep / 4).max(1) {
+                let wanted = self.watchers.oldest_wanted().unwrap_or(floor);
+                let to = floor.min(wanted);
+                if to > self.kv.compacted() {
+                    w.compact(&self.kv, to);
+                }
+            }
+            if !self.history_stored {
+                w.mark_compacted();
+            }
         }
+        let marks = w.changes_keys();
+        let rev = w.commit(&mut self.kv, &mut self.leases, &mut self.store)?;
+        self.history_stored |= marks;
         Ok(rev)
     }
 

@@ -35,7 +35,6 @@ impl Lessor {
         let snap = codec::decode(entries)?;
         let mut l = Lessor::new(config)?;
         let now = l.observe(now);
-        l.kv.set_revision(snap.revision);
         for (id, s) in snap.leases {
             let mut lease = match s.deadline {
                 // The holder renewed at the latest just before this restore,
@@ -81,6 +80,22 @@ impl Lessor {
             }
             l.kv.load(key, entry);
         }
+        // History may name leases long gone: it is not checked against them.
+        for (rev, key, entry) in snap.old {
+            let key = l.kv.key(&key);
+            l.kv.load_old(rev, key, entry);
+        }
+        // A store written before history was kept has none: it starts here
+        // (an empty store has no history to miss).
+        let compacted = match (snap.compacted_stored, snap.revision) {
+            (true, _) => snap.compacted,
+            (false, 1) => 0,
+            (false, rev) => rev,
+        };
+        if let Some((rev, key)) = l.kv.loaded(snap.revision, compacted) {
+            return Err(corrupt(codec::old_key(rev, &key), "duplicate entry"));
+        }
+        l.history_stored = snap.compacted_stored;
         l.store = Store::new(storage);
         Ok(l)
     }
@@ -108,6 +123,15 @@ impl Lessor {
             .filter(|(_, e)| self.leases.keeps(e.lease, now))
         {
             out.push((codec::key_key(k), codec::encode_entry(e)));
+        }
+        for (rev, k, e) in self.kv.old_versions() {
+            out.push((codec::old_key(rev, k), codec::encode_old(e)));
+        }
+        if self.history_stored {
+            out.push((
+                codec::COMPACTED_KEY.to_string(),
+                codec::encode_revision(self.kv.compacted()),
+            ));
         }
         out
     }

@@ -29,6 +29,11 @@ pub struct Write {
     revision: i64,
     keys: Vec<KeyChange>,
     leases: Vec<(LeaseId, Option<StoredLease>)>,
+    /// A compaction point to move to, with the versions it drops.
+    compaction: Option<(i64, Vec<(i64, Key)>)>,
+    /// Store the compaction point even if it does not move (a store's first
+    /// key change marks it as one that keeps history).
+    mark_compacted: bool,
 }
 
 impl Write {
@@ -38,6 +43,8 @@ impl Write {
             revision: kv.revision() + 1,
             keys: Vec::new(),
             leases: Vec::new(),
+            compaction: None,
+            mark_compacted: false,
         }
     }
 
@@ -56,6 +63,16 @@ impl Write {
 
     pub fn delete(&mut self, key: Key, lease: LeaseId) {
         self.keys.push(KeyChange::Delete { key, lease });
+    }
+
+    /// Compacts history to `revision` (see `Keyspace::dropped_by`).
+    pub fn compact(&mut self, kv: &Keyspace, revision: i64) {
+        self.compaction = Some((revision, kv.dropped_by(revision)));
+    }
+
+    /// Stores the current compaction point with this write.
+    pub fn mark_compacted(&mut self) {
+        self.mark_compacted = true;
     }
 
     /// Whether any key changes are staged (they will take a new revision).
@@ -90,14 +107,29 @@ impl Write {
         self.leases.push((id, None));
     }
 
-    fn batch(&self) -> Batch {
+    /// The storage batch: key records, the superseded versions they leave
+    /// as history, lease records, the compaction and the revision.
+    fn batch(&self, kv: &Keyspace) -> Batch {
         let mut b = Batch::default();
         for c in &self.keys {
-            match c {
-                KeyChange::Put { key, entry, .. } => b
-                    .put
-                    .push((codec::key_key(key), codec::encode_entry(entry))),
-                KeyChange::Delete { key, .. } => b.delete.push(codec::key_key(key)),
+            let (key, old) = match c {
+                KeyChange::Put { key, entry, .. } => {
+                    b.put
+                        .push((codec::key_key(key), codec::encode_entry(entry)));
+                    (key, kv.get(key))
+                }
+                KeyChange::Delete { key, .. } => {
+                    b.delete.push(codec::key_key(key));
+                    b.put
+                        .push((codec::old_key(self.revision, key), codec::encode_old(None)));
+                    (key, kv.get(key))
+                }
+            };
+            if let Some(old) = old {
+                b.put.push((
+                    codec::old_key(old.mod_revision, key),
+                    codec::encode_old(Some(old)),
+                ));
             }
         }
         for (id, rec) in &self.leases {
@@ -105,6 +137,20 @@ impl Write {
                 Some(r) => b.put.push((codec::lease_key(*id), codec::encode_lease(r))),
                 None => b.delete.push(codec::lease_key(*id)),
             }
+        }
+        let compacted = match &self.compaction {
+            Some((rev, dropped)) => {
+                b.delete
+                    .extend(dropped.iter().map(|(r, k)| codec::old_key(*r, k)));
+                Some(*rev)
+            }
+            None => self.mark_compacted.then(|| kv.compacted()),
+        };
+        if let Some(rev) = compacted {
+            b.put.push((
+                codec::COMPACTED_KEY.to_string(),
+                codec::encode_revision(rev),
+            ));
         }
         if !self.keys.is_empty() {
             b.put.push((
@@ -125,8 +171,16 @@ impl Write {
         leases: &mut LeaseTable,
         store: &mut Store,
     ) -> Result<i64> {
-        if store.attached() && !(self.keys.is_empty() && self.leases.is_empty()) {
-            store.write(&self.batch())?;
+        if store.attached() {
+            let batch = self.batch(kv);
+            if !batch.is_empty() {
+                store.write(&batch)?;
+            }
+        }
+        if let Some((rev, dropped)) = &self.compaction {
+            // Before the key changes: `dropped` was planned on the state
+            // before them, and they add only versions after `rev`.
+            kv.compact(*rev, dropped);
         }
         if self.keys.is_empty() {
             return Ok(kv.revision());

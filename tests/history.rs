@@ -5,11 +5,14 @@
 
 #![cfg(not(target_arch = "wasm32"))] // proptest is a native-only dev-dependency
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use edge_lease::{
-    Compare, CompareResult, CompareTarget, Config, DeleteRequest, Error, Lessor, Op, OpResponse,
-    PutOptions, PutRequest, RangeRequest, SortOrder, SortTarget, TxnRequest, WatchRequest,
+    Batch, Compare, CompareResult, CompareTarget, Config, DeleteRequest, Error, Lessor, Op,
+    OpResponse, PutOptions, PutRequest, RangeRequest, SortOrder, SortTarget, Storage, TxnRequest,
+    WatchRequest,
 };
 use proptest::prelude::*;
 
@@ -112,6 +115,24 @@ enum Step {
         prev_kv: bool,
         filter: u8,
     },
+    Restart,
+}
+
+/// A store that applies each batch whole (deletes, then puts).
+#[derive(Clone, Default)]
+struct MemStore(Rc<RefCell<BTreeMap<String, Vec<u8>>>>);
+
+impl Storage for MemStore {
+    fn write(&mut self, batch: &Batch) -> Result<(), String> {
+        let mut m = self.0.borrow_mut();
+        for k in &batch.delete {
+            m.remove(k);
+        }
+        for (k, v) in &batch.put {
+            m.insert(k.clone(), v.clone());
+        }
+        Ok(())
+    }
 }
 
 fn top() -> impl Strategy<Value = TOp> {
@@ -138,6 +159,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0i64..10).prop_map(Step::Compact),
         1 => (krange(), 0i64..12, any::<bool>(), 0u8..3)
             .prop_map(|(range, back, prev_kv, filter)| Step::Watch { range, back, prev_kv, filter }),
+        1 => Just(Step::Restart),
     ]
 }
 
@@ -319,7 +341,11 @@ proptest! {
 
     #[test]
     fn keyspace_matches_model_at_every_revision(steps in prop::collection::vec(step(), 1..60)) {
-        let mut l = Lessor::new(Config { history: i64::MAX, ..Default::default() }).unwrap();
+        let config = Config { history: i64::MAX, ..Default::default() };
+        let store = MemStore::default();
+        let mut l = Lessor::with_storage(config.clone(), Box::new(store.clone())).unwrap();
+        // Within a revision, history rebuilt by a restore is in key order.
+        let mut restored_at = 0;
         let mut m = Model { states: vec![State::new(), State::new()], changes: vec![vec![], vec![]], compacted: 0, leases: vec![] };
         let mut now = T0;
         let mut watches: Vec<MWatch> = Vec::new();
@@ -472,6 +498,14 @@ proptest! {
                         m.compacted = rev;
                     }
                 }
+                Step::Restart => {
+                    let entries: Vec<(String, Vec<u8>)> = store.0.borrow().clone().into_iter().collect();
+                    l = Lessor::restore(config.clone(), entries, now, Some(Box::new(store.clone()))).unwrap();
+                    // Watchers do not survive a restart: check them now.
+                    check_watches(&watches, &m, restored_at)?;
+                    watches.clear();
+                    restored_at = m.rev();
+                }
                 Step::Watch { range, back, prev_kv, filter } => {
                     let start = (m.rev() - back).max(0);
                     let (key, range_end) = range.key_end();
@@ -500,31 +534,44 @@ proptest! {
             }
             prop_assert!(!l.watches_pending());
         }
-        // Every watcher saw exactly the model's changes in its range from its
-        // start, in order, or was cancelled because its start was compacted.
-        for w in &watches {
-            if let Some(c) = w.compacted {
-                prop_assert!(w.start < c);
-                prop_assert!(w.got.is_empty());
-                continue;
-            }
-            let mut want = vec![];
-            for rev in w.start.max(2)..=m.rev() {
-                for (k, kv) in &m.changes[rev as usize] {
-                    if !w.range.holds(k) || (kv.is_some() && w.filter == 1) || (kv.is_none() && w.filter == 2) {
-                        continue;
-                    }
-                    let prev = if w.prev_kv && kv.as_ref().is_none_or(|v| v.version > 1) {
-                        m.states[rev as usize - 1].get(k).cloned()
-                    } else {
-                        None
-                    };
-                    want.push((rev, k.clone(), kv.clone(), prev));
-                }
-            }
-            prop_assert_eq!(&w.got, &want, "watch {} from {}", w.id, w.start);
-        }
+        check_watches(&watches, &m, restored_at)?;
     }
+}
+
+/// Every watcher saw exactly the model's changes in its range from its
+/// start, in order, or was cancelled because its start was compacted.
+fn check_watches(watches: &[MWatch], m: &Model, restored_at: i64) -> Result<(), TestCaseError> {
+    for w in watches {
+        if let Some(c) = w.compacted {
+            prop_assert!(w.start < c);
+            prop_assert!(w.got.is_empty());
+            continue;
+        }
+        let mut want = vec![];
+        for rev in w.start.max(2)..=m.rev() {
+            let mut of_rev = vec![];
+            for (k, kv) in &m.changes[rev as usize] {
+                if !w.range.holds(k)
+                    || (kv.is_some() && w.filter == 1)
+                    || (kv.is_none() && w.filter == 2)
+                {
+                    continue;
+                }
+                let prev = if w.prev_kv && kv.as_ref().is_none_or(|v| v.version > 1) {
+                    m.states[rev as usize - 1].get(k).cloned()
+                } else {
+                    None
+                };
+                of_rev.push((rev, k.clone(), kv.clone(), prev));
+            }
+            if rev <= restored_at {
+                of_rev.sort_by(|a, b| a.1.cmp(&b.1));
+            }
+            want.extend(of_rev);
+        }
+        prop_assert_eq!(&w.got, &want, "watch {} from {}", w.id, w.start);
+    }
+    Ok(())
 }
 
 #[test]
@@ -600,4 +647,49 @@ fn automatic_compaction_waits_for_watchers() {
         20,
         "no change dropped before the watcher had it"
     );
+}
+
+#[test]
+fn compaction_is_stored_and_history_survives_a_restart() {
+    let config = Config {
+        history: 4,
+        ..Default::default()
+    };
+    let store = MemStore::default();
+    let mut l = Lessor::with_storage(config.clone(), Box::new(store.clone())).unwrap();
+    for v in 0..50u8 {
+        l.put(T0, &[b'k', v % 3], &[v], PutOptions::default())
+            .unwrap();
+        if v % 7 == 0 {
+            l.delete(T0, &[b'k', (v + 1) % 3], false).unwrap();
+        }
+    }
+    let rev = l.revision();
+    let entries: Vec<(String, Vec<u8>)> = store.0.borrow().clone().into_iter().collect();
+    // Old versions are dropped from the store as history is compacted.
+    let old = entries
+        .iter()
+        .filter(|(k, _)| k.starts_with("v1/old/"))
+        .count();
+    assert!(old <= 12, "{old} old versions stored");
+    let mut back = Lessor::restore(config, entries, T0, None).unwrap();
+    for at in rev - 4..=rev {
+        let req = RangeRequest {
+            key: b"k".to_vec(),
+            range_end: b"l".to_vec(),
+            revision: at,
+            ..Default::default()
+        };
+        assert_eq!(back.range_kv(T0, &req), l.range_kv(T0, &req), "at {at}");
+    }
+    let start = WatchRequest {
+        key: b"k".to_vec(),
+        range_end: b"l".to_vec(),
+        start_revision: rev - 3,
+        prev_kv: true,
+        ..Default::default()
+    };
+    back.watch(&start).unwrap();
+    l.watch(&start).unwrap();
+    assert_eq!(back.poll_watches(), l.poll_watches());
 }

@@ -412,6 +412,8 @@ fn valid_store() -> Vec<(String, Vec<u8>)> {
     l.put(T0, b"\x00bin", b"\xff\n\x01", bytes).unwrap();
     l.put(T0, b"free", b"v", PutOptions::default()).unwrap();
     l.put(T0, b"free", b"w", PutOptions::default()).unwrap();
+    l.put(T0, b"gone", b"x", PutOptions::default()).unwrap();
+    l.delete(T0, b"gone", false).unwrap();
     l.checkpoint(T0, i64::MIN, 1_500).unwrap();
     store.entries()
 }
@@ -547,7 +549,10 @@ proptest! {
             (
                 prop_oneof![
                     "v1/(lease|key)/[ -~]{0,20}",
+                    "v1/old/[0-9a-f]{16}/[a-z%0-9]{1,8}",
+                    "v1/old/[ -~]{0,24}",
                     Just("v1/revision".to_string()),
+                    Just("v1/compacted".to_string()),
                     "v1/lease/[0-9a-f]{16}",
                     "v1/key/[a-z%0-9]{1,8}",
                     "\\PC{0,10}",

@@ -93,12 +93,6 @@ impl Keyspace {
         self.compacted
     }
 
-    /// Starts a restored keyspace: history begins at `revision`.
-    pub fn set_revision(&mut self, revision: i64) {
-        self.revision = revision;
-        self.compacted = self.compacted.max(revision);
-    }
-
     /// A live entry.
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         self.live.get(key)
@@ -173,10 +167,46 @@ impl Keyspace {
         self.live.iter().map(|(k, e)| (&**k, e))
     }
 
-    /// Loads a restored entry (no history: it starts at the restore).
+    /// Loads a restored live entry.
     pub(crate) fn load(&mut self, key: Key, entry: Entry) {
-        self.index.insert(key.clone(), Vec::new());
+        self.index.entry(key.clone()).or_default();
         self.live.insert(key, entry);
+    }
+
+    /// Loads a restored superseded version.
+    pub(crate) fn load_old(&mut self, revision: i64, key: Key, entry: Option<Entry>) {
+        self.index
+            .entry(key)
+            .or_default()
+            .push(Version { revision, entry });
+    }
+
+    /// Ends a restore: history starts at `compacted`, and the log is rebuilt
+    /// from every version since (within a revision, in key order). Returns
+    /// a version loaded twice, if any.
+    pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) -> Option<(i64, Key)> {
+        self.revision = revision;
+        self.compacted = compacted;
+        let mut log = Vec::new();
+        for (k, past) in self.index.iter_mut() {
+            past.sort_unstable_by_key(|v| v.revision);
+            if let Some(w) = past.windows(2).find(|w| w[0].revision == w[1].revision) {
+                return Some((w[0].revision, k.clone()));
+            }
+            log.extend(
+                past.iter()
+                    .filter(|v| v.revision >= compacted)
+                    .map(|v| (v.revision, k.clone())),
+            );
+            if let Some(e) = self.live.get(&**k) {
+                if e.mod_revision >= compacted {
+                    log.push((e.mod_revision, k.clone()));
+                }
+            }
+        }
+        log.sort_unstable();
+        self.log = log.into();
+        None
     }
 
     /// Starts the changes of revision `revision` (the write path's).
@@ -220,36 +250,63 @@ impl Keyspace {
         Some(old)
     }
 
-    /// Forgets history before `revision`: reads and watches from there on
-    /// still work, earlier ones are refused. Costs the changes dropped.
-    pub(crate) fn compact(&mut self, revision: i64) {
-        let revision = revision.min(self.revision);
+    /// The superseded versions a compaction at `revision` drops, as
+    /// (revision, key): those before it, but for each key the last one
+    /// before it if that held a value (a read at `revision` still sees it).
+    pub fn dropped_by(&self, revision: i64) -> Vec<(i64, Key)> {
+        let mut out = Vec::new();
+        let mut seen: Vec<&Key> = Vec::new();
+        for (rev, key) in self.log.iter() {
+            if *rev >= revision {
+                break;
+            }
+            let Some((k, past)) = self.index.get_key_value(&**key) else {
+                continue;
+            };
+            if seen.contains(&k) {
+                continue;
+            }
+            seen.push(k);
+            let n = past.partition_point(|v| v.revision < revision);
+            let keep_last = n > 0 && past[n - 1].entry.is_some();
+            out.extend(
+                past[..n - keep_last as usize]
+                    .iter()
+                    .map(|v| (v.revision, k.clone())),
+            );
+        }
+        out
+    }
+
+    /// Forgets history before `revision` (after `dropped_by` said what that
+    /// drops): reads and watches from there on still work, earlier ones are
+    /// refused. Costs the changes dropped.
+    pub(crate) fn compact(&mut self, revision: i64, dropped: &[(i64, Key)]) {
         if revision <= self.compacted {
             return;
         }
         self.compacted = revision;
-        while let Some((rev, _)) = self.log.front() {
-            if *rev >= revision {
-                break;
-            }
-            let Some((_, key)) = self.log.pop_front() else {
-                break;
-            };
-            let Some(past) = self.index.get_mut(&*key) else {
+        for (rev, key) in dropped {
+            let Some(past) = self.index.get_mut(&**key) else {
                 continue;
             };
-            // Keep the versions a read at `revision` or later can see: those
-            // from `revision` on, and the last one before it if it held a value.
-            let n = past.partition_point(|v| v.revision < revision);
-            let keep_last = n > 0 && past[n - 1].entry.is_some();
-            past.drain(..n - keep_last as usize);
-            if past.is_empty() && !self.live.contains_key(&*key) {
-                self.index.remove(&*key);
+            past.retain(|v| v.revision != *rev);
+            if past.is_empty() && !self.live.contains_key(&**key) {
+                self.index.remove(&**key);
             }
         }
+        let drained = self.log.partition_point(|(rev, _)| *rev < revision);
+        self.log.drain(..drained);
         if self.log.len() < self.log.capacity() / 4 {
             self.log.shrink_to_fit();
         }
+    }
+
+    /// Every superseded version, as (revision, key, entry or None).
+    pub fn old_versions(&self) -> impl Iterator<Item = (i64, &Key, Option<&Entry>)> {
+        self.index
+            .iter()
+            .flat_map(|(k, past)| past.iter().map(move |v| (v.revision, k, v.entry.as_ref())))
     }
 
     /// The (revision, key) of each change from `from` on (at or after the

@@ -33,6 +33,8 @@ pub enum Error {
     DuplicateKey,
     /// A transaction with more compares or ops than the limit.
     TooManyOps,
+    /// The OS gave no randomness (for lease ids and hash seeds).
+    NoEntropy(String),
 }
 
 impl Error {
@@ -54,6 +56,7 @@ impl Error {
             Error::KeyNotFound => "KeyNotFound",
             Error::DuplicateKey => "DuplicateKey",
             Error::TooManyOps => "TooManyOps",
+            Error::NoEntropy(_) => "NoEntropy",
         }
     }
 }
@@ -82,6 +85,7 @@ impl fmt::Display for Error {
             Error::KeyNotFound => write!(f, "key not found"),
             Error::DuplicateKey => write!(f, "duplicate key given in txn request"),
             Error::TooManyOps => write!(f, "too many operations in txn request"),
+            Error::NoEntropy(why) => write!(f, "no randomness from the OS: {why}"),
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::kv::Keyspace;
 use crate::lease::{
-    per_window, spread, Lease, LeaseId, LeaseTable, RateLimiter, FOREVER, MAX_LEASE_TTL,
+    per_window, random_u64, spread, Lease, LeaseId, LeaseTable, RateLimiter, FOREVER, MAX_LEASE_TTL,
 };
 use crate::ops::{Granted, Revoked, Tick, TimeToLive};
 use crate::storage::{Storage, Store, StoredLease};
@@ -51,8 +51,8 @@ impl Lessor {
         Ok(Lessor {
             limiter: RateLimiter::new(config.revoke_rate),
             config,
-            leases: LeaseTable::default(),
-            kv: Keyspace::default(),
+            leases: LeaseTable::new()?,
+            kv: Keyspace::new(random_u64()?),
             primary: true,
             now: i64::MIN,
             store: Store::default(),
@@ -135,7 +135,7 @@ impl Lessor {
         }
         let ttl = ttl.max(self.config.min_ttl);
         let id = if id == 0 {
-            self.leases.fresh_id()
+            self.leases.fresh_id()?
         } else {
             if let Some(old) = self.leases.get(id) {
                 if old.live(now) {

@@ -807,3 +807,70 @@ fn extreme_times_rates_and_ttls_do_not_panic() {
         }
     }
 }
+
+// Issue 13, item 8: ids came from splitmix64, whose state two outputs give
+// away. This predictor recovers it from an id (trying both values of the
+// bit the 63-bit id drops) and must not foresee the lessor's next ids.
+mod predict {
+    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+    const M1: u64 = 0xbf58_476d_1ce4_e5b9;
+    const M2: u64 = 0x94d0_49bb_1331_11eb;
+
+    fn inverse(m: u64) -> u64 {
+        let mut x = m;
+        for _ in 0..6 {
+            x = x.wrapping_mul(2u64.wrapping_sub(m.wrapping_mul(x)));
+        }
+        x
+    }
+
+    fn unshift(z: u64, s: u32) -> u64 {
+        let mut x = z;
+        let mut k = s;
+        while k < 64 {
+            x ^= z >> k;
+            k += s;
+        }
+        x
+    }
+
+    pub fn mix(state: u64) -> u64 {
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(M1);
+        z = (z ^ (z >> 27)).wrapping_mul(M2);
+        (z ^ (z >> 31)) >> 1
+    }
+
+    /// The id after `b` if `a` and `b` came from splitmix64 in a row.
+    pub fn next_after(a: i64, b: i64) -> Option<i64> {
+        for bit in 0..2u64 {
+            let z = ((a as u64) << 1) | bit;
+            let z = unshift(z, 31).wrapping_mul(inverse(M2));
+            let z = unshift(z, 27).wrapping_mul(inverse(M1));
+            let state = unshift(z, 30);
+            if mix(state.wrapping_add(GAMMA)) as i64 == b {
+                return Some(mix(state.wrapping_add(GAMMA.wrapping_mul(2))) as i64);
+            }
+        }
+        None
+    }
+
+    pub fn splitmix_ids(seed: u64, n: usize) -> Vec<i64> {
+        (1..=n as u64)
+            .map(|i| mix(seed.wrapping_add(GAMMA.wrapping_mul(i))) as i64)
+            .collect()
+    }
+}
+
+#[test]
+fn random_ids_cannot_be_predicted_from_earlier_ones() {
+    // The predictor works on splitmix64 itself...
+    let ids = predict::splitmix_ids(0x1234_5678_9abc_def0, 3);
+    assert_eq!(predict::next_after(ids[0], ids[1]), Some(ids[2]));
+    // ...and foresees none of the lessor's ids.
+    let mut l = lessor();
+    let ids: Vec<i64> = (0..64).map(|_| l.grant(T0, 10, 0).unwrap().id).collect();
+    for w in ids.windows(3) {
+        assert_ne!(predict::next_after(w[0], w[1]), Some(w[2]));
+    }
+}

@@ -58,7 +58,8 @@ pub struct Event {
 }
 
 pub struct Keyspace {
-    live: HashMap<Key, Entry, foldhash::fast::RandomState>,
+    /// Seeded per keyspace from the OS, so keys cannot be crafted to collide.
+    live: HashMap<Key, Entry, foldhash::fast::FixedState>,
     /// Every live key and every key with history, with its superseded
     /// versions (oldest first; empty for most keys).
     index: BTreeMap<Key, Vec<Version>>,
@@ -71,19 +72,17 @@ pub struct Keyspace {
     compacted: i64,
 }
 
-impl Default for Keyspace {
-    fn default() -> Self {
+impl Keyspace {
+    pub fn new(hash_seed: u64) -> Keyspace {
         Keyspace {
-            live: HashMap::default(),
+            live: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(hash_seed)),
             index: BTreeMap::new(),
             log: VecDeque::new(),
             revision: 1,
             compacted: 0,
         }
     }
-}
 
-impl Keyspace {
     pub fn revision(&self) -> i64 {
         self.revision
     }

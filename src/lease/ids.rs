@@ -1,23 +1,53 @@
-//! Lease ids the lessor picks when the client does not.
+//! Lease ids the lessor picks when the client does not, and the seeds of
+//! its hash maps: both straight from the OS's randomness.
+//!
+//! A client that can guess another's lease id can renew, revoke or attach
+//! keys to it, so ids are not derived from a generator whose state a few
+//! outputs reveal: they are read from the OS (crypto.getRandomValues in
+//! wasm), 256 bytes at a time so one entropy call serves 32 grants.
 
-/// splitmix64: a small, fast generator with a full 2^64 period, so ids from
-/// one seed never repeat before the collision check matters. The seed comes
-/// from the OS once (getrandom): one entropy call per grant would cost more
-/// than the grant itself (a JS crypto call in wasm).
-pub struct IdGen(u64);
+use crate::error::{Error, Result};
+
+pub struct IdGen {
+    buf: [u8; 256],
+    used: usize,
+}
+
+fn no_entropy(e: getrandom::Error) -> Error {
+    Error::NoEntropy(e.to_string())
+}
+
+/// One random u64 from the OS, e.g. a hash seed.
+pub fn random_u64() -> Result<u64> {
+    getrandom::u64().map_err(no_entropy)
+}
 
 impl IdGen {
-    pub fn seeded() -> IdGen {
-        // Without an entropy source ids are still distinct, just predictable.
-        IdGen(getrandom::u64().unwrap_or(0x853c_49e6_748f_ea9b))
+    /// Fails when the OS gives no randomness: never a fixed seed.
+    pub fn new() -> Result<IdGen> {
+        let mut g = IdGen {
+            buf: [0; 256],
+            used: 0,
+        };
+        g.refill()?;
+        Ok(g)
     }
 
-    /// The next candidate: a positive 63-bit id, or 0 (which the table skips).
-    pub fn next(&mut self) -> i64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 1) as i64
+    fn refill(&mut self) -> Result<()> {
+        getrandom::fill(&mut self.buf).map_err(no_entropy)?;
+        self.used = 0;
+        Ok(())
+    }
+
+    /// The next candidate: a random positive 63-bit id, or 0 (which the
+    /// table skips).
+    pub fn next(&mut self) -> Result<i64> {
+        if self.used == self.buf.len() {
+            self.refill()?;
+        }
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.buf[self.used..self.used + 8]);
+        self.used += 8;
+        Ok((u64::from_le_bytes(b) >> 1) as i64)
     }
 }

@@ -8,6 +8,7 @@ mod promotion;
 mod queue;
 mod table;
 
+pub use ids::random_u64;
 pub use limiter::{RateLimiter, WINDOW_MS};
 pub use promotion::{per_window, spread};
 pub use table::LeaseTable;

@@ -3,12 +3,15 @@
 
 use std::collections::HashMap;
 
-use super::ids::IdGen;
+use super::ids::{random_u64, IdGen};
 use super::queue::DeadlineQueue;
 use super::{Lease, LeaseId, FOREVER, NOT_QUEUED};
+use crate::error::Result;
 use crate::kv::Key;
 
-type LeaseMap = HashMap<LeaseId, Lease, foldhash::fast::RandomState>;
+/// Seeded per table from the OS, so ids chosen by clients cannot be crafted
+/// to collide.
+type LeaseMap = HashMap<LeaseId, Lease, foldhash::fast::FixedState>;
 
 pub struct LeaseTable {
     map: LeaseMap,
@@ -16,17 +19,16 @@ pub struct LeaseTable {
     ids: IdGen,
 }
 
-impl Default for LeaseTable {
-    fn default() -> Self {
-        LeaseTable {
-            map: LeaseMap::default(),
-            queue: DeadlineQueue::default(),
-            ids: IdGen::seeded(),
-        }
-    }
-}
-
 impl LeaseTable {
+    pub fn new() -> Result<LeaseTable> {
+        let seed = random_u64()?;
+        Ok(LeaseTable {
+            map: LeaseMap::with_hasher(foldhash::fast::FixedState::with_seed(seed)),
+            queue: DeadlineQueue::default(),
+            ids: IdGen::new()?,
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.map.len()
     }
@@ -51,11 +53,11 @@ impl LeaseTable {
     }
 
     /// A random positive 63-bit id no lease in the table has.
-    pub fn fresh_id(&mut self) -> LeaseId {
+    pub fn fresh_id(&mut self) -> Result<LeaseId> {
         loop {
-            let id = self.ids.next();
+            let id = self.ids.next()?;
             if id != 0 && !self.map.contains_key(&id) {
-                return id;
+                return Ok(id);
             }
         }
     }

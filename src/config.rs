@@ -24,7 +24,19 @@ pub struct Config {
     /// Default 1000; `i64::MAX` keeps everything until `compact` (etcd's
     /// default, without auto-compaction).
     pub history: i64,
+    /// At most this many bytes of keys, values and history (see
+    /// `kv::cost`); a write past it fails with NoSpace (etcd's
+    /// --quota-backend-bytes). Default and most: 1 GiB in wasm, whose 4 GiB
+    /// of memory must also hold a snapshot of it; 8 GiB natively.
+    pub quota_bytes: usize,
 }
+
+/// The largest quota: what the memory can hold twice over (the data and a
+/// snapshot of it).
+#[cfg(target_arch = "wasm32")]
+pub const MAX_QUOTA_BYTES: usize = 1 << 30;
+#[cfg(not(target_arch = "wasm32"))]
+pub const MAX_QUOTA_BYTES: usize = 8 << 30;
 
 impl Default for Config {
     fn default() -> Self {
@@ -36,6 +48,7 @@ impl Default for Config {
             max_keys_per_lease: 10_000,
             max_txn_ops: 128,
             history: 1000,
+            quota_bytes: MAX_QUOTA_BYTES,
         }
     }
 }
@@ -58,6 +71,16 @@ impl Config {
         }
         if self.history < 1 {
             return Err(Error::invalid("history must be at least 1 revision"));
+        }
+        if self.quota_bytes < 1 || self.quota_bytes > MAX_QUOTA_BYTES {
+            return Err(Error::invalid(format!(
+                "quota_bytes must be between 1 and {MAX_QUOTA_BYTES}"
+            )));
+        }
+        if self.max_key_bytes > self.quota_bytes || self.max_value_bytes > self.quota_bytes {
+            return Err(Error::invalid(
+                "key and value limits must not exceed quota_bytes",
+            ));
         }
         Ok(())
     }

@@ -35,6 +35,8 @@ pub enum Error {
     TooManyOps,
     /// The OS gave no randomness (for lease ids and hash seeds).
     NoEntropy(String),
+    /// The write would take the data past `Config::quota_bytes`.
+    NoSpace,
 }
 
 impl Error {
@@ -57,6 +59,7 @@ impl Error {
             Error::DuplicateKey => "DuplicateKey",
             Error::TooManyOps => "TooManyOps",
             Error::NoEntropy(_) => "NoEntropy",
+            Error::NoSpace => "NoSpace",
         }
     }
 }
@@ -86,6 +89,7 @@ impl fmt::Display for Error {
             Error::DuplicateKey => write!(f, "duplicate key given in txn request"),
             Error::TooManyOps => write!(f, "too many operations in txn request"),
             Error::NoEntropy(why) => write!(f, "no randomness from the OS: {why}"),
+            Error::NoSpace => write!(f, "database space exceeded"),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::kv::{Bound, Entry, Key, RangeRequest, RangeResponse};
+use crate::kv::{cost, Bound, Entry, Key, RangeRequest, RangeResponse};
 use crate::lessor::Lessor;
 use crate::ops::{
     Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, DeleteResult, Op,
@@ -42,10 +42,12 @@ impl Lessor {
         opts: PutOptions,
     ) -> Result<PutResult> {
         let now = self.observe(now);
-        let mut w = Write::new(&self.kv);
-        let r = self.stage_put(now, &mut w, key, value, opts)?;
-        self.commit(w)?;
-        Ok(r)
+        self.with_space(|l| {
+            let mut w = Write::new(&l.kv);
+            let r = l.stage_put(now, &mut w, key, value, opts)?;
+            l.commit(w)?;
+            Ok(r)
+        })
     }
 
     /// Deletes a live key (detaching it from its lease).
@@ -95,10 +97,32 @@ impl Lessor {
         self.compare_path(now, req, &mut path);
         self.check_branch(now, req, &path, &mut 0, Pass::Puts)?;
         self.check_branch(now, req, &path, &mut 0, Pass::Ranges)?;
-        let mut w = Write::new(&self.kv);
-        let mut resp = self.stage_txn(now, &mut w, req, &path, &mut 0)?;
-        resp.revision = self.commit(w)?;
-        Ok(resp)
+        self.with_space(|l| {
+            let mut w = Write::new(&l.kv);
+            let mut resp = l.stage_txn(now, &mut w, req, &path, &mut 0)?;
+            resp.revision = l.commit(w)?;
+            Ok(resp)
+        })
+    }
+
+    /// Runs a write; if it would pass the quota while history no watcher
+    /// needs is held, compacts that history and tries once more (history
+    /// is the first thing to give, rather than refusing writes).
+    fn with_space<T>(&mut self, write: impl Fn(&mut Self) -> Result<T>) -> Result<T> {
+        match write(self) {
+            Err(Error::NoSpace) => {
+                let wanted = self.watchers.oldest_wanted().unwrap_or(i64::MAX);
+                let to = wanted.min(self.kv.revision());
+                if to <= self.kv.compacted() {
+                    return Err(Error::NoSpace);
+                }
+                let mut w = Write::new(&self.kv);
+                w.compact(&self.kv, to);
+                self.commit(w)?;
+                write(self)
+            }
+            r => r,
+        }
     }
 
     /// Forgets history before `revision` (etcd's Compact). Returns the
@@ -250,6 +274,10 @@ impl Lessor {
                     prev: Some(holder.clone()),
                 });
             }
+        }
+        let needed = self.kv.bytes() + w.added_bytes() + cost(key, value);
+        if needed > self.config.quota_bytes {
+            return Err(Error::NoSpace);
         }
         let revision = w.revision();
         let (create_revision, version) = match live {

@@ -6,7 +6,7 @@
 //! through one write transaction of its store).
 
 use crate::error::Result;
-use crate::kv::{Entry, Key, Keyspace};
+use crate::kv::{cost, Entry, Key, Keyspace};
 use crate::lease::{LeaseId, LeaseTable};
 use crate::storage::{codec, Batch, Store, StoredLease};
 
@@ -34,6 +34,8 @@ pub struct Write {
     /// Store the compaction point even if it does not move (a store's first
     /// key change marks it as one that keeps history).
     mark_compacted: bool,
+    /// What the staged key changes add to the keyspace's bytes.
+    added_bytes: usize,
 }
 
 impl Write {
@@ -45,6 +47,7 @@ impl Write {
             leases: Vec::new(),
             compaction: None,
             mark_compacted: false,
+            added_bytes: 0,
         }
     }
 
@@ -54,6 +57,7 @@ impl Write {
     }
 
     pub fn put(&mut self, key: Key, entry: Entry, old_lease: LeaseId) {
+        self.added_bytes += cost(&key, &entry.value);
         self.keys.push(KeyChange::Put {
             key,
             entry,
@@ -62,6 +66,7 @@ impl Write {
     }
 
     pub fn delete(&mut self, key: Key, lease: LeaseId) {
+        self.added_bytes += cost(&key, &[]);
         self.keys.push(KeyChange::Delete { key, lease });
     }
 
@@ -73,6 +78,11 @@ impl Write {
     /// Stores the current compaction point with this write.
     pub fn mark_compacted(&mut self) {
         self.mark_compacted = true;
+    }
+
+    /// What the staged key changes add to the keyspace's bytes.
+    pub fn added_bytes(&self) -> usize {
+        self.added_bytes
     }
 
     /// Whether any key changes are staged (they will take a new revision).

@@ -874,3 +874,57 @@ fn random_ids_cannot_be_predicted_from_earlier_ones() {
         assert_ne!(predict::next_after(w[0], w[1]), Some(w[2]));
     }
 }
+
+// Issue 13, item 6: past the quota writes fail with NoSpace and change
+// nothing; reads and deletes go on; history no watcher needs goes first.
+#[test]
+fn the_quota_refuses_writes_but_not_reads_or_deletes() {
+    let mut l = Lessor::new(Config {
+        quota_bytes: 64 * 1024,
+        max_value_bytes: 16 * 1024,
+        ..Default::default()
+    })
+    .unwrap();
+    let big = vec![7u8; 10 * 1024];
+    let mut n = 0;
+    let err = loop {
+        match l.put(T0, format!("k{n}").as_bytes(), &big, PutOptions::default()) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+        assert!(n < 100, "the quota never applied");
+    };
+    assert_eq!(err, Error::NoSpace);
+    assert_eq!(n, 6);
+    let rev = l.revision();
+    assert_eq!(l.revision(), rev);
+    assert!(l.get(T0, b"k0").is_some());
+    assert!(l.delete(T0, b"k0", false).unwrap().deleted);
+    // Overwriting one key keeps its old versions as history: the quota
+    // compacts them instead of refusing the write.
+    for _ in 0..20 {
+        l.put(T0, b"k1", &big, PutOptions::default()).unwrap();
+    }
+    assert!(matches!(
+        l.range_kv(
+            T0,
+            &edge_lease::RangeRequest {
+                key: b"k1".to_vec(),
+                revision: 3,
+                ..Default::default()
+            }
+        ),
+        Err(Error::Compacted(_))
+    ));
+    // A limit past the quota, or a quota past what memory can hold, is refused.
+    assert!(Lessor::new(Config {
+        quota_bytes: 1024,
+        ..Default::default()
+    })
+    .is_err());
+    assert!(Lessor::new(Config {
+        quota_bytes: usize::MAX,
+        ..Default::default()
+    })
+    .is_err());
+}

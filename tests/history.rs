@@ -334,6 +334,9 @@ struct MWatch {
     filter: u8,
     got: Vec<MEvent>,
     compacted: Option<i64>,
+    /// The compaction point when it started: the changes it replays from
+    /// history have no prev_kv before it, as in etcd.
+    history_from: i64,
 }
 
 proptest! {
@@ -511,7 +514,7 @@ proptest! {
                     let (key, range_end) = range.key_end();
                     let req = WatchRequest { key, range_end, start_revision: start, prev_kv, no_put: filter == 1, no_delete: filter == 2 };
                     match l.watch(&req) {
-                        Ok(id) => watches.push(MWatch { id, range, start: if start == 0 { m.rev() + 1 } else { start }, prev_kv, filter, got: vec![], compacted: None }),
+                        Ok(id) => watches.push(MWatch { id, range, start: if start == 0 { m.rev() + 1 } else { start }, prev_kv, filter, got: vec![], compacted: None, history_from: m.compacted }),
                         Err(e) => {
                             let (k, end) = range.key_end();
                             prop_assert!(!end.is_empty() && end != [0] && end <= k, "watch refused: {:?}", e);
@@ -557,7 +560,10 @@ fn check_watches(watches: &[MWatch], m: &Model, restored_at: i64) -> Result<(), 
                 {
                     continue;
                 }
-                let prev = if w.prev_kv && kv.as_ref().is_none_or(|v| v.version > 1) {
+                let prev = if w.prev_kv
+                    && kv.as_ref().is_none_or(|v| v.version > 1)
+                    && rev > w.history_from
+                {
                     m.states[rev as usize - 1].get(k).cloned()
                 } else {
                     None

@@ -70,6 +70,20 @@ pub struct Keyspace {
     revision: i64,
     /// Reads before this revision are refused (etcd's compact revision).
     compacted: i64,
+    /// What the entries and versions held take, as `cost` counts it.
+    bytes: usize,
+}
+
+/// What one version of a key is counted as against the quota: its bytes
+/// plus a fixed share for the maps and metadata around it.
+pub fn cost(key: &[u8], value: &[u8]) -> usize {
+    const OVERHEAD: usize = 64;
+    OVERHEAD + key.len() + value.len()
+}
+
+/// `cost` of a version (None: a deletion mark).
+fn version_cost(key: &[u8], entry: Option<&Entry>) -> usize {
+    cost(key, entry.map_or(&[][..], |e| &e.value))
 }
 
 impl Keyspace {
@@ -80,7 +94,13 @@ impl Keyspace {
             log: VecDeque::new(),
             revision: 1,
             compacted: 0,
+            bytes: 0,
         }
+    }
+
+    /// Bytes held by entries and history, as the quota counts them.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     pub fn revision(&self) -> i64 {
@@ -168,12 +188,14 @@ impl Keyspace {
 
     /// Loads a restored live entry.
     pub(crate) fn load(&mut self, key: Key, entry: Entry) {
+        self.bytes += version_cost(&key, Some(&entry));
         self.index.entry(key.clone()).or_default();
         self.live.insert(key, entry);
     }
 
     /// Loads a restored superseded version.
     pub(crate) fn load_old(&mut self, revision: i64, key: Key, entry: Option<Entry>) {
+        self.bytes += version_cost(&key, entry.as_ref());
         self.index
             .entry(key)
             .or_default()
@@ -222,6 +244,7 @@ impl Keyspace {
                 (key.clone(), None)
             }
         };
+        self.bytes += version_cost(&key, Some(&entry));
         let old = self.live.insert(key.clone(), entry);
         if let (Some(old), Some(past)) = (old, past) {
             past.push(Version {
@@ -245,18 +268,22 @@ impl Keyspace {
             revision: self.revision,
             entry: None,
         });
+        self.bytes += version_cost(&key, None);
         self.log.push_back((self.revision, key));
         Some(old)
     }
 
     /// The superseded versions a compaction at `revision` drops, as
-    /// (revision, key): those before it, but for each key the last one
-    /// before it if that held a value (a read at `revision` still sees it).
+    /// (revision, key): every one before it but the key's state at
+    /// `revision` (a read there must still see it).
     pub fn dropped_by(&self, revision: i64) -> Vec<(i64, Key)> {
         let mut out = Vec::new();
         let mut seen: Vec<&Key> = Vec::new();
+        // A version to drop is followed by a change at or before `revision`
+        // (else it would be the state there), and that change is still in
+        // the log: earlier compactions only dropped changes before theirs.
         for (rev, key) in self.log.iter() {
-            if *rev >= revision {
+            if *rev > revision {
                 break;
             }
             let Some((k, past)) = self.index.get_key_value(&**key) else {
@@ -267,7 +294,14 @@ impl Keyspace {
             }
             seen.push(k);
             let n = past.partition_point(|v| v.revision < revision);
-            let keep_last = n > 0 && past[n - 1].entry.is_some();
+            // The state at `revision` is the live entry or a version at
+            // `revision` if there is one, else the last version before it.
+            let later = self
+                .live
+                .get(&**k)
+                .is_some_and(|e| e.mod_revision <= revision)
+                || past.get(n).is_some_and(|v| v.revision == revision);
+            let keep_last = n > 0 && !later && past[n - 1].entry.is_some();
             out.extend(
                 past[..n - keep_last as usize]
                     .iter()
@@ -289,7 +323,11 @@ impl Keyspace {
             let Some(past) = self.index.get_mut(&**key) else {
                 continue;
             };
-            past.retain(|v| v.revision != *rev);
+            let Some(at) = past.iter().position(|v| v.revision == *rev) else {
+                continue;
+            };
+            let gone = past.remove(at);
+            self.bytes -= version_cost(key, gone.entry.as_ref());
             if past.is_empty() && !self.live.contains_key(&**key) {
                 self.index.remove(&**key);
             }
@@ -322,9 +360,12 @@ impl Keyspace {
             .filter(|e| e.mod_revision == revision)
             .cloned();
         // A create has no previous entry, even where it replaced the entry
-        // of a lease that had expired without a tick deleting it yet.
+        // of a lease that had expired without a tick deleting it yet; and
+        // before the compaction point there is none to give (etcd's read of
+        // it fails as compacted, so it leaves prev_kv out).
         let prev = match &entry {
             Some(e) if e.version == 1 => None,
+            _ if revision - 1 < self.compacted => None,
             _ => self.get_at(key, revision - 1).cloned(),
         };
         Event {

@@ -213,7 +213,8 @@ export function createGateway({ services }) {
     }
     const m = /^\/v3(?:beta)?\/(.+)$/.exec(path);
     const name = m && Object.hasOwn(ROUTES, m[1]) ? ROUTES[m[1]] : null;
-    if (!name) return text(404, "404 page not found\n");
+    // grpc-gateway's mux and Go's default handler word their 404s differently.
+    if (!name) return text(404, m ? "Not Found\n" : "404 page not found\n");
     if (request.method !== "POST") return text(405, "Method Not Allowed\n");
     const meta = method(name);
     const handler = services.get(name);

@@ -20,8 +20,10 @@ export function maintenanceService({ lessor, store, member, header }) {
       };
     },
     Alarm(req) {
-      if ((req.action ?? "GET") === "ACTIVATE") throw unimplemented("raising alarms");
-      return { header: header() };
+      const action = req.action ?? "GET";
+      if (action === "ACTIVATE") throw unimplemented("raising alarms");
+      // etcd answers a GET from the member's alarm store, with no header.
+      return action === "GET" ? {} : { header: header() };
     },
     Defragment() {
       store?.compactFrom(lessor, { force: true });

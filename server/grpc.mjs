@@ -11,10 +11,25 @@ import { MAX_MESSAGE_BYTES } from "./gateway.mjs";
 const SIZE = Symbol("size");
 const FAILED = Symbol("failed");
 
+// proto3 leaves zero values off the wire (protobufjs would write the ones
+// set explicitly); oneof members are kept, as Go sends them.
+function zeroless(T, obj) {
+  const out = {};
+  for (const f of T.fieldsArray) {
+    const v = obj[f.name];
+    if (v === undefined || v === null) continue;
+    if (f.repeated) {
+      if (v.length) out[f.name] = f.resolvedType?.fieldsArray ? v.map((x) => zeroless(f.resolvedType, x)) : v;
+    } else if (f.resolvedType?.fieldsArray) out[f.name] = zeroless(f.resolvedType, v);
+    else if (f.partOf || !(v === 0 || v === "0" || v === false || v === "" || (v instanceof Uint8Array && v.length === 0))) out[f.name] = v;
+  }
+  return out;
+}
+
 function codec(root, typeName) {
   const T = root.lookupType(typeName);
   return {
-    serialize: (obj) => Buffer.from(T.encode(T.fromObject(obj)).finish()),
+    serialize: (obj) => Buffer.from(T.encode(T.fromObject(zeroless(T, obj))).finish()),
     deserialize(buf) {
       // A bad message becomes the call's error (etcd's codes), not a crash.
       if (buf.length > MAX_MESSAGE_BYTES) return { [FAILED]: tooLargeMessage(buf.length, MAX_MESSAGE_BYTES) };

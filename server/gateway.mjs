@@ -89,7 +89,12 @@ export function errorResponse(e) {
   return json(httpStatus(code), { error: message, message, code });
 }
 
-/** Reads at most `limit` bytes of the body as text; null if there are more. */
+/**
+ * The body as text, or null past `limit` bytes. The rest of a body too large
+ * is read and dropped, not cancelled: a client still sending would see a
+ * reset instead of the answer. Memory stays bounded; the HTTP server's
+ * request timeout bounds the time.
+ */
 async function readText(request, limit) {
   if (!request.body) return "";
   const reader = request.body.getReader();
@@ -98,13 +103,10 @@ async function readText(request, limit) {
   let out = "";
   for (;;) {
     const { done, value } = await reader.read();
-    if (done) return out + decoder.decode();
+    if (done) return size > limit ? null : out + decoder.decode();
     size += value.length;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    out += decoder.decode(value, { stream: true });
+    if (size <= limit) out += decoder.decode(value, { stream: true });
+    else out = "";
   }
 }
 

@@ -175,14 +175,11 @@ export function createLeaseApi({ lessor, store = null, maxBodyBytes = 2 * MIB })
       fail(req, res, e);
     }
     if (store) {
-      // Cheap unless the journal has outgrown the snapshot. The answer is
-      // already sent, and every acknowledged write is in the journal, so a
-      // failure here loses nothing: log it and compact next time.
-      try {
-        store.compactFrom(lessor);
-      } catch (e) {
-        console.error(`lease server: compaction failed: ${e.message}`);
-      }
+      // Cheap unless the journal has outgrown the snapshot; the snapshot is
+      // then written in the background. The answer is already sent, and
+      // every acknowledged write is in the journal, so a failure here loses
+      // nothing: log it and compact next time.
+      store.compactFrom(lessor).catch((e) => console.error(`lease server: compaction failed: ${e.message}`));
     }
   };
 }

@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -223,7 +223,10 @@ test("acknowledged changes survive SIGKILL; SIGTERM shuts down cleanly", async (
   for (let i = 0; i < 40; i++) await put(`k/${String(i).padStart(2, "0")}`, `v${i}`, [null, l1, l2][i % 3]);
   // Past 1 MiB of journal: the server compacts it into a snapshot.
   for (let i = 0; i < 3; i++) await put(`big/${i}`, String(i).repeat(600_000), l3);
-  assert.ok(existsSync(join(dir, "snapshot")), "the journal was compacted");
+  // The snapshot is written in the background after the answer: wait for it.
+  const compacted = () => readdirSync(dir).some((n) => /^snapshot-\d+$/.test(n));
+  for (let i = 0; i < 500 && !compacted(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(compacted(), "the journal was compacted");
   // Changes after the compaction live only in the journal.
   const del = await api("/v1/kv/delete", { key: "k/03" });
   keys.delete("k/03");

@@ -554,10 +554,11 @@ function acquireLock(dir) {
   const nonce = randomUUID();
   const mine = JSON.stringify({ pid: process.pid, host: hostname(), boot: bootId(), nonce });
   const tmp = `${path}.${nonce}.tmp`;
+  // Not fsync'd: a power loss ends every holder anyway, and a lock it left
+  // empty or zero-filled is judged stale below.
   const fd = openSync(tmp, "w");
   try {
     writeAll(fd, Buffer.from(mine), 0);
-    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
@@ -578,8 +579,11 @@ function acquireLock(dir) {
         throw e;
       }
       const h = holderOf(text);
-      if (!h) throw locked(dir, null, `unreadable ${path}: remove it if no process uses the store`);
-      if (!isStale(h)) throw locked(dir, h);
+      // Empty or zeros: left by a power loss (a live holder's lock is
+      // linked into place already written). Anything else is not guessed at.
+      const lost = /^\0*$/.test(text);
+      if (!h && !lost) throw locked(dir, null, `unreadable ${path}: remove it if no process uses the store`);
+      if (h && !isStale(h)) throw locked(dir, h);
       // Its holder is gone. Move it aside (atomic: of two processes breaking
       // it at once, one gets it) and check that what moved is what was
       // judged stale, not a lock just taken by a live process.

@@ -3,6 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import fs from "node:fs"; // the patchable object, for the streaming test
+import { syncBuiltinESMExports } from "node:module";
 import {
   appendFileSync,
   copyFileSync,
@@ -540,6 +542,45 @@ test("compaction yields to the event loop, and writes made meanwhile survive", a
   assert.deepEqual(state(b.lessor), want);
   assert.equal(b.lessor.get(`during${writes - 1}`).value, "x");
   b.store.close();
+});
+
+test("restart streams the files: no whole-file reads, no read past 1 MiB for small records", async (t) => {
+  const dir = tempDir(t);
+  const s = FileStore.open(dir, { minCompactBytes: 1 });
+  const value = new Uint8Array(4000).fill(9);
+  for (let i = 0; i < 500; i++) s.write({ put: [[`k${i % 50}`, value]], delete: [] });
+  await s.compact(s.entries());
+  for (let i = 0; i < 1500; i++) s.write({ put: [[`k${i % 60}`, value]], delete: i % 7 ? [] : [`k${i % 50}`] });
+  const want = entriesAsObject(s.entries());
+  await s.close();
+  assert.ok(fs.statSync(join(dir, "journal-2")).size > 4 << 20, "a journal of several MiB");
+  // Watch every read the store makes (the store's named imports of node:fs
+  // follow these patches once syncBuiltinESMExports has run).
+  const { readFileSync: wholeRead, readSync } = fs;
+  const whole = [];
+  let largest = 0;
+  fs.readFileSync = (path, ...rest) => {
+    whole.push(String(path));
+    return wholeRead(path, ...rest);
+  };
+  fs.readSync = (fd, buf, off, len, pos) => {
+    largest = Math.max(largest, len);
+    return readSync(fd, buf, off, len, pos);
+  };
+  syncBuiltinESMExports();
+  let got;
+  try {
+    const b = FileStore.open(dir);
+    got = entriesAsObject(b.entries());
+    b.close();
+  } finally {
+    fs.readFileSync = wholeRead;
+    fs.readSync = readSync;
+    syncBuiltinESMExports();
+  }
+  assert.deepEqual(got, want);
+  assert.deepEqual(whole.filter((p) => !p.endsWith("boot_id") && !p.endsWith("lock")), [], "no store file is read whole");
+  assert.ok(largest > 0 && largest <= 1 << 20, `largest single read ${largest} bytes`);
 });
 
 // ---- one process per directory -----------------------------------------------------

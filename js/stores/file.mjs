@@ -9,11 +9,12 @@
 //                 state as of the start of journal-<g>, then an END record
 //   *.tmp         a file being written, renamed into place once complete
 //
-// A store is snapshot-<S> (absent while S = 1) plus journal-<S>, <S+1>, ...
-// up to the first one that is not sealed: the live journal. So every file
-// the restore needs is named by another one (a sealed journal names the
-// next, the highest snapshot names its journal, journal-<g> for g > 1 needs
-// a snapshot-<g' <= g>), and a missing file is an error, not a smaller state.
+// A store is the highest snapshot-<S> plus journal-<S>, <S+1>, ... up to the
+// first one that is not sealed: the live journal (with no snapshot, the
+// chain starts at journal-1). So every file the restore needs is named by
+// another one: the snapshot names its journal, a sealed journal the next,
+// and a journal-<g> with g > 1 its snapshot. A missing file is CorruptEntry,
+// not a smaller state.
 //
 // File header (24 bytes): "edgelse2", u32 kind (1 journal, 2 snapshot),
 // u64 generation, u32 CRC-32 of the 20 bytes before it.
@@ -27,7 +28,7 @@
 // operation returns only once its change is on disk (acknowledged = durable).
 // A crash can leave a torn last record: it was never acknowledged, so
 // open drops it. Anything else that does not check out is CorruptEntry
-// (see #tornTail for where the line is drawn).
+// (isTornTail draws the line).
 //
 // Version 1 stores (files `journal` and `snapshot`, magic "edgelse1") are
 // converted to version 2 on their first open (see migrateV1).

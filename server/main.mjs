@@ -91,11 +91,8 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
   const handler = services.get(name);
   services.set(name, (req, call) => {
     const res = handler(req, call);
-    try {
-      store.compactFrom(lessor);
-    } catch (e) {
-      console.error(`edge-lease: store compaction failed: ${e.message}`);
-    }
+    // In the background: the snapshot is written while requests go on.
+    store.compactFrom(lessor).catch((e) => console.error(`edge-lease: store compaction failed: ${e.message}`));
     return res;
   });
 }
@@ -114,11 +111,12 @@ console.log(
 
 // Every acknowledged write is already fsync'd: closing only releases the
 // timer and the journal.
-function shutdown(signal) {
+async function shutdown(signal) {
   for (const s of servers) s.close();
   grpcServer.current?.destroy();
   lessor?.close();
-  store?.close();
+  // Waits for a compaction in progress to stop and the lock to go.
+  await store?.close();
   console.log(`edge-lease: stopped (${signal})`);
   process.exit(0);
 }

@@ -65,8 +65,9 @@ export class Watch {
 
   /**
    * Resolves with the revision the watch was created at once the server has
-   * it (changes after that revision are delivered), or rejects as the watch
-   * would (Compacted, Unimplemented, ...).
+   * it (changes after that revision are delivered), or rejects if it could
+   * not be created (Unimplemented, InvalidArgument...). A compacted start is
+   * reported by the iteration: etcd answers `created` first, then cancels.
    */
   get ready() {
     return this.#ready;

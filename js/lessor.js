@@ -55,10 +55,6 @@ function rethrow(e) {
   throw new LeaseError("Internal", `edge-lease internal error: ${e && e.message ? e.message : e}`);
 }
 
-// Lease ids cross into wasm as two u32 halves; these hold the last parse.
-let idHi = 0;
-let idLo = 0;
-
 // Hex digit values by char code; -1 for anything else (uppercase included:
 // ids are lowercase, as etcdctl prints them).
 const HEX_VALUE = new Int8Array(128).fill(-1);
@@ -84,32 +80,41 @@ let lastHi = 0;
 let lastLo = 0;
 let lastId = null;
 
-function parseId(id, what = "lease id") {
+function badId(id, what) {
+  return typeof id === "string"
+    ? invalid(`${what} must be 16 lowercase hex digits, got ${JSON.stringify(id.slice(0, 40))}`)
+    : invalid(`${what} must be a 16-digit hex string or a bigint, got ${typeof id}`);
+}
+
+// An id crosses into wasm as two u32 halves, each returned by its own
+// function: no pair allocated per call, and nothing kept between calls (a
+// clock that calls another lessor in between cannot swap the id).
+function idHigh(id, what = "lease id") {
   if (typeof id === "string") {
     // The id most recently formatted (a grant, a get) is the one most often
     // passed back next (put with that lease, renew of that holder).
-    if (id === lastId) {
-      idHi = lastHi;
-      idLo = lastLo;
-      return;
-    }
+    if (id === lastId) return lastHi;
     const h = id.length === 16 ? hexHalf(id, 0) : -1;
-    const l = h < 0 ? -1 : hexHalf(id, 8);
-    if (l < 0) {
-      throw invalid(`${what} must be 16 lowercase hex digits, got ${JSON.stringify(id.slice(0, 40))}`);
-    }
-    idHi = h;
-    idLo = l;
-    return;
+    if (h < 0) throw badId(id, what);
+    return h;
   }
-  if (typeof id === "bigint") {
-    if (id < -(2n ** 63n) || id >= 2n ** 64n) throw invalid(`${what} ${id} is outside 64 bits`);
-    const u = BigInt.asUintN(64, id);
-    idHi = Number(u >> 32n);
-    idLo = Number(u & 0xffffffffn);
-    return;
+  return Number(BigInt.asUintN(64, bigId(id, what)) >> 32n);
+}
+
+function idLow(id, what = "lease id") {
+  if (typeof id === "string") {
+    if (id === lastId) return lastLo;
+    const l = id.length === 16 ? hexHalf(id, 8) : -1;
+    if (l < 0) throw badId(id, what);
+    return l;
   }
-  throw invalid(`${what} must be a 16-digit hex string or a bigint, got ${typeof id}`);
+  return Number(BigInt.asUintN(64, bigId(id, what)) & 0xffffffffn);
+}
+
+function bigId(id, what) {
+  if (typeof id !== "bigint") throw badId(id, what);
+  if (id < -(2n ** 63n) || id >= 2n ** 64n) throw invalid(`${what} ${id} is outside 64 bits`);
+  return id;
 }
 
 // Number#toString(16) + padStart showed up as the top cost of get/grant in
@@ -349,17 +354,14 @@ export class Lessor extends EventTarget {
     this.#enterWrite();
     checkInt(ttl, "ttl");
     const o = options(opts, "grant");
-    if (o.id === undefined || o.id === null) {
-      idHi = 0;
-      idLo = 0;
-    } else {
-      parseId(o.id);
-    }
+    const none = o.id === undefined || o.id === null;
+    const hi = none ? 0 : idHigh(o.id);
+    const lo = none ? 0 : idLow(o.id);
     const now = this.#time();
     let granted;
     this.#busy = true;
     try {
-      granted = this.#raw.grant(now, ttl, idHi, idLo);
+      granted = this.#raw.grant(now, ttl, hi, lo);
     } finally {
       this.#busy = false;
     }
@@ -375,14 +377,13 @@ export class Lessor extends EventTarget {
   /** Renews a lease: its deadline becomes now + its TTL. Returns the TTL. */
   renew(id) {
     this.#enterWrite();
-    parseId(id);
-    const hi = idHi;
-    const lo = idLo;
+    const hi = idHigh(id);
+    const lo = idLow(id);
     const now = this.#time();
     let ttl;
     this.#busy = true;
     try {
-      ttl = this.#raw.renew(now, idHi, idLo);
+      ttl = this.#raw.renew(now, hi, lo);
     } finally {
       this.#busy = false;
     }
@@ -394,12 +395,13 @@ export class Lessor extends EventTarget {
   /** Revokes a lease and deletes its keys. Returns `{ id, keys, revision }`. */
   revoke(id) {
     this.#enterWrite();
-    parseId(id);
+    const hi = idHigh(id);
+    const lo = idLow(id);
     const now = this.#time();
     let r;
     this.#busy = true;
     try {
-      r = this.#raw.revoke(now, idHi, idLo);
+      r = this.#raw.revoke(now, hi, lo);
     } catch (e) {
       rethrow(e);
     } finally {
@@ -413,11 +415,12 @@ export class Lessor extends EventTarget {
   /** `{ id, ttl, ttlMs, grantedTtl, keys }`; ttl is -1 if the lease is gone. */
   timeToLive(id, opts) {
     this.#enter();
-    parseId(id);
+    const hi = idHigh(id);
+    const lo = idLow(id);
     // Always the hex form, also for a bigint id.
-    id = formatId(idHi, idLo);
+    id = formatId(hi, lo);
     const withKeys = Boolean(options(opts, "timeToLive").keys);
-    const keys = this.#raw.time_to_live(this.#time(), idHi, idLo, withKeys);
+    const keys = this.#raw.time_to_live(this.#time(), hi, lo, withKeys);
     if (keys === undefined) return { id, ttl: -1, ttlMs: -1, grantedTtl: 0, keys: [] };
     const s = this.#s();
     return { id, ttl: s[0], ttlMs: s[1], grantedTtl: s[2], keys };
@@ -447,13 +450,9 @@ export class Lessor extends EventTarget {
     }
     if (value.length > this.#maxValue) throw invalid(`value is longer than ${this.#maxValue} bytes`);
     if (text) checkText(value, "value");
-    if (o.lease === undefined || o.lease === null) {
-      idHi = 0;
-      idLo = 0;
-    } else {
-      parseId(o.lease, "lease");
-    }
-    const lease = o.lease ?? null;
+    const none = o.lease === undefined || o.lease === null;
+    const hi = none ? 0 : idHigh(o.lease, "lease");
+    const lo = none ? 0 : idLow(o.lease, "lease");
     const ifAbsent = Boolean(o.ifAbsent);
     const now = this.#time();
     const prev = o.prevKv ? this.#entry(now, key) : undefined;
@@ -461,8 +460,8 @@ export class Lessor extends EventTarget {
     this.#busy = true;
     try {
       revision = text
-        ? this.#raw.put_str(now, key, value, idHi, idLo, ifAbsent)
-        : this.#raw.put_bytes(now, key, value, idHi, idLo, ifAbsent);
+        ? this.#raw.put_str(now, key, value, hi, lo, ifAbsent)
+        : this.#raw.put_bytes(now, key, value, hi, lo, ifAbsent);
     } finally {
       this.#busy = false;
     }
@@ -471,7 +470,8 @@ export class Lessor extends EventTarget {
     if (ifAbsent && !created) {
       return { revision, created, prev: this.#entry(now, key) };
     }
-    this.#emit("put", { key, lease, keys: [key], revision });
+    // The lease as hex whatever form it was given in (a bigint, too).
+    if (this.#wants.put) this.#emit("put", { key, lease: none ? null : formatId(hi, lo), keys: [key], revision });
     return o.prevKv ? { revision, created, prev } : { revision, created };
   }
 
@@ -591,12 +591,13 @@ export class Lessor extends EventTarget {
   /** Records a lease's remaining time for the next promotion (etcd's checkpoint). */
   checkpoint(id, remainingMs) {
     this.#enterWrite();
-    parseId(id);
+    const hi = idHigh(id);
+    const lo = idLow(id);
     checkMs(remainingMs, "remainingMs");
     const now = this.#time();
     this.#busy = true;
     try {
-      this.#raw.checkpoint(now, idHi, idLo, remainingMs);
+      this.#raw.checkpoint(now, hi, lo, remainingMs);
     } catch (e) {
       rethrow(e);
     } finally {

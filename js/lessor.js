@@ -2,7 +2,25 @@
 // the expiry timer and async storage. Everything about leases themselves is
 // in the Rust core; this file only adds what JS users expect.
 
-import { RawLessor } from "../pkg/edge_lease.js";
+import { RangeRow, RawLessor, RevokedRow, Slot } from "../pkg/edge_lease.js";
+
+// Result positions, named in src/wasm.rs; read once so hot paths index by constants.
+const {
+  IdHi: ID_HI,
+  IdLo: ID_LO,
+  CreateRevision: CREATE_REVISION,
+  ModRevision: MOD_REVISION,
+  Version: VERSION,
+  ValuePtr: VALUE_PTR,
+  ValueLen: VALUE_LEN,
+  Text: TEXT,
+  Created: CREATED,
+  Deleted: DELETED,
+  HasPrev: HAS_PREV,
+  Ttl: TTL,
+  TtlMs: TTL_MS,
+  GrantedTtl: GRANTED_TTL,
+} = Slot;
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const RETRY_MS = 1000;
@@ -162,16 +180,16 @@ function formatId(hi, lo) {
   return lastId;
 }
 
-// Revoked/expired leases arrive as [hi, lo, revision, key count, key
-// lengths...] plus all their keys in one string (see src/wasm.rs).
+// Revoked/expired leases arrive as flat RevokedRows plus all their keys in
+// one string (see src/wasm.rs).
 function unflatten(meta, keys) {
   const out = [];
   let off = 0;
   for (let p = 0; p < meta.length; ) {
-    const id = formatId(meta[p], meta[p + 1]);
-    const revision = meta[p + 2];
-    const n = meta[p + 3];
-    p += 4;
+    const id = formatId(meta[p + RevokedRow.IdHi], meta[p + RevokedRow.IdLo]);
+    const revision = meta[p + RevokedRow.Revision];
+    const n = meta[p + RevokedRow.KeyCount];
+    p += RevokedRow.KeyLengths;
     const list = new Array(n);
     for (let i = 0; i < n; i++) {
       const len = meta[p++];
@@ -368,7 +386,7 @@ export class Lessor extends EventTarget {
     // NaN says the call failed (see RawLessor::fail).
     if (granted !== granted) rethrow(this.#raw.take_error());
     const s = this.#s();
-    const id = formatId(s[0], s[1]);
+    const id = formatId(s[ID_HI], s[ID_LO]);
     if (now + granted * 1000 < this.#timerAt) this.#schedule();
     this.#emit("grant", { lease: id, ttl: granted });
     return { id, ttl: granted };
@@ -423,7 +441,7 @@ export class Lessor extends EventTarget {
     const keys = this.#raw.time_to_live(this.#time(), hi, lo, withKeys);
     if (keys === undefined) return { id, ttl: -1, ttlMs: -1, grantedTtl: 0, keys: [] };
     const s = this.#s();
-    return { id, ttl: s[0], ttlMs: s[1], grantedTtl: s[2], keys };
+    return { id, ttl: s[TTL], ttlMs: s[TTL_MS], grantedTtl: s[GRANTED_TTL], keys };
   }
 
   /** Live lease ids, soonest deadline first. */
@@ -454,37 +472,43 @@ export class Lessor extends EventTarget {
     const hi = none ? 0 : idHigh(o.lease, "lease");
     const lo = none ? 0 : idLow(o.lease, "lease");
     const ifAbsent = Boolean(o.ifAbsent);
+    const prevKv = Boolean(o.prevKv);
     const now = this.#time();
-    const prev = o.prevKv ? this.#entry(now, key) : undefined;
     let revision;
     this.#busy = true;
     try {
       revision = text
-        ? this.#raw.put_str(now, key, value, hi, lo, ifAbsent)
-        : this.#raw.put_bytes(now, key, value, hi, lo, ifAbsent);
+        ? this.#raw.put_str(now, key, value, hi, lo, ifAbsent, prevKv)
+        : this.#raw.put_bytes(now, key, value, hi, lo, ifAbsent, prevKv);
     } finally {
       this.#busy = false;
     }
     if (revision !== revision) rethrow(this.#raw.take_error());
-    const created = this.#s()[0] === 1;
-    if (ifAbsent && !created) {
-      return { revision, created, prev: this.#entry(now, key) };
-    }
+    const s = this.#s();
+    const created = s[CREATED] === 1;
+    // The core gives the previous entry when asked, and the holder when an
+    // ifAbsent put is refused.
+    const prev = s[HAS_PREV] === 1 ? this.#shown(key) : undefined;
+    if (ifAbsent && !created) return { revision, created, prev };
     // The lease as hex whatever form it was given in (a bigint, too).
     if (this.#wants.put) this.#emit("put", { key, lease: none ? null : formatId(hi, lo), keys: [key], revision });
     return o.prevKv ? { revision, created, prev } : { revision, created };
   }
 
   #entry(now, key) {
-    if (!this.#raw.get(now, key)) return undefined;
+    return this.#raw.get(now, key) ? this.#shown(key) : undefined;
+  }
+
+  // The entry in the scratch slots, its value read in place: right after the call that set them.
+  #shown(key) {
     const s = this.#s();
     return {
       key,
-      value: readValue(s[5], s[6], s[7] === 1),
-      lease: leaseOrNull(s[3], s[4]),
-      createRevision: s[0],
-      modRevision: s[1],
-      version: s[2],
+      value: readValue(s[VALUE_PTR], s[VALUE_LEN], s[TEXT] === 1),
+      lease: leaseOrNull(s[ID_HI], s[ID_LO]),
+      createRevision: s[CREATE_REVISION],
+      modRevision: s[MOD_REVISION],
+      version: s[VERSION],
     };
   }
 
@@ -501,12 +525,12 @@ export class Lessor extends EventTarget {
     checkKey(prefix, this.#maxKey, "prefix");
     const rows = this.#raw.range(this.#time(), prefix);
     return rows.map((r) => ({
-      key: r[0],
-      value: r[1],
-      lease: leaseOrNull(r[5], r[6]),
-      createRevision: r[2],
-      modRevision: r[3],
-      version: r[4],
+      key: r[RangeRow.Key],
+      value: r[RangeRow.Value],
+      lease: leaseOrNull(r[RangeRow.LeaseHi], r[RangeRow.LeaseLo]),
+      createRevision: r[RangeRow.CreateRevision],
+      modRevision: r[RangeRow.ModRevision],
+      version: r[RangeRow.Version],
     }));
   }
 
@@ -516,7 +540,6 @@ export class Lessor extends EventTarget {
     checkKey(key, this.#maxKey);
     const o = options(opts, "delete");
     const now = this.#time();
-    const prev = o.prevKv ? this.#entry(now, key) : undefined;
     let revision;
     this.#busy = true;
     try {
@@ -527,8 +550,11 @@ export class Lessor extends EventTarget {
       this.#busy = false;
     }
     const s = this.#s();
-    const deleted = s[0] === 1;
-    if (deleted) this.#emit("delete", { key, lease: leaseOrNull(s[1], s[2]), keys: [key], revision });
+    const deleted = s[DELETED] === 1;
+    // The core always gives the deleted entry: its lease is the event's.
+    const lease = deleted ? leaseOrNull(s[ID_HI], s[ID_LO]) : null;
+    const prev = o.prevKv && deleted ? this.#shown(key) : undefined;
+    if (deleted) this.#emit("delete", { key, lease, keys: [key], revision });
     return o.prevKv ? { deleted, revision, prev } : { deleted, revision };
   }
 

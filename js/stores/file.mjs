@@ -26,7 +26,7 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { LeaseError } from "../lessor.js";
+import { LeaseError } from "../errors.js";
 
 const MAGIC = Buffer.from("edgelse1");
 const HEADER = 8; // length + crc

@@ -1,7 +1,7 @@
 // The JS API of edge-lease, with an injected clock (no sleeps).
 import { test, mock } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor, LeaseError } from "edge-lease";
+import { Lessor, LeaseError, leaseId } from "edge-lease";
 
 const T0 = 1_700_000_000_000;
 
@@ -441,4 +441,15 @@ test("a put event carries the lease as a hex id also when the put was given a bi
   lessor.put("k", "v", { lease: id });
   lessor.put("k", "v");
   assert.deepEqual(seen, [id, id, null]);
+});
+
+test("leaseId: an id from elsewhere (etcdctl's hex, a bigint) as the API's id; anything else is InvalidArgument", () => {
+  const { lessor } = setup();
+  const { id } = lessor.grant(10, { id: leaseId("00000000000000ff") });
+  assert.equal(id, "00000000000000ff");
+  assert.equal(leaseId(255n), id);
+  assert.equal(leaseId(-1n), "ffffffffffffffff");
+  for (const bad of ["00000000000000FF", "ff", "0x00000000000000f", 255, null, 2n ** 64n]) {
+    assert.equal(code(() => leaseId(bad)), "InvalidArgument", String(bad));
+  }
 });

@@ -12,6 +12,7 @@ export type ErrorCode =
   | "InvalidArgument"
   | "StorageFailed"
   | "CorruptEntry"
+  | "Locked"
   | "Closed"
   | "Reentrant"
   | "NotInitialized"

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::LeaseId;
+use crate::lease::{LeaseId, MAX_LEASE_TTL};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
@@ -11,7 +11,7 @@ pub enum Error {
     LeaseNotFound(LeaseId),
     /// `grant` with an explicit id that a live lease already has.
     LeaseExists(LeaseId),
-    /// `grant` with a TTL above [`crate::MAX_LEASE_TTL`] seconds.
+    /// `grant` with a TTL above [`MAX_LEASE_TTL`] seconds.
     LeaseTtlTooLarge(i64),
     /// `renew` on a standby (demoted) lessor.
     NotPrimary,
@@ -21,9 +21,29 @@ pub enum Error {
     StorageFailed(String),
     /// A stored entry could not be read back during restore.
     CorruptEntry { key: String, reason: String },
+    /// A read or watch asked for a revision before the compaction point
+    /// (which is given), or a compaction for one at or before it.
+    Compacted(i64),
+    /// A read or compaction asked for a revision after the current one.
+    FutureRevision,
+    /// A put that keeps the value or lease of a key that does not exist, or
+    /// an empty transaction op (etcd's "key not found").
+    KeyNotFound,
+    /// Two writes to one key in one transaction (one revision).
+    DuplicateKey,
+    /// A transaction with more compares or ops than the limit.
+    TooManyOps,
+    /// The OS gave no randomness (for lease ids and hash seeds).
+    NoEntropy(String),
+    /// The write would take the data past `Config::quota_bytes`.
+    NoSpace,
 }
 
 impl Error {
+    pub fn invalid(why: impl Into<String>) -> Error {
+        Error::InvalidArgument(why.into())
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             Error::LeaseNotFound(_) => "LeaseNotFound",
@@ -33,6 +53,13 @@ impl Error {
             Error::InvalidArgument(_) => "InvalidArgument",
             Error::StorageFailed(_) => "StorageFailed",
             Error::CorruptEntry { .. } => "CorruptEntry",
+            Error::Compacted(_) => "Compacted",
+            Error::FutureRevision => "FutureRevision",
+            Error::KeyNotFound => "KeyNotFound",
+            Error::DuplicateKey => "DuplicateKey",
+            Error::TooManyOps => "TooManyOps",
+            Error::NoEntropy(_) => "NoEntropy",
+            Error::NoSpace => "NoSpace",
         }
     }
 }
@@ -45,7 +72,7 @@ impl fmt::Display for Error {
             Error::LeaseTtlTooLarge(ttl) => write!(
                 f,
                 "lease TTL {ttl}s is too large (at most {}s)",
-                crate::MAX_LEASE_TTL
+                MAX_LEASE_TTL
             ),
             Error::NotPrimary => write!(f, "not a primary lessor"),
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
@@ -53,6 +80,16 @@ impl fmt::Display for Error {
             Error::CorruptEntry { key, reason } => {
                 write!(f, "stored entry \"{key}\" is corrupt: {reason}")
             }
+            Error::Compacted(rev) => write!(
+                f,
+                "required revision has been compacted (compacted at {rev})"
+            ),
+            Error::FutureRevision => write!(f, "required revision is a future revision"),
+            Error::KeyNotFound => write!(f, "key not found"),
+            Error::DuplicateKey => write!(f, "duplicate key given in txn request"),
+            Error::TooManyOps => write!(f, "too many operations in txn request"),
+            Error::NoEntropy(why) => write!(f, "no randomness from the OS: {why}"),
+            Error::NoSpace => write!(f, "database space exceeded"),
         }
     }
 }

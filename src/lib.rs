@@ -4,26 +4,33 @@
 //! The core ([`Lessor`]) is plain Rust: it never reads a clock, sleeps or
 //! spawns. Every operation takes the host's time in epoch milliseconds, which
 //! makes it deterministic and testable natively. The `wasm` module (only on
-//! wasm32) translates it for JavaScript.
+//! wasm32) translates it for JavaScript. `docs/architecture.md` maps the
+//! modules.
 
+mod config;
 mod error;
-mod expiry;
-mod keyspace;
+mod keys;
+mod kv;
+mod lease;
 mod lessor;
+mod ops;
+mod snapshot;
 pub mod storage;
 // Public only so tests/wasm.rs can test the binding itself.
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+mod watch;
+mod write;
 
+pub use config::Config;
 pub use error::{Error, Result};
-pub use keyspace::{Entry, Key};
-pub use lessor::{
-    Config, DeleteResult, Granted, Lessor, PutOptions, PutResult, Revoked, Tick, TimeToLive,
+pub use kv::{Entry, Event, Key, RangeRequest, RangeResponse, SortOrder, SortTarget};
+pub use lease::{LeaseId, MAX_LEASE_TTL};
+pub use lessor::Lessor;
+pub use ops::{
+    Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, DeleteResult, Granted,
+    Op, OpResponse, PutOptions, PutRequest, PutResult, Revoked, Tick, TimeToLive, TxnRequest,
+    TxnResponse,
 };
 pub use storage::{Batch, Storage};
-
-/// A lease id. 0 means "no lease"; negative ids are allowed, as in etcd.
-pub type LeaseId = i64;
-
-/// The largest TTL `grant` accepts, in seconds (etcd's MaxLeaseTTL).
-pub const MAX_LEASE_TTL: i64 = 9_000_000_000;
+pub use watch::{WatchEvents, WatchRequest};

@@ -172,6 +172,7 @@ fn config(min_ttl: f64, revoke_rate: f64, max_key: f64, max_value: f64, max_keys
         max_key_bytes: max_key as usize,
         max_value_bytes: max_value as usize,
         max_keys_per_lease: max_keys as usize,
+        ..Config::default()
     }
 }
 
@@ -389,6 +390,7 @@ impl RawLessor {
             if_absent,
             text: true,
             prev,
+            ..PutOptions::default()
         };
         self.put(now, key, value.as_bytes(), opts)
     }
@@ -409,6 +411,7 @@ impl RawLessor {
             if_absent,
             text: false,
             prev,
+            ..PutOptions::default()
         };
         self.put(now, key, value, opts)
     }

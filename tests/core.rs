@@ -525,7 +525,7 @@ fn put_over_a_key_of_an_expired_lease_creates_it_anew() {
                 lease: new,
                 if_absent: true,
                 text: true,
-                prev: false,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -740,7 +740,26 @@ fn each_operation_is_one_batch() {
         b[3].delete,
         ["v1/key/a", "v1/key/b", "v1/lease/0000000000000001"]
     );
-    assert_eq!(b[3].put, [("v1/revision".to_string(), b"4".to_vec())]);
+    // The revoke keeps history: each deleted key's last version and its
+    // deletion, then the revision.
+    let puts: Vec<&str> = b[3].put.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        puts,
+        [
+            "v1/old/0000000000000004/a",
+            "v1/old/0000000000000003/a",
+            "v1/old/0000000000000004/b",
+            "v1/old/0000000000000002/b",
+            "v1/revision"
+        ]
+    );
+    assert_eq!(b[3].put[0].1, b"deleted");
+    assert_eq!(b[3].put[4].1, b"4");
+    // The first key change marks the store as one that keeps history.
+    assert!(b[1]
+        .put
+        .contains(&("v1/compacted".to_string(), b"0".to_vec())));
+    assert!(!b[2].put.iter().any(|(k, _)| k == "v1/compacted"));
 }
 
 // Found by the model test: a promotion's extension puts the queued deadline
@@ -787,4 +806,125 @@ fn extreme_times_rates_and_ttls_do_not_panic() {
             let _ = l.snapshot();
         }
     }
+}
+
+// Issue 13, item 8: ids came from splitmix64, whose state two outputs give
+// away. This predictor recovers it from an id (trying both values of the
+// bit the 63-bit id drops) and must not foresee the lessor's next ids.
+mod predict {
+    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+    const M1: u64 = 0xbf58_476d_1ce4_e5b9;
+    const M2: u64 = 0x94d0_49bb_1331_11eb;
+
+    fn inverse(m: u64) -> u64 {
+        let mut x = m;
+        for _ in 0..6 {
+            x = x.wrapping_mul(2u64.wrapping_sub(m.wrapping_mul(x)));
+        }
+        x
+    }
+
+    fn unshift(z: u64, s: u32) -> u64 {
+        let mut x = z;
+        let mut k = s;
+        while k < 64 {
+            x ^= z >> k;
+            k += s;
+        }
+        x
+    }
+
+    pub fn mix(state: u64) -> u64 {
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(M1);
+        z = (z ^ (z >> 27)).wrapping_mul(M2);
+        (z ^ (z >> 31)) >> 1
+    }
+
+    /// The id after `b` if `a` and `b` came from splitmix64 in a row.
+    pub fn next_after(a: i64, b: i64) -> Option<i64> {
+        for bit in 0..2u64 {
+            let z = ((a as u64) << 1) | bit;
+            let z = unshift(z, 31).wrapping_mul(inverse(M2));
+            let z = unshift(z, 27).wrapping_mul(inverse(M1));
+            let state = unshift(z, 30);
+            if mix(state.wrapping_add(GAMMA)) as i64 == b {
+                return Some(mix(state.wrapping_add(GAMMA.wrapping_mul(2))) as i64);
+            }
+        }
+        None
+    }
+
+    pub fn splitmix_ids(seed: u64, n: usize) -> Vec<i64> {
+        (1..=n as u64)
+            .map(|i| mix(seed.wrapping_add(GAMMA.wrapping_mul(i))) as i64)
+            .collect()
+    }
+}
+
+#[test]
+fn random_ids_cannot_be_predicted_from_earlier_ones() {
+    // The predictor works on splitmix64 itself...
+    let ids = predict::splitmix_ids(0x1234_5678_9abc_def0, 3);
+    assert_eq!(predict::next_after(ids[0], ids[1]), Some(ids[2]));
+    // ...and foresees none of the lessor's ids.
+    let mut l = lessor();
+    let ids: Vec<i64> = (0..64).map(|_| l.grant(T0, 10, 0).unwrap().id).collect();
+    for w in ids.windows(3) {
+        assert_ne!(predict::next_after(w[0], w[1]), Some(w[2]));
+    }
+}
+
+// Issue 13, item 6: past the quota writes fail with NoSpace and change
+// nothing; reads and deletes go on; history no watcher needs goes first.
+#[test]
+fn the_quota_refuses_writes_but_not_reads_or_deletes() {
+    let mut l = Lessor::new(Config {
+        quota_bytes: 64 * 1024,
+        max_value_bytes: 16 * 1024,
+        ..Default::default()
+    })
+    .unwrap();
+    let big = vec![7u8; 10 * 1024];
+    let mut n = 0;
+    let err = loop {
+        match l.put(T0, format!("k{n}").as_bytes(), &big, PutOptions::default()) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+        assert!(n < 100, "the quota never applied");
+    };
+    assert_eq!(err, Error::NoSpace);
+    assert_eq!(n, 6);
+    let rev = l.revision();
+    assert_eq!(l.revision(), rev);
+    assert!(l.get(T0, b"k0").is_some());
+    assert!(l.delete(T0, b"k0", false).unwrap().deleted);
+    // Overwriting one key keeps its old versions as history: the quota
+    // compacts them instead of refusing the write.
+    for _ in 0..20 {
+        l.put(T0, b"k1", &big, PutOptions::default()).unwrap();
+    }
+    assert!(matches!(
+        l.range_kv(
+            T0,
+            &edge_lease::RangeRequest {
+                key: b"k1".to_vec(),
+                revision: 3,
+                ..Default::default()
+            }
+        ),
+        Err(Error::Compacted(_))
+    ));
+    // A limit past the quota, or a quota past what memory can hold, is refused.
+    assert!(Lessor::new(Config {
+        quota_bytes: 1024,
+        ..Default::default()
+    })
+    .is_err());
+    assert!(Lessor::new(Config {
+        quota_bytes: usize::MAX,
+        ..Default::default()
+    })
+    .is_err());
 }

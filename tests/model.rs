@@ -187,7 +187,7 @@ proptest! {
                 Op::Put { key, lease, if_absent, value } => {
                     let name = KEYS[key].as_bytes().to_vec();
                     let lease_id = lease.map_or(0, |i| IDS[i]);
-                    let opts = PutOptions { lease: lease_id, if_absent, text: false, prev: false };
+                    let opts = PutOptions { lease: lease_id, if_absent, text: false, ..Default::default() };
                     let r = l.put(now, &name, &[value], opts);
                     let existing = m.keys.get(&name).filter(|k| m.key_live(k)).cloned();
                     if lease_id != 0 && !m.live(lease_id) {

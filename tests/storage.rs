@@ -155,6 +155,9 @@ fn frequent_restarts_cannot_keep_an_abandoned_lease_alive() {
         // Renewed at irregular times, then abandoned at last_renew.
         for t in [3_000, 7_100, 11_900, 12_000] {
             l.renew(T0 + t, 1).unwrap();
+            // Lease 2 stays live for real (a snapshot leaves out a lease
+            // past its deadline, which only the restore slack would revive).
+            l.renew(T0 + t, 2).unwrap();
         }
         let last_renew = T0 + 12_000;
         let bound = last_renew + ttl * 1000 + slack(ttl);
@@ -409,6 +412,8 @@ fn valid_store() -> Vec<(String, Vec<u8>)> {
     l.put(T0, b"\x00bin", b"\xff\n\x01", bytes).unwrap();
     l.put(T0, b"free", b"v", PutOptions::default()).unwrap();
     l.put(T0, b"free", b"w", PutOptions::default()).unwrap();
+    l.put(T0, b"gone", b"x", PutOptions::default()).unwrap();
+    l.delete(T0, b"gone", false).unwrap();
     l.checkpoint(T0, i64::MIN, 1_500).unwrap();
     store.entries()
 }
@@ -544,7 +549,10 @@ proptest! {
             (
                 prop_oneof![
                     "v1/(lease|key)/[ -~]{0,20}",
+                    "v1/old/[0-9a-f]{16}/[a-z%0-9]{1,8}",
+                    "v1/old/[ -~]{0,24}",
                     Just("v1/revision".to_string()),
+                    Just("v1/compacted".to_string()),
                     "v1/lease/[0-9a-f]{16}",
                     "v1/key/[a-z%0-9]{1,8}",
                     "\\PC{0,10}",
@@ -628,10 +636,28 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// The stored map equals what the lessor would write as a fresh snapshot
-/// (the revision entry only appears with the first key change).
-fn assert_matches_store(l: &Lessor, store: &MemStore) -> Result<(), TestCaseError> {
+/// (the revision entry only appears with the first key change), but for the
+/// leases past their deadline that no tick has removed yet, and their keys:
+/// the store still holds them, a snapshot leaves them out.
+fn assert_matches_store(l: &mut Lessor, store: &MemStore, now: i64) -> Result<(), TestCaseError> {
+    let gone: Vec<i64> = IDS
+        .iter()
+        .copied()
+        .filter(|&id| l.time_to_live(now, id, false).is_err())
+        .collect();
     let mut live: BTreeMap<String, Vec<u8>> = l.snapshot().into_iter().collect();
-    let stored = store.0.borrow().map.clone();
+    let mut stored = store.0.borrow().map.clone();
+    stored.retain(|k, v| {
+        let dead_lease = gone
+            .iter()
+            .any(|&id| *k == format!("v1/lease/{:016x}", id as u64));
+        let dead_key = k.starts_with("v1/key/")
+            && gone.iter().any(|&id| {
+                let tag = format!("lease={:016x} ", id as u64);
+                v.windows(tag.len()).any(|w| w == tag.as_bytes())
+            });
+        !(dead_lease || dead_key)
+    });
     if !stored.contains_key(REVISION_KEY) && live.get(REVISION_KEY).map(|v| &v[..]) == Some(b"1") {
         live.remove(REVISION_KEY);
     }
@@ -704,6 +730,9 @@ proptest! {
         let mut now = T0;
         for (op, fail) in steps {
             store.fail_in(fail);
+            // The snapshot leaves out leases past their deadline at the
+            // latest time the lessor saw: show it `now` first.
+            let _ = l.leases(now);
             let before = l.snapshot();
             let attempts = store.attempts();
             let res: Result<(), Error> = match op {
@@ -716,7 +745,7 @@ proptest! {
                         lease: lease.map_or(0, |i| IDS[i]),
                         text,
                         if_absent,
-                        prev: false,
+                        ..Default::default()
                     };
                     l.put(now, KEYS[key], value, opts).map(drop)
                 }
@@ -749,7 +778,7 @@ proptest! {
                 Err(Error::LeaseNotFound(_) | Error::LeaseExists(_)) | Ok(()) => {}
                 Err(e) => return Err(TestCaseError::fail(format!("{op:?}: {e:?}"))),
             }
-            assert_matches_store(&l, &store)?;
+            assert_matches_store(&mut l, &store, now)?;
             assert_restores_same(&mut l, &store, now)?;
         }
     }
@@ -798,4 +827,41 @@ fn only_canonical_names_restore() {
             other => panic!("{key}: {:?}", other.err()),
         }
     }
+}
+
+// Issue 13, item 4: a lessor without storage must still snapshot its
+// renewals; a snapshot that kept grant-time deadlines lost the lease.
+#[test]
+fn snapshot_without_storage_keeps_renewals() {
+    let mut l = Lessor::new(Config::default()).unwrap();
+    let id = l.grant(T0, 10, 0).unwrap().id;
+    l.put(T0, b"lock", b"me", text(id)).unwrap();
+    l.renew(T0 + 9_000, id).unwrap();
+    l.renew(T0 + 18_000, id).unwrap();
+    let mut back = Lessor::restore(Config::default(), l.snapshot(), T0 + 18_000, None).unwrap();
+    let ttl = back.time_to_live(T0 + 18_000, id, true).unwrap();
+    assert_eq!(ttl.ttl_ms, 10_000, "restored with the renewed deadline");
+    assert!(back.get(T0 + 27_999, b"lock").is_some());
+}
+
+// Issue 13, item 5: a lease past its deadline is gone for a live lessor
+// even before a tick cleans it up; its snapshot must not bring it back.
+#[test]
+fn snapshot_leaves_out_leases_past_their_deadline() {
+    let store = MemStore::default();
+    let mut l = Lessor::with_storage(Config::default(), Box::new(store.clone())).unwrap();
+    let old = l.grant(T0, 10, 0).unwrap().id;
+    l.put(T0, b"lock", b"old holder", text(old)).unwrap();
+    let keep = l.grant(T0, 60, 0).unwrap().id;
+    l.put(T0, b"other", b"x", text(keep)).unwrap();
+    let now = T0 + 10_000; // `old` is gone, not yet ticked
+    assert_eq!(l.renew(now, old), Err(Error::LeaseNotFound(old)));
+    assert!(l.get(now, b"lock").is_none());
+    let snap = l.snapshot();
+    let mut back = Lessor::restore(Config::default(), snap, now, None).unwrap();
+    assert!(back.get(now, b"lock").is_none(), "the old holder came back");
+    assert_eq!(back.leases(now), vec![keep]);
+    assert!(back.get(now, b"other").is_some());
+    // The revision never goes back: the expiry's deletion is still to come.
+    assert_eq!(back.revision(), l.revision());
 }

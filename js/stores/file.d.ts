@@ -2,31 +2,45 @@
 import type { Batch, Lessor, Storage } from "../index.js";
 
 export interface FileStoreOptions {
-  /** Compact when the journal is this many times the snapshot. Default 4. */
+  /** Compact when the journal is this many times the snapshot... Default 4. */
   compactFactor?: number;
-  /** ...and at least this many bytes. Default 1 MiB. */
+  /** ...or past this many bytes, whatever the snapshot's size. Default 256 MiB. */
+  maxJournalBytes?: number;
+  /** ...and in either case at least this many bytes. Default 1 MiB. */
   minCompactBytes?: number;
 }
 
 /**
  * An append-only, fsync'd journal plus a compacted snapshot in one
  * directory. `write` is synchronous: when a lessor operation returns, its
- * change is on disk. One process at a time per directory.
+ * change is on disk. One process at a time per directory (a lock file).
  */
 export class FileStore implements Storage {
-  /** Opens or creates the store; throws CorruptEntry (with `entry` = "journal@<byte>") on corruption. */
+  /**
+   * Opens or creates the store and takes its lock. Throws a LeaseError:
+   * `Locked` (with `pid`) if another live process (or this one) has it
+   * open; `CorruptEntry` (with `entry` = "journal-3@1234", or a missing
+   * file's name) if anything but a torn last write does not check out.
+   */
   static open(dir: string, options?: FileStoreOptions): FileStore;
   /** The stored entries, for `new Lessor({ storage, restore: store.entries() })`. */
   entries(): [string, Uint8Array][];
   write(batch: Batch): void;
-  /** Rewrites the snapshot atomically from `entries` and empties the journal. */
-  compact(entries: Iterable<[string, Uint8Array]>): void;
-  /** `compact(lessor.snapshot())` when the journal is large enough (or `force`); returns whether it did. */
-  compactFrom(lessor: Lessor, options?: { force?: boolean }): boolean;
-  /** Current file sizes in bytes. */
+  /**
+   * Continues in a new journal at once, then writes `entries` (all state
+   * including every write so far) as the new snapshot without blocking the
+   * event loop, and removes the old generation. Resolves when done.
+   */
+  compact(entries: Iterable<[string, Uint8Array]>): Promise<void>;
+  /** `compact(lessor.snapshot())` when the journal is large enough (or `force`); resolves to whether it did. */
+  compactFrom(lessor: Lessor, options?: { force?: boolean }): Promise<boolean>;
+  /** Bytes in the live journal and in the snapshot, file headers included. */
   readonly sizes: { journal: number; snapshot: number };
-  close(): void;
+  /** The live journal's generation: 1 for a new store, one more per compaction. */
+  readonly generation: number;
+  /** Closes at once; resolves when the lock is released (after a compaction in progress stops). */
+  close(): Promise<void>;
 }
 
-/** CRC-32 (IEEE) of `bytes`, as the journal records it. */
+/** CRC-32 (IEEE) of `bytes`, as the store files record it. */
 export function crc32(bytes: Uint8Array): number;

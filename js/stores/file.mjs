@@ -1,35 +1,80 @@
 // A durable store for Node: an append-only journal of batches plus a
-// compacted snapshot, in one directory.
+// compacted snapshot, in one directory that one process holds at a time.
 //
-//   <dir>/journal   magic, then one record per batch
-//   <dir>/snapshot  magic, then one record holding every entry (optional)
+// Files (format version 2; <g> is a generation number, decimal):
+//   lock          {"pid","host","boot","nonce"} of the process that holds the store
+//   journal-<g>   file header, then one BATCH record per write; a compaction
+//                 ends it with a SEAL record and continues in journal-<g+1>
+//   snapshot-<g>  file header, BATCH records (puts only) holding the whole
+//                 state as of the start of journal-<g>, then an END record
+//   *.tmp         a file being written, renamed into place once complete
 //
-// A record is: u32 payload length, u32 CRC-32 of the payload (both little
-// endian), payload. A payload is a batch: u32 count of puts, each
-// (u32 key length, key UTF-8, u32 value length, value), then u32 count of
-// deletes, each (u32 key length, key UTF-8).
+// A store is the highest snapshot-<S> plus journal-<S>, <S+1>, ... up to the
+// first one that is not sealed: the live journal (with no snapshot, the
+// chain starts at journal-1). So every file the restore needs is named by
+// another one: the snapshot names its journal, a sealed journal the next,
+// and a journal-<g> with g > 1 its snapshot. A missing file is CorruptEntry,
+// not a smaller state.
+//
+// File header (24 bytes): "edgelse2", u32 kind (1 journal, 2 snapshot),
+// u64 generation, u32 CRC-32 of the 20 bytes before it.
+// Record: u32 magic, u32 type, u32 payload length, u32 CRC-32 of the payload,
+// u32 CRC-32 of these 16 header bytes, then the payload. All little endian.
+// BATCH payload: u32 count of puts, each (u32 key length, key UTF-8, u32
+// value length, value), then u32 count of deletes, each (u32 key length,
+// key UTF-8). SEAL: empty. END: u64 number of entries in the snapshot.
 //
 // write() appends one record and fsyncs before returning, so the lessor's
 // operation returns only once its change is on disk (acknowledged = durable).
 // A crash can leave a torn last record: it was never acknowledged, so
-// replay drops it. Anything else that does not check out is corruption.
+// open drops it. Anything else that does not check out is CorruptEntry
+// (isTornTail draws the line).
+//
+// Version 1 stores (files `journal` and `snapshot`, magic "edgelse1") are
+// converted to version 2 on their first open (see migrateV1).
 
 import {
   closeSync,
-  existsSync,
+  fstatSync,
   fsyncSync,
   ftruncateSync,
+  linkSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
+  readSync,
   renameSync,
+  statSync,
+  unlinkSync,
   writeSync,
 } from "node:fs";
+import { open as openAsync, readdir as readdirAsync, rename as renameAsync, unlink as unlinkAsync } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { join } from "node:path";
+import * as zlib from "node:zlib";
 import { LeaseError } from "../errors.js";
 
-const MAGIC = Buffer.from("edgelse1");
-const HEADER = 8; // length + crc
+const MAGIC = Buffer.from("edgelse2");
+const MAGIC_V1 = Buffer.from("edgelse1");
+const FILE_HEADER = 24;
+const JOURNAL = 1;
+const SNAPSHOT = 2;
+
+const REC_MAGIC = 0x3263_6572; // "rec2"
+const REC_MAGIC_BYTES = Buffer.from("rec2");
+const REC_HEADER = 20;
+const BATCH = 1;
+const SEAL = 2;
+const END = 3;
+
+// Snapshot records hold about this much each: reading one back needs one
+// record in memory, and writing one is the longest stretch without yielding.
+const SNAPSHOT_RECORD_BYTES = 1 << 20;
+// Disks write whole sectors: a part of a file that never reached the disk
+// reads back as zeros in whole 512-byte blocks.
+const SECTOR = 512;
 
 const CRC_TABLE = new Int32Array(256);
 for (let n = 0; n < 256; n++) {
@@ -38,48 +83,91 @@ for (let n = 0; n < 256; n++) {
   CRC_TABLE[n] = c;
 }
 
-/** CRC-32 (IEEE, as zlib), computed here so the store runs on every Node >= 18. */
-export function crc32(bytes) {
+/** CRC-32 (IEEE, as zlib): zlib's own where Node has it (>= 20.15), else computed here. */
+export const crc32 = zlib.crc32 ? (bytes) => zlib.crc32(bytes) : crc32js;
+
+function crc32js(bytes) {
   let c = -1;
   for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
   return (c ^ -1) >>> 0;
+}
+
+function fileHeader(kind, gen) {
+  const b = Buffer.alloc(FILE_HEADER);
+  MAGIC.copy(b, 0);
+  b.writeUInt32LE(kind, 8);
+  b.writeBigUInt64LE(BigInt(gen), 12);
+  b.writeUInt32LE(crc32(b.subarray(0, 20)), 20);
+  return b;
+}
+
+function batchSize(putKeys, put, delKeys) {
+  let size = 8;
+  for (let i = 0; i < put.length; i++) size += 8 + putKeys[i].length + put[i][1].length;
+  for (const k of delKeys) size += 4 + k.length;
+  return size;
+}
+
+// One record (header and payload) of `type`, with `size` payload bytes
+// filled in by `fill(buf, offset)`.
+function record(type, size, fill) {
+  const buf = Buffer.allocUnsafe(REC_HEADER + size);
+  buf.writeUInt32LE(REC_MAGIC, 0);
+  buf.writeUInt32LE(type, 4);
+  buf.writeUInt32LE(size, 8);
+  if (fill) fill(buf, REC_HEADER);
+  buf.writeUInt32LE(crc32(buf.subarray(REC_HEADER)), 12);
+  buf.writeUInt32LE(crc32(buf.subarray(0, 16)), 16);
+  return buf;
 }
 
 function encodeBatch(put, del) {
   const keys = (list) => list.map((k) => Buffer.from(k, "utf8"));
   const putKeys = keys(put.map((p) => p[0]));
   const delKeys = keys(del);
-  let size = 8;
-  for (let i = 0; i < put.length; i++) size += 8 + putKeys[i].length + put[i][1].length;
-  for (const k of delKeys) size += 4 + k.length;
-  const buf = Buffer.allocUnsafe(HEADER + size);
-  let o = HEADER;
-  o = buf.writeUInt32LE(put.length, o);
-  for (let i = 0; i < put.length; i++) {
-    o = buf.writeUInt32LE(putKeys[i].length, o);
-    o += putKeys[i].copy(buf, o);
-    const v = put[i][1];
-    o = buf.writeUInt32LE(v.length, o);
-    buf.set(v, o);
-    o += v.length;
-  }
-  o = buf.writeUInt32LE(delKeys.length, o);
-  for (const k of delKeys) {
-    o = buf.writeUInt32LE(k.length, o);
-    o += k.copy(buf, o);
-  }
-  buf.writeUInt32LE(size, 0);
-  buf.writeUInt32LE(crc32(buf.subarray(HEADER)), 4);
-  return buf;
-}
-
-function corrupt(file, offset, why) {
-  return new LeaseError("CorruptEntry", `${file} is corrupt at byte ${offset}: ${why}`, {
-    entry: `${file}@${offset}`,
+  return record(BATCH, batchSize(putKeys, put, delKeys), (buf, o) => {
+    o = buf.writeUInt32LE(put.length, o);
+    for (let i = 0; i < put.length; i++) {
+      o = buf.writeUInt32LE(putKeys[i].length, o);
+      o += putKeys[i].copy(buf, o);
+      const v = put[i][1];
+      o = buf.writeUInt32LE(v.length, o);
+      buf.set(v, o);
+      o += v.length;
+    }
+    o = buf.writeUInt32LE(delKeys.length, o);
+    for (const k of delKeys) {
+      o = buf.writeUInt32LE(k.length, o);
+      o += k.copy(buf, o);
+    }
   });
 }
 
-// Applies one payload to `map`; false if it does not parse to its end.
+// The snapshot of `entries` as a sequence of buffers of about
+// SNAPSHOT_RECORD_BYTES each, encoded one at a time as they are asked for.
+function* encodeSnapshot(entries, gen) {
+  yield fileHeader(SNAPSHOT, gen);
+  let batch = [];
+  let bytes = 0;
+  for (const e of entries) {
+    batch.push(e);
+    bytes += 8 + e[0].length * 3 + e[1].length; // UTF-8 is at most 3 bytes per UTF-16 unit
+    if (bytes >= SNAPSHOT_RECORD_BYTES) {
+      yield encodeBatch(batch, []);
+      batch = [];
+      bytes = 0;
+    }
+  }
+  if (batch.length > 0) yield encodeBatch(batch, []);
+  yield record(END, 8, (buf, o) => buf.writeBigUInt64LE(BigInt(entries.length), o));
+}
+
+function corrupt(entry, why) {
+  return new LeaseError("CorruptEntry", `${entry}: ${why}`, { entry });
+}
+
+// Applies one BATCH payload to `map`; returns the number of puts, or -1 if
+// it does not parse to its end.
 function applyPayload(p, map) {
   let o = 0;
   const u32 = () => {
@@ -98,56 +186,218 @@ function applyPayload(p, map) {
     const puts = [];
     for (let n = u32(); n > 0; n--) {
       const key = bytes(u32()).toString("utf8");
-      // Copy: the caller's Uint8Arrays must not pin the whole file buffer.
+      // Copy: the payload is a view of the reader's reused buffer.
       puts.push([key, new Uint8Array(bytes(u32()))]);
     }
     const dels = [];
     for (let n = u32(); n > 0; n--) dels.push(bytes(u32()).toString("utf8"));
-    if (o !== p.length) return false;
+    if (o !== p.length) return -1;
     for (const k of dels) map.delete(k);
     for (const [k, v] of puts) map.set(k, v);
-    return true;
+    return puts.length;
   } catch (e) {
-    if (e instanceof RangeError) return false;
+    if (e instanceof RangeError) return -1;
     throw e;
   }
 }
 
-// Replays the records of `buf` into `map`. Returns the length of the valid
-// prefix; a bad record that reaches the end of the file is a torn write
-// (ignored when `tornOk`), one followed by more data is corruption.
-function replay(buf, name, map, tornOk) {
-  if (buf.length < MAGIC.length || !buf.subarray(0, MAGIC.length).equals(MAGIC)) {
-    if (tornOk && MAGIC.subarray(0, buf.length).equals(buf)) return 0;
-    throw corrupt(name, 0, "not an edge-lease store file (bad magic)");
+// Reads a file front to back through one reused buffer, so memory stays
+// bounded by the largest record whatever the size of the file.
+class Reader {
+  #fd;
+  #buf = Buffer.allocUnsafe(1 << 20);
+  #start = 0;
+  #end = 0;
+
+  constructor(fd) {
+    this.#fd = fd;
   }
-  let o = MAGIC.length;
-  while (o < buf.length) {
-    const torn = (why) => {
-      if (tornOk) return true;
-      throw corrupt(name, o, why);
-    };
-    if (o + HEADER > buf.length) {
-      if (torn("truncated record header")) break;
+
+  /** Bytes [pos, pos + n) of the file (fewer at its end); valid until the next call. */
+  bytes(pos, n) {
+    if (pos < this.#start || pos + n > this.#end) {
+      if (n > this.#buf.length) this.#buf = Buffer.allocUnsafe(n);
+      let got = 0;
+      for (let r; got < this.#buf.length; got += r) {
+        r = readSync(this.#fd, this.#buf, got, this.#buf.length - got, pos + got);
+        if (r === 0) break;
+      }
+      this.#start = pos;
+      this.#end = pos + got;
     }
-    const len = buf.readUInt32LE(o);
-    const end = o + HEADER + len;
-    if (end > buf.length) {
-      if (torn("record runs past the end of the file")) break;
-    }
-    const payload = buf.subarray(o + HEADER, end);
-    if (crc32(payload) !== buf.readUInt32LE(o + 4)) {
-      if (end === buf.length && torn("checksum mismatch")) break;
-      throw corrupt(name, o, "checksum mismatch");
-    }
-    if (!applyPayload(payload, map)) throw corrupt(name, o, "malformed batch");
-    o = end;
+    return this.#buf.subarray(pos - this.#start, Math.min(pos + n, this.#end) - this.#start);
   }
-  return o;
+}
+
+function readHeader(r, name, kind, gen) {
+  const h = r.bytes(0, FILE_HEADER);
+  if (h.length < FILE_HEADER || !h.subarray(0, 8).equals(MAGIC) || crc32(h.subarray(0, 20)) !== h.readUInt32LE(20)) {
+    throw corrupt(`${name}@0`, "not an edge-lease version 2 file (bad file header)");
+  }
+  if (h.readUInt32LE(8) !== kind || Number(h.readBigUInt64LE(12)) !== gen) {
+    throw corrupt(`${name}@0`, `the file header says kind ${h.readUInt32LE(8)}, generation ${h.readBigUInt64LE(12)}`);
+  }
+}
+
+// The record header at `o` if it is one (magic and CRC check out), else null.
+function headerAt(r, o, size) {
+  if (o + REC_HEADER > size) return null;
+  const h = r.bytes(o, REC_HEADER);
+  if (h.readUInt32LE(0) !== REC_MAGIC || crc32(h.subarray(0, 16)) !== h.readUInt32LE(16)) return null;
+  return { type: h.readUInt32LE(4), len: h.readUInt32LE(8), crc: h.readUInt32LE(12) };
+}
+
+function isZero(b) {
+  for (let i = 0; i < b.length; i++) if (b[i] !== 0) return false;
+  return true;
+}
+
+// Whether the bad record at `o` is a torn last write (never acknowledged)
+// rather than damage to acknowledged data. Writes are appended one at a
+// time and each is fsync'd before the next, so only the last record can be
+// torn, and a torn record is cut short by the end of the file or has blocks
+// that never reached the disk (zeros). So: torn if no record header follows
+// it anywhere, and either the file ends inside it or it holds a zero block.
+// A damaged length, type or payload with records after it, or a last record
+// with a flipped bit, is corruption.
+function isTornTail(r, o, size, h) {
+  for (let p = o + 1; p + REC_HEADER <= size; ) {
+    const win = r.bytes(p, Math.min(1 << 20, size - p));
+    const i = win.indexOf(REC_MAGIC_BYTES);
+    if (i < 0) {
+      p += Math.max(1, win.length - 3); // a magic may straddle the window's end
+      continue;
+    }
+    if (headerAt(r, p + i, size)) return false;
+    p += i + 1;
+  }
+  if (o + REC_HEADER > size || (h && o + REC_HEADER + h.len > size)) return true;
+  // A whole header before a payload of zeros that fails its checksum: the
+  // payload never reached the disk.
+  if (h && isZero(r.bytes(o + REC_HEADER, h.len))) return true;
+  for (let b = o - (o % SECTOR); b < size; b += SECTOR) {
+    const s = Math.max(b, o);
+    const e = Math.min(b + SECTOR, size);
+    // At least a header's worth: the last bytes of a batch are often zeros.
+    if (e - s >= REC_HEADER && isZero(r.bytes(s, e - s))) return true;
+  }
+  return false;
+}
+
+// Replays journal-<gen> into `map`. Returns { sealed, good, size }: good is
+// the length of the valid prefix (less than size if the tail is torn).
+function readJournal(dir, gen, map) {
+  const name = `journal-${gen}`;
+  const fd = openSync(join(dir, name), "r");
+  try {
+    const size = fstatSync(fd).size;
+    const r = new Reader(fd);
+    readHeader(r, name, JOURNAL, gen);
+    let o = FILE_HEADER;
+    while (o < size) {
+      const h = headerAt(r, o, size);
+      const ok = h && o + REC_HEADER + h.len <= size && crc32(r.bytes(o + REC_HEADER, h.len)) === h.crc;
+      if (!ok) {
+        if (isTornTail(r, o, size, h)) return { sealed: false, good: o, size };
+        throw corrupt(`${name}@${o}`, h ? "record checksum mismatch" : "bad record header");
+      }
+      const end = o + REC_HEADER + h.len;
+      if (h.type === SEAL && h.len === 0) {
+        if (end !== size) throw corrupt(`${name}@${end}`, "data after the journal was sealed");
+        return { sealed: true, good: end, size };
+      }
+      if (h.type !== BATCH || applyPayload(r.bytes(o + REC_HEADER, h.len), map) < 0) {
+        throw corrupt(`${name}@${o}`, "malformed record");
+      }
+      o = end;
+    }
+    return { sealed: false, good: o, size };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// Reads snapshot-<gen> into `map`. Snapshots are renamed into place only
+// once complete, so any defect, a missing END included, is corruption.
+function readSnapshot(dir, gen, map) {
+  const name = `snapshot-${gen}`;
+  const fd = openSync(join(dir, name), "r");
+  try {
+    const size = fstatSync(fd).size;
+    const r = new Reader(fd);
+    readHeader(r, name, SNAPSHOT, gen);
+    let entries = 0;
+    for (let o = FILE_HEADER; ; ) {
+      const h = headerAt(r, o, size);
+      if (!h) throw corrupt(`${name}@${o}`, o === size ? "ends without its END record" : "bad record header");
+      const end = o + REC_HEADER + h.len;
+      if (end > size) throw corrupt(`${name}@${o}`, "record runs past the end of the file");
+      const p = r.bytes(o + REC_HEADER, h.len);
+      if (crc32(p) !== h.crc) throw corrupt(`${name}@${o}`, "record checksum mismatch");
+      if (h.type === END && h.len === 8) {
+        if (Number(p.readBigUInt64LE(0)) !== entries) throw corrupt(`${name}@${o}`, "entry count mismatch");
+        if (end !== size) throw corrupt(`${name}@${end}`, "data after the END record");
+        return size;
+      }
+      const n = h.type === BATCH ? applyPayload(p, map) : -1;
+      if (n < 0) throw corrupt(`${name}@${o}`, "malformed record");
+      entries += n;
+      o = end;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// The generations of the files named `${prefix}-<g>` in `names`, ascending.
+function gens(names, prefix) {
+  const re = new RegExp(`^${prefix}-(\\d+)$`);
+  return names.flatMap((n) => (re.test(n) ? [Number(n.match(re)[1])] : [])).sort((a, b) => a - b);
+}
+
+/**
+ * Reads the whole store in `dir` without changing anything. Returns the
+ * entries and what open needs to repair: the live journal (and its torn
+ * tail, if any) and the files no longer needed.
+ */
+function readStore(dir, names) {
+  const journals = gens(names, "journal");
+  const snapshots = gens(names, "snapshot");
+  const map = new Map();
+  const S = snapshots.at(-1) ?? 0;
+  const result = { map, live: null, snapshotBytes: 0, obsolete: [] };
+  if (S > 0) result.snapshotBytes = readSnapshot(dir, S, map);
+  for (const g of snapshots) if (g < S) result.obsolete.push(`snapshot-${g}`);
+  for (const g of journals) if (g < Math.max(S, 1)) result.obsolete.push(`journal-${g}`);
+  if (S === 0 && journals.length === 0) return result; // a new store
+  let g = Math.max(S, 1);
+  if (!journals.includes(g)) {
+    if (S > 0) throw corrupt(`journal-${g}`, `missing: snapshot-${g} is continued in it`);
+    throw corrupt(`snapshot-${journals[0]}`, `missing: journal-${journals[0]} starts from it`);
+  }
+  for (;;) {
+    const j = readJournal(dir, g, map);
+    if (!j.sealed) {
+      result.live = { gen: g, ...j };
+      break;
+    }
+    if (!journals.includes(g + 1)) throw corrupt(`journal-${g + 1}`, `missing: journal-${g} is continued in it`);
+    g++;
+  }
+  // A journal after the live one: a compaction that created it and died
+  // before sealing the live one, so it must be empty.
+  for (const k of journals) {
+    if (k <= g) continue;
+    if (statSync(join(dir, `journal-${k}`)).size > FILE_HEADER) {
+      throw corrupt(`journal-${k}`, `has records, but journal-${g} before it was never sealed`);
+    }
+    result.obsolete.push(`journal-${k}`);
+  }
+  return result;
 }
 
 function fsyncDir(dir) {
-  // Makes a create or rename durable. Some platforms cannot open a
+  // Makes a create, rename or unlink durable. Some platforms cannot open a
   // directory for fsync (Windows): there the rename is as durable as it gets.
   let fd;
   try {
@@ -164,25 +414,235 @@ function fsyncDir(dir) {
   }
 }
 
-function writeAll(fd, buf) {
-  let done = 0;
-  while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done);
+async function fsyncDirAsync(dir) {
+  let fh;
+  try {
+    fh = await openAsync(dir, "r");
+  } catch {
+    return;
+  }
+  try {
+    await fh.sync();
+  } catch {
+    // as in fsyncDir
+  } finally {
+    await fh.close();
+  }
 }
+
+function writeAll(fd, buf, pos) {
+  let done = 0;
+  while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, pos + done);
+}
+
+// Writes `path` whole: a temp file, fsync, rename, fsync of the directory.
+function createFile(dir, name, buf) {
+  const tmp = join(dir, `${name}.tmp`);
+  const fd = openSync(tmp, "w");
+  try {
+    writeAll(fd, buf, 0);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, join(dir, name));
+  fsyncDir(dir);
+}
+
+// ---- version 1 ----------------------------------------------------------------
+
+// Replays a version 1 file (magic, then records of u32 length, u32 CRC-32,
+// payload): its own rules, which cannot tell a damaged length from a torn
+// tail, except that a zero-filled tail is torn rather than malformed.
+function replayV1(buf, name, map, tornOk) {
+  if (buf.length < MAGIC_V1.length || !buf.subarray(0, MAGIC_V1.length).equals(MAGIC_V1)) {
+    throw corrupt(`${name}@0`, "not an edge-lease version 1 file (bad magic)");
+  }
+  for (let o = MAGIC_V1.length; o < buf.length; ) {
+    const torn = (why) => {
+      if (tornOk) return true;
+      throw corrupt(`${name}@${o}`, why);
+    };
+    if (tornOk && isZero(buf.subarray(o))) break;
+    if (o + 8 > buf.length && torn("truncated record header")) break;
+    const end = o + 8 + buf.readUInt32LE(o);
+    if (end > buf.length && torn("record runs past the end of the file")) break;
+    const payload = buf.subarray(o + 8, end);
+    if (crc32(payload) !== buf.readUInt32LE(o + 4)) {
+      if (end === buf.length && torn("checksum mismatch")) break;
+      throw corrupt(`${name}@${o}`, "checksum mismatch");
+    }
+    if (applyPayload(payload, map) < 0) throw corrupt(`${name}@${o}`, "malformed batch");
+    o = end;
+  }
+}
+
+// Converts a version 1 store in place: snapshot-2 holds its state and
+// journal-2 continues it; the version 1 files are removed last. A crash
+// before snapshot-2 is renamed into place leaves the version 1 files, and
+// the next open converts again.
+function migrateV1(dir, names) {
+  for (const n of names) {
+    if (/^(journal|snapshot)-\d+$/.test(n) && (n !== "journal-2" || statSync(join(dir, n)).size > FILE_HEADER)) {
+      throw corrupt(n, "a version 1 store (journal) next to version 2 files");
+    }
+  }
+  const map = new Map();
+  if (names.includes("snapshot")) replayV1(readFileSync(join(dir, "snapshot")), "snapshot", map, false);
+  replayV1(readFileSync(join(dir, "journal")), "journal", map, true);
+  createFile(dir, "journal-2", fileHeader(JOURNAL, 2));
+  createFile(dir, "snapshot-2", Buffer.concat([...encodeSnapshot([...map], 2)]));
+  for (const n of ["journal", "snapshot"]) if (names.includes(n)) unlinkSync(join(dir, n));
+  fsyncDir(dir);
+}
+
+// ---- lock -----------------------------------------------------------------------
+
+// Lock files this process holds, so a second open in the same process is
+// refused as well (its pid is alive: ours).
+const held = new Set();
+
+function bootId() {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return null; // not Linux: a lock from before a reboot is judged by its pid alone
+  }
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM"; // exists, owned by someone else
+  }
+}
+
+function locked(dir, holder, why) {
+  return new LeaseError(
+    "Locked",
+    `${dir} is in use by ${holder ? `process ${holder.pid} on ${holder.host}` : "another process"}${why ? ` (${why})` : ""}`,
+    { pid: holder?.pid },
+  );
+}
+
+// Whether the lock text `text` belongs to a process that may still run.
+function holderOf(text) {
+  try {
+    const h = JSON.parse(text);
+    return typeof h.pid === "number" ? h : null;
+  } catch {
+    return null;
+  }
+}
+
+function isStale(h) {
+  if (h.host !== hostname()) return false; // cannot ask another machine
+  const boot = bootId();
+  if (boot !== null && h.boot !== boot) return true; // from before a reboot
+  if (h.pid === process.pid) return !held.has(h.nonce); // our pid, reused (a container's pid 1)
+  return !alive(h.pid);
+}
+
+/**
+ * Takes `<dir>/lock` (created whole by link(2), which fails if it exists),
+ * breaking it if its holder is gone. Returns the text written, to release
+ * it later.
+ */
+function acquireLock(dir) {
+  const path = join(dir, "lock");
+  const nonce = randomUUID();
+  const mine = JSON.stringify({ pid: process.pid, host: hostname(), boot: bootId(), nonce });
+  const tmp = `${path}.${nonce}.tmp`;
+  // Not fsync'd: a power loss ends every holder anyway, and a lock it left
+  // empty or zero-filled is judged stale below.
+  const fd = openSync(tmp, "w");
+  try {
+    writeAll(fd, Buffer.from(mine), 0);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      try {
+        linkSync(tmp, path);
+        held.add(nonce);
+        return { path, text: mine, nonce };
+      } catch (e) {
+        if (e.code !== "EEXIST") throw e;
+      }
+      let text;
+      try {
+        text = readFileSync(path, "utf8");
+      } catch (e) {
+        if (e.code === "ENOENT") continue; // released meanwhile
+        throw e;
+      }
+      const h = holderOf(text);
+      // Empty or zeros: left by a power loss (a live holder's lock is
+      // linked into place already written). Anything else is not guessed at.
+      const lost = /^\0*$/.test(text);
+      if (!h && !lost) throw locked(dir, null, `unreadable ${path}: remove it if no process uses the store`);
+      if (h && !isStale(h)) throw locked(dir, h);
+      // Its holder is gone. Move it aside (atomic: of two processes breaking
+      // it at once, one gets it) and check that what moved is what was
+      // judged stale, not a lock just taken by a live process.
+      const aside = `${path}.${nonce}.stale`;
+      try {
+        renameSync(path, aside);
+      } catch (e) {
+        if (e.code === "ENOENT") continue;
+        throw e;
+      }
+      const moved = readFileSync(aside, "utf8");
+      if (moved !== text) {
+        try {
+          linkSync(aside, path); // give it back
+        } finally {
+          unlinkSync(aside);
+        }
+        throw locked(dir, holderOf(moved));
+      }
+      unlinkSync(aside);
+    }
+    throw locked(dir, null, "the lock kept changing hands");
+  } finally {
+    unlinkSync(tmp);
+  }
+}
+
+function releaseLock(lock) {
+  held.delete(lock.nonce);
+  try {
+    if (readFileSync(lock.path, "utf8") === lock.text) unlinkSync(lock.path);
+  } catch {
+    // Gone already: nothing to release.
+  }
+}
+
+// ---- the store --------------------------------------------------------------------
 
 export class FileStore {
   #dir;
-  #fd;
+  #lock;
+  #fd = null;
+  #gen;
   #journalBytes;
   #snapshotBytes;
   #compactFactor;
   #minCompactBytes;
+  #maxJournalBytes;
   #opened;
   #broken = null;
+  #closed = false;
+  // The snapshot writes in progress (a promise), or null.
+  #compacting = null;
 
   /**
-   * Opens (creating if needed) the store in `dir`, replaying it once so a
-   * corrupt file fails here and a torn last record is cut off before any
-   * new record is appended after it.
+   * Opens (creating if needed) the store in `dir` and takes its lock,
+   * replaying it once so a corrupt or incomplete store fails here and a torn
+   * last record is cut off before any new record is appended after it.
    */
   static open(dir, options = {}) {
     return new FileStore(dir, options);
@@ -193,44 +653,52 @@ export class FileStore {
     this.#dir = dir;
     this.#compactFactor = options.compactFactor ?? 4;
     this.#minCompactBytes = options.minCompactBytes ?? 1 << 20;
+    this.#maxJournalBytes = options.maxJournalBytes ?? 256 << 20;
     mkdirSync(dir, { recursive: true });
-    const map = new Map();
-    const snapPath = join(dir, "snapshot");
-    this.#snapshotBytes = 0;
-    if (existsSync(snapPath)) {
-      const buf = readFileSync(snapPath);
-      // Written whole and renamed into place: no torn snapshot is possible.
-      replay(buf, "snapshot", map, false);
-      this.#snapshotBytes = buf.length;
-    }
-    const journalPath = join(dir, "journal");
-    const created = !existsSync(journalPath);
-    this.#fd = openSync(journalPath, "a+");
+    this.#lock = acquireLock(dir);
     try {
-      const buf = readFileSync(journalPath);
-      // Replaying the whole journal over the snapshot is correct even if a
-      // crash hit compaction between renaming the snapshot and emptying the
-      // journal: every batch holds whole values, so the last write to each
-      // key wins either way.
-      const good = replay(buf, "journal", map, true);
-      if (good < MAGIC.length) {
-        ftruncateSync(this.#fd, 0);
-        writeAll(this.#fd, MAGIC);
-        fsyncSync(this.#fd);
-        this.#journalBytes = MAGIC.length;
-      } else {
-        if (good < buf.length) {
-          ftruncateSync(this.#fd, good);
-          fsyncSync(this.#fd);
-        }
-        this.#journalBytes = good;
-      }
-      if (created) fsyncDir(dir);
+      this.#open();
     } catch (e) {
-      closeSync(this.#fd);
+      if (this.#fd !== null) closeSync(this.#fd);
+      this.#fd = null;
+      releaseLock(this.#lock);
       throw e;
     }
-    this.#opened = [...map];
+  }
+
+  #open() {
+    const dir = this.#dir;
+    let names = readdirSync(dir);
+    let changed = false;
+    for (const n of names) {
+      // A file some crash left half-written, never renamed into place.
+      if (n.endsWith(".tmp") && !n.startsWith("lock.")) {
+        unlinkSync(join(dir, n));
+        changed = true;
+      }
+    }
+    if (names.includes("journal")) {
+      if (gens(names, "snapshot").length === 0) migrateV1(dir, names);
+      else for (const n of ["journal", "snapshot"]) if (names.includes(n)) unlinkSync(join(dir, n)); // migrated already
+      names = readdirSync(dir);
+      changed = true;
+    }
+    const s = readStore(dir, names);
+    for (const n of s.obsolete) unlinkSync(join(dir, n));
+    if (s.live === null) {
+      createFile(dir, "journal-1", fileHeader(JOURNAL, 1));
+      s.live = { gen: 1, good: FILE_HEADER, size: FILE_HEADER };
+    }
+    this.#gen = s.live.gen;
+    this.#fd = openSync(join(dir, `journal-${this.#gen}`), "r+");
+    if (s.live.good < s.live.size) {
+      ftruncateSync(this.#fd, s.live.good);
+      fsyncSync(this.#fd);
+    }
+    if (changed || s.obsolete.length > 0) fsyncDir(dir);
+    this.#journalBytes = s.live.good;
+    this.#snapshotBytes = s.snapshotBytes;
+    this.#opened = [...s.map];
   }
 
   /** The stored `[key, Uint8Array]` entries, for `new Lessor({ restore })`. */
@@ -241,19 +709,18 @@ export class FileStore {
       return e;
     }
     this.#check();
-    const map = new Map();
-    const snapPath = join(this.#dir, "snapshot");
-    if (existsSync(snapPath)) replay(readFileSync(snapPath), "snapshot", map, false);
-    replay(readFileSync(join(this.#dir, "journal")), "journal", map, false);
-    return [...map];
+    return [...readStore(this.#dir, readdirSync(this.#dir)).map];
   }
 
   /** Appends the batch and fsyncs: when this returns, it is durable. */
   write(batch) {
     this.#check();
-    const rec = encodeBatch(batch.put, batch.delete);
+    this.#append(encodeBatch(batch.put, batch.delete));
+  }
+
+  #append(rec) {
     try {
-      writeAll(this.#fd, rec);
+      writeAll(this.#fd, rec, this.#journalBytes);
       fsyncSync(this.#fd);
     } catch (e) {
       // Cut off whatever part of the record got written, so the failed
@@ -271,57 +738,137 @@ export class FileStore {
     this.#journalBytes += rec.length;
   }
 
-  /** Bytes in the journal and in the snapshot. */
+  /** Bytes in the live journal and in the snapshot (file headers included). */
   get sizes() {
     return { journal: this.#journalBytes, snapshot: this.#snapshotBytes };
   }
 
+  /** The generation of the live journal (1 for a new store, +1 per compaction). */
+  get generation() {
+    return this.#gen;
+  }
+
   /**
-   * Replaces everything with `entries` (e.g. `lessor.snapshot()`): writes a
-   * new snapshot (temp file, fsync, rename, fsync dir), then empties the
-   * journal. Pass only a state that includes every write made so far.
+   * Replaces everything with `entries` (e.g. `lessor.snapshot()`), which
+   * must include every write made so far. At once (synchronously) new
+   * writes go to a new journal; the snapshot is then written in chunks
+   * without blocking the event loop, fsync'd and renamed into place, and the
+   * old journal and snapshot are removed. The promise resolves when that is
+   * done. A crash or failure at any point leaves a store that restores to
+   * the same data; a failed compaction is simply redone by the next one.
    */
   compact(entries) {
-    this.#check();
-    const map = new Map(entries);
-    const rec = encodeBatch([...map], []);
-    const tmp = join(this.#dir, "snapshot.tmp");
-    const fd = openSync(tmp, "w");
+    const gen = this.#gen + 1;
+    let list;
     try {
-      writeAll(fd, Buffer.concat([MAGIC, rec]));
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
+      this.#check();
+      list = Array.isArray(entries) ? entries : [...entries];
+      this.#switchJournal(gen);
+    } catch (e) {
+      return Promise.reject(e);
     }
-    renameSync(tmp, join(this.#dir, "snapshot"));
-    fsyncDir(this.#dir);
-    this.#snapshotBytes = MAGIC.length + rec.length;
-    ftruncateSync(this.#fd, MAGIC.length);
-    fsyncSync(this.#fd);
-    this.#journalBytes = MAGIC.length;
+    // One snapshot written at a time, in order: each removes the files
+    // older than itself.
+    const run = (this.#compacting ?? Promise.resolve())
+      .catch(() => {})
+      .then(() => this.#writeSnapshot(gen, list))
+      .finally(() => {
+        if (this.#compacting === run) this.#compacting = null;
+        if (this.#closed && this.#compacting === null) releaseLock(this.#lock);
+      });
+    this.#compacting = run;
+    return run;
+  }
+
+  // Continues in journal-<gen>: created whole, then the live journal is
+  // sealed (naming it as its continuation) and closed.
+  #switchJournal(gen) {
+    const name = `journal-${gen}`;
+    createFile(this.#dir, name, fileHeader(JOURNAL, gen));
+    let fd;
+    try {
+      fd = openSync(join(this.#dir, name), "r+");
+      this.#append(record(SEAL, 0));
+    } catch (e) {
+      if (fd !== undefined) closeSync(fd);
+      unlinkSync(join(this.#dir, name)); // unsealed: an empty journal after it is just ignored
+      throw e;
+    }
+    closeSync(this.#fd);
+    this.#fd = fd;
+    this.#gen = gen;
+    this.#journalBytes = FILE_HEADER;
+  }
+
+  async #writeSnapshot(gen, entries) {
+    const dir = this.#dir;
+    const tmp = join(dir, `snapshot-${gen}.tmp`);
+    const stop = () => {
+      if (this.#closed) throw new LeaseError("Closed", "the file store was closed during a compaction");
+    };
+    stop();
+    const fh = await openAsync(tmp, "w");
+    let size = 0;
+    try {
+      for (const chunk of encodeSnapshot(entries, gen)) {
+        stop();
+        await fh.write(chunk, 0, chunk.length, size);
+        size += chunk.length;
+      }
+      await fh.sync();
+    } catch (e) {
+      await fh.close();
+      await unlinkAsync(tmp).catch(() => {});
+      throw e;
+    }
+    await fh.close();
+    stop();
+    await renameAsync(tmp, join(dir, `snapshot-${gen}`));
+    await fsyncDirAsync(dir);
+    this.#snapshotBytes = size;
+    // Older generations are covered by the new snapshot now.
+    stop();
+    const names = await readdirAsync(dir);
+    for (const g of gens(names, "journal")) if (g < gen) await unlinkAsync(join(dir, `journal-${g}`));
+    for (const g of gens(names, "snapshot")) if (g < gen) await unlinkAsync(join(dir, `snapshot-${g}`));
+    await fsyncDirAsync(dir);
   }
 
   /**
    * Compacts from `lessor.snapshot()` when the journal has grown past
-   * `compactFactor` (default 4) times the snapshot and past
-   * `minCompactBytes` (default 1 MiB), or always with `{ force: true }`.
-   * Call it between operations, not from inside one. Returns whether it did.
+   * `minCompactBytes` (default 1 MiB) and either past `compactFactor`
+   * (default 4) times the snapshot or past `maxJournalBytes` (default
+   * 256 MiB), or always with `{ force: true }`. Call it between operations,
+   * not from inside one. Resolves to whether it compacted; while a
+   * compaction is still being written, an unforced call does nothing.
    */
-  compactFrom(lessor, { force = false } = {}) {
-    const j = this.#journalBytes - MAGIC.length;
-    if (!force && (j < this.#minCompactBytes || j < this.#compactFactor * this.#snapshotBytes)) return false;
-    this.compact(lessor.snapshot());
+  async compactFrom(lessor, { force = false } = {}) {
+    const j = this.#journalBytes - FILE_HEADER;
+    if (!force) {
+      if (this.#compacting || j < this.#minCompactBytes) return false;
+      if (j < this.#compactFactor * this.#snapshotBytes && j < this.#maxJournalBytes) return false;
+    }
+    await this.compact(lessor.snapshot());
     return true;
   }
 
+  /**
+   * Closes the journal at once (later writes throw Closed). Resolves when
+   * the lock is released: at once, or once a compaction in progress has
+   * stopped (the store it leaves restores to the same data).
+   */
   close() {
-    if (this.#fd === null) return;
+    if (this.#closed) return this.#compacting ?? Promise.resolve();
+    this.#closed = true;
     closeSync(this.#fd);
     this.#fd = null;
+    if (this.#compacting) return this.#compacting.catch(() => {});
+    releaseLock(this.#lock);
+    return Promise.resolve();
   }
 
   #check() {
-    if (this.#fd === null) throw new LeaseError("Closed", "the file store is closed");
+    if (this.#closed) throw new LeaseError("Closed", "the file store is closed");
     if (this.#broken) {
       throw new LeaseError("StorageFailed", `the journal could not be repaired after a failed write: ${this.#broken.message}`);
     }

@@ -1,4 +1,4 @@
-// The demo page (www/, served by scripts/serve.mjs) in Chromium: the lock
+// The demo page (www/, served by server/main.mjs) in Chromium: the lock
 // story on the simulated clock, state kept across a reload in IndexedDB,
 // keyboard use, a narrow screen, and nothing loaded from anywhere else.
 // Simulated time is moved only by the page's own Step button.

@@ -2,7 +2,9 @@
 // Debian's Chromium driven by playwright-core (never a downloaded browser).
 
 import { spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
@@ -10,21 +12,28 @@ export const root = fileURLToPath(new URL("../..", import.meta.url));
 export const outDir = fileURLToPath(new URL("../../test-output/", import.meta.url));
 
 /**
- * Starts scripts/serve.mjs on port 0, its lease server in memory (tests never
- * write to the repository's data/); resolves to { origin, stop }.
+ * Starts the server (server/main.mjs) on port 0 with a temporary data
+ * directory (tests never write to the repository's data/); resolves to
+ * { origin, stop }.
  */
 export function startServer() {
-  const child = spawn(process.execPath, ["scripts/serve.mjs", "--port", "0", "--no-persist"], {
-    cwd: root,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const dataDir = mkdtempSync(join(tmpdir(), "edge-lease-browser-"));
+  const child = spawn(
+    process.execPath,
+    ["server/main.mjs", "--listen-client-urls", "http://127.0.0.1:0", "--data-dir", dataDir],
+    { cwd: root, stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
   return new Promise((resolve, reject) => {
     let out = "";
     child.on("error", reject);
-    child.on("exit", (code) => reject(new Error(`serve.mjs exited with ${code}: ${out}`)));
+    child.on("exit", (code) => {
+      cleanup();
+      reject(new Error(`server/main.mjs exited with ${code}: ${out}`));
+    });
     child.stdout.on("data", (chunk) => {
       out += chunk;
-      const m = /(http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+      const m = /demo page at (http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
       if (m) {
         resolve({
           origin: m[1],

@@ -307,6 +307,7 @@ test("storage: one batch per change, restore gives the same state", () => {
   lessor.put("a", "text", { lease: id });
   lessor.put("b", new Uint8Array([1, 2]));
   assert.deepEqual([...store.map.keys()].sort(), [
+    "v1/compacted",
     "v1/key/a",
     "v1/key/b",
     "v1/lease/8000000000000000",
@@ -347,7 +348,13 @@ test("storage: async writes stay ordered, flush waits, a rejection fails the les
   lessor.put("b", "1");
   lessor.delete("a");
   await lessor.flush();
-  assert.deepEqual(order, ["v1/key/a,v1/revision", "v1/key/b,v1/revision", "v1/revision,v1/key/a"]);
+  // The first key change marks the store as one that keeps history; the
+  // delete keeps the deleted version and a deletion mark as history.
+  assert.deepEqual(order, [
+    "v1/key/a,v1/compacted,v1/revision",
+    "v1/key/b,v1/revision",
+    "v1/old/0000000000000004/a,v1/old/0000000000000002/a,v1/revision,v1/key/a",
+  ]);
   rejectNext = true;
   lessor.put("c", "1");
   await assert.rejects(lessor.flush(), (e) => e.code === "StorageFailed");

@@ -3,6 +3,8 @@
 // intent, and after the operation returns (durable: the file store fsyncs
 // inside write) its acknowledgement, one JSON line each. process.stdout is
 // synchronous for pipes on Linux, so a printed ack was really printed.
+// Compactions run in the background while the loop goes on writing (it
+// yields after every operation), so kills land inside them too.
 import { Lessor } from "edge-lease";
 import { FileStore } from "edge-lease/stores/file";
 
@@ -20,6 +22,7 @@ function rand(n) {
 
 // Small thresholds so compactions happen often and kills can land in them.
 const store = FileStore.open(dir, { minCompactBytes: 2048, compactFactor: 2 });
+const tick = () => new Promise((resolve) => setImmediate(resolve));
 const lessor = new Lessor({ storage: store, restore: store.entries(), autoTick: false });
 const say = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
@@ -52,5 +55,6 @@ for (let seq = 0; ; seq++) {
     const v = lessor.revoke(lease);
     say({ ack: "revoke", id: lease, keys: v.keys, revision: v.revision });
   }
-  if (store.compactFrom(lessor)) say({ ack: "compact", sizes: store.sizes });
+  store.compactFrom(lessor).then((did) => did && say({ ack: "compact", sizes: store.sizes }));
+  await tick();
 }

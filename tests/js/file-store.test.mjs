@@ -3,7 +3,21 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import fs from "node:fs"; // the patchable object, for the streaming test
+import { syncBuiltinESMExports } from "node:module";
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Lessor, LeaseError } from "edge-lease";
@@ -11,6 +25,14 @@ import { FileStore, crc32 } from "edge-lease/stores/file";
 
 const T0 = 1_700_000_000_000;
 const CHILD = new URL("./file-store-child.mjs", import.meta.url);
+const FILE_HEADER = 24; // "edgelse2", kind, generation, CRC
+const REC_HEADER = 20; // magic, type, length, payload CRC, header CRC
+
+// The live journal: the highest journal-<g>.
+function liveJournal(dir) {
+  const g = Math.max(...readdirSync(dir).flatMap((n) => (/^journal-\d+$/.test(n) ? [Number(n.slice(8))] : [])));
+  return join(dir, `journal-${g}`);
+}
 
 function tempDir(t) {
   const dir = mkdtempSync(join(tmpdir(), "edge-lease-file-"));
@@ -31,6 +53,15 @@ function state(lessor) {
     leases: lessor.leases().sort(),
     keys: lessor.range("").map((e) => ({ ...e, value: typeof e.value === "string" ? e.value : [...e.value] })),
   };
+}
+
+// The state a fresh open of `dir` restores (closing it again).
+function restored(dir, clock) {
+  const { store, lessor } = open(dir, clock);
+  const s = state(lessor);
+  store.close();
+  lessor.close();
+  return s;
 }
 
 function entriesAsObject(entries) {
@@ -159,8 +190,7 @@ test("SIGKILL at random points: every acknowledged change survives", async (t) =
       pending = null;
     }
 
-    const journal = join(dir, "journal");
-    const sizeOnDisk = statSync(journal).size;
+    const sizeOnDisk = statSync(liveJournal(dir)).size;
     const after = open(dir);
     if (after.store.sizes.journal < sizeOnDisk) torn++;
     const got = observed(after.lessor);
@@ -244,16 +274,23 @@ test("a torn last record is dropped and cut off; later writes replay", (t) => {
   const more = open(ref);
   more.lessor.put("c", "3");
   more.store.close();
-  const full = readFileSync(join(ref, "journal"));
+  const full = readFileSync(join(ref, "journal-1"));
   const recordLen = full.length - good;
-  const cuts = [1, 4, 7, 8, 9, recordLen - 1];
-  for (const cut of cuts) {
-    const dir = join(base, `cut${cut}`);
+  const cuts = [1, 4, 12, REC_HEADER - 1, REC_HEADER, REC_HEADER + 1, recordLen - 1];
+  const tails = cuts.map((cut) => [`cut at ${cut}`, full.subarray(0, good + cut)]);
+  // A full-length last record whose payload, or header and payload, never
+  // reached the disk (zeros), and zeros after the last record (the usual
+  // tail after a power loss), of a few lengths.
+  tails.push(["zero payload", Buffer.concat([full.subarray(0, good + REC_HEADER), Buffer.alloc(recordLen - REC_HEADER)])]);
+  tails.push(["zero record", Buffer.concat([full.subarray(0, good), Buffer.alloc(recordLen)])]);
+  for (const n of [1, 8, 20, 512, 4096]) tails.push([`${n} zeros`, Buffer.concat([full.subarray(0, good), Buffer.alloc(n)])]);
+  for (const [why, bytes] of tails) {
+    const dir = join(base, why.replaceAll(" ", "-"));
     writeSome(dir);
-    writeFileSync(join(dir, "journal"), full.subarray(0, good + cut));
+    writeFileSync(join(dir, "journal-1"), bytes);
     const b = open(dir);
-    assert.deepEqual(state(b.lessor), want, `cut at ${cut}`);
-    assert.equal(statSync(join(dir, "journal")).size, good, "the torn bytes are cut off");
+    assert.deepEqual(state(b.lessor), want, why);
+    assert.equal(statSync(join(dir, "journal-1")).size, good, `${why}: the torn bytes are cut off`);
     b.lessor.put("d", "4");
     b.store.close();
     const c = open(dir);
@@ -261,14 +298,12 @@ test("a torn last record is dropped and cut off; later writes replay", (t) => {
     assert.equal(c.lessor.get("c"), undefined);
     c.store.close();
   }
-  // A full-length last record whose payload was not all written (zeros).
-  const dir = join(base, "zeros");
+  // Zeros after a complete last record keep that record.
+  const dir = join(base, "zeros-after-all");
   writeSome(dir);
-  const zeroed = Buffer.from(full);
-  zeroed.fill(0, good + 8);
-  writeFileSync(join(dir, "journal"), zeroed);
+  writeFileSync(join(dir, "journal-1"), Buffer.concat([full, Buffer.alloc(8)]));
   const z = open(dir);
-  assert.deepEqual(state(z.lessor), want);
+  assert.equal(z.lessor.get("c").value, "3");
   z.store.close();
 });
 
@@ -282,35 +317,115 @@ function code(fn) {
   assert.fail("expected a throw");
 }
 
-test("a corrupt record before the end is an error naming it", (t) => {
-  const dir = tempDir(t);
-  writeSome(dir);
-  const path = join(dir, "journal");
-  const buf = readFileSync(path);
-  buf[8 + 8 + 2] ^= 0x40; // in the first record's payload
-  writeFileSync(path, buf);
-  const e = code(() => FileStore.open(dir));
-  assert.equal(e.code, "CorruptEntry");
-  assert.equal(e.entry, "journal@8");
-  assert.match(e.message, /checksum/);
+// A store of 110 keys on one lease, written one put at a time, as in issue 13.
+function write110(dir) {
+  const a = open(dir);
+  const { id } = a.lessor.grant(60, { id: "0000000000000001" });
+  for (let i = 0; i < 110; i++) a.lessor.put(`k${i}`, `v${i}`, { lease: id });
+  a.store.close();
+  return state(a.lessor);
+}
 
-  buf[8 + 8 + 2] ^= 0x40;
-  buf.write("nope", 0);
-  writeFileSync(path, buf);
-  assert.match(code(() => FileStore.open(dir)).message, /bad magic/);
+test("a damaged length, header or payload before the end is CorruptEntry naming file and byte", (t) => {
+  const base = tempDir(t);
+  const ref = join(base, "ref");
+  write110(ref);
+  const full = readFileSync(join(ref, "journal-1"));
+  const first = FILE_HEADER; // the grant's record
+  const second = first + REC_HEADER + full.readUInt32LE(first + 8);
+  const cases = [
+    // One flipped bit in the first record's length: it used to be taken for
+    // a torn tail, truncating 110 keys and a lease away.
+    ["first length", first + 8, 0x01, first, /bad record header/],
+    ["first length, high bit", first + 11, 0x80, first, /bad record header/],
+    ["second length", second + 8, 0x04, second, /bad record header/],
+    ["magic", second, 0x01, second, /bad record header/],
+    ["type", second + 4, 0x02, second, /bad record header/],
+    ["payload CRC", second + 12, 0x10, second, /bad record header/],
+    ["header CRC", second + 16, 0x10, second, /bad record header/],
+    ["payload", second + REC_HEADER + 2, 0x40, second, /checksum/],
+    // The last record is not excused: a flipped bit is not a torn write.
+    ["last payload", full.length - 6, 0x01, full.length - (full.length - second) / 110, null],
+  ];
+  for (const [why, at, bit, recordAt, message] of cases) {
+    const dir = join(base, why.replaceAll(" ", "-").replaceAll(",", ""));
+    write110(dir);
+    const bytes = Buffer.from(full);
+    bytes[at] ^= bit;
+    writeFileSync(join(dir, "journal-1"), bytes);
+    const e = code(() => open(dir));
+    assert.equal(e.code, "CorruptEntry", why);
+    assert.match(e.entry, /^journal-1@\d+$/, why);
+    if (why !== "last payload") assert.equal(e.entry, `journal-1@${recordAt}`, why);
+    if (message) assert.match(e.message, message, why);
+    assert.deepEqual(readFileSync(join(dir, "journal-1")), bytes, `${why}: the file is left as it was`);
+  }
 
-  // A record whose checksum matches but does not parse as a batch.
-  const dir2 = join(dir, "sub");
-  writeSome(dir2);
-  const p2 = join(dir2, "journal");
-  const b2 = readFileSync(p2);
-  const len = b2.readUInt32LE(8);
-  b2.writeUInt32LE(0xffff, 8 + 8); // absurd put count
-  b2.writeUInt32LE(crc32(b2.subarray(16, 16 + len)), 12);
-  writeFileSync(p2, b2);
-  const e2 = code(() => FileStore.open(dir2));
-  assert.equal(e2.entry, "journal@8");
-  assert.match(e2.message, /malformed/);
+  // A record whose checksums match but does not parse as a batch.
+  const dir = join(base, "malformed");
+  write110(dir);
+  const b = Buffer.from(full);
+  const len = b.readUInt32LE(first + 8);
+  b.writeUInt32LE(0xffff, first + REC_HEADER); // absurd put count
+  b.writeUInt32LE(crc32(b.subarray(first + REC_HEADER, first + REC_HEADER + len)), first + 12);
+  b.writeUInt32LE(crc32(b.subarray(first, first + 16)), first + 16);
+  writeFileSync(join(dir, "journal-1"), b);
+  const e = code(() => open(dir));
+  assert.equal(e.entry, `journal-1@${first}`);
+  assert.match(e.message, /malformed/);
+
+  // A damaged file header.
+  const dir2 = join(base, "header");
+  write110(dir2);
+  const h = Buffer.from(full);
+  h.write("nope", 0);
+  writeFileSync(join(dir2, "journal-1"), h);
+  const e2 = code(() => open(dir2));
+  assert.equal(e2.entry, "journal-1@0");
+  assert.match(e2.message, /file header/);
+});
+
+test("a missing snapshot or journal is CorruptEntry, not a smaller state", async (t) => {
+  const base = tempDir(t);
+  // snapshot-2 + journal-2 (sealed) + journal-3: a compaction stopped
+  // before its snapshot was written, then more writes.
+  const ref = join(base, "ref");
+  const a = open(ref);
+  const { id } = a.lessor.grant(60, { id: "0000000000000001" });
+  for (let i = 0; i < 20; i++) a.lessor.put(`k${i}`, `v${i}`, { lease: id });
+  await a.store.compactFrom(a.lessor, { force: true });
+  a.lessor.put("in-2", "x");
+  const stopped = a.store.compact(a.lessor.snapshot());
+  await a.store.close();
+  await assert.rejects(stopped, { code: "Closed" });
+  const b = open(ref);
+  b.lessor.put("in-3", "y");
+  const want = state(b.lessor);
+  b.store.close();
+  assert.deepEqual(readdirSync(ref).sort(), ["journal-2", "journal-3", "snapshot-2"]);
+  assert.deepEqual(restored(ref), want);
+
+  for (const [gone, entry] of [
+    ["snapshot-2", "snapshot-2"],
+    ["journal-2", "journal-2"],
+    ["journal-3", "journal-3"],
+  ]) {
+    const dir = join(base, `no-${gone}`);
+    mkdirSync(dir);
+    for (const n of readdirSync(ref)) if (n !== gone) copyFileSync(join(ref, n), join(dir, n));
+    const e = code(() => open(dir));
+    assert.equal(e.code, "CorruptEntry", gone);
+    assert.equal(e.entry, entry, gone);
+    assert.match(e.message, /missing/, gone);
+  }
+  // The only journal of a compacted store.
+  const dir = join(base, "compacted");
+  const c = open(dir);
+  c.lessor.put("a", "1");
+  await c.store.compactFrom(c.lessor, { force: true });
+  await c.store.close();
+  unlinkSync(join(dir, "journal-2"));
+  assert.equal(code(() => open(dir)).entry, "journal-2");
 });
 
 test("a store entry the lessor cannot read is CorruptEntry naming the entry", (t) => {
@@ -323,7 +438,7 @@ test("a store entry the lessor cannot read is CorruptEntry naming the entry", (t
   assert.equal(e.entry, "v1/lease/0000000000000001");
 });
 
-test("compaction: journal past N x snapshot is rewritten; state and crash mid-compaction are safe", (t) => {
+test("compaction: bounded journal, many compactions, crash at each step restores the same state", async (t) => {
   const dir = tempDir(t);
   const clock = { t: T0 };
   const a = open(dir, clock, { compactFactor: 2, minCompactBytes: 512 });
@@ -334,38 +449,255 @@ test("compaction: journal past N x snapshot is rewritten; state and crash mid-co
     clock.t += 10_000; // keepalive every TTL/3
     a.lessor.renew(id);
     a.lessor.put(`k${i % 5}`, `v${i}`);
-    if (a.store.compactFrom(a.lessor)) {
+    if (await a.store.compactFrom(a.lessor)) {
       compactions++;
-      assert.equal(a.store.sizes.journal, 8, "the journal is emptied");
+      assert.equal(a.store.sizes.journal, FILE_HEADER, "the new journal is empty");
     }
     const { journal, snapshot } = a.store.sizes;
-    assert.ok(journal - 8 < Math.max(512, 2 * snapshot) + 400, `journal ${journal} stays bounded`);
+    assert.ok(journal - FILE_HEADER < Math.max(512, 2 * snapshot) + 400, `journal ${journal} stays bounded`);
   }
   assert.ok(compactions >= 5, `compacted ${compactions} times`);
+  assert.deepEqual(readdirSync(dir).sort(), [`journal-${a.store.generation}`, "lock", `snapshot-${a.store.generation}`]);
   const want = state(a.lessor);
-  const beforeCompact = readFileSync(join(dir, "journal"));
   const snapshotBefore = a.store.entries();
-  a.store.compactFrom(a.lessor, { force: true });
+  const g = a.store.generation;
+  // A crash after the snapshot was renamed into place, before the old
+  // generation was removed: the old files are left over, and ignored.
+  const running = a.store.compactFrom(a.lessor, { force: true });
+  const sealed = readFileSync(join(dir, `journal-${g}`));
+  const oldSnapshot = readFileSync(join(dir, `snapshot-${g}`));
+  assert.equal(await running, true);
   assert.deepEqual(entriesAsObject(a.store.entries()), entriesAsObject(snapshotBefore));
-  a.store.close();
-
+  await a.store.close();
+  assert.deepEqual(restored(dir, clock), want);
+  writeFileSync(join(dir, `journal-${g}`), sealed);
+  writeFileSync(join(dir, `snapshot-${g}`), oldSnapshot);
   const b = open(dir, clock);
   assert.deepEqual(state(b.lessor), want);
-  b.store.close();
-
-  // Crash after the snapshot was renamed into place but before the journal
-  // was emptied: replaying the old journal over the new snapshot is the same.
-  writeFileSync(join(dir, "journal"), beforeCompact);
-  const c = open(dir, clock);
-  assert.deepEqual(state(c.lessor), want);
-  c.store.close();
-
-  // A crash before the rename leaves a stray temp file: ignored, overwritten.
-  copyFileSync(join(dir, "snapshot"), join(dir, "snapshot.tmp"));
-  truncateSync(join(dir, "snapshot.tmp"), 20);
+  assert.ok(!existsSync(join(dir, `journal-${g}`)), "the leftovers are removed");
+  // A crash before the rename leaves a stray temp file: ignored, removed.
+  writeFileSync(join(dir, `snapshot-${g + 2}.tmp`), oldSnapshot.subarray(0, 40));
+  // A crash between creating the next journal and sealing this one leaves
+  // an empty next journal: ignored, removed.
+  copyFileSync(join(dir, `journal-${g + 1}`), join(dir, `journal-${g + 2}`));
+  await b.store.close();
+  writeFileSync(join(dir, `journal-${g + 2}`), readFileSync(join(dir, `journal-${g + 2}`)).subarray(0, FILE_HEADER));
+  const header = readFileSync(join(dir, `journal-${g + 2}`));
+  header.writeUInt32LE(g + 2, 12); // its own generation, as the store writes it
+  header.writeUInt32LE(crc32(header.subarray(0, 20)), 20);
+  writeFileSync(join(dir, `journal-${g + 2}`), header);
   const d = open(dir, clock, { minCompactBytes: 1 });
   assert.deepEqual(state(d.lessor), want);
-  assert.equal(d.store.compactFrom(d.lessor, { force: true }), true);
-  d.store.close();
-  assert.deepEqual(state(open(dir, clock).lessor), want);
+  assert.deepEqual(readdirSync(dir).sort(), [`journal-${g + 1}`, "lock", `snapshot-${g + 1}`]);
+  assert.equal(await d.store.compactFrom(d.lessor, { force: true }), true);
+  await d.store.close();
+  assert.deepEqual(restored(dir, clock), want);
+});
+
+test("maxJournalBytes bounds the journal even when the snapshot is large", async (t) => {
+  const dir = tempDir(t);
+  const a = open(dir, undefined, { minCompactBytes: 1, maxJournalBytes: 4096 });
+  const big = "x".repeat(1000);
+  for (let i = 0; i < 200; i++) a.lessor.put(`big${i}`, big); // ~200 KB of state
+  await a.store.compactFrom(a.lessor, { force: true });
+  let compactions = 0;
+  for (let i = 0; i < 300; i++) {
+    a.lessor.put(`k${i % 7}`, `v${i}`);
+    if (await a.store.compactFrom(a.lessor)) compactions++;
+    assert.ok(a.store.sizes.journal < 4096 + 200, `journal ${a.store.sizes.journal}`);
+  }
+  // 4 x a 200 KB snapshot would have let it grow to 800 KB without one.
+  assert.ok(compactions >= 5, `compacted ${compactions} times`);
+  const want = state(a.lessor);
+  await a.store.close();
+  assert.deepEqual(restored(dir), want);
+});
+
+test("compaction yields to the event loop, and writes made meanwhile survive", async (t) => {
+  const dir = tempDir(t);
+  const a = open(dir);
+  const value = new Uint8Array(64 << 10).fill(7);
+  for (let i = 0; i < 320; i++) a.lessor.put(`big${i}`, value); // 20 MiB
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 1);
+  let writes = 0;
+  const running = a.store.compactFrom(a.lessor, { force: true });
+  // Compaction is under way: keep writing until it is done.
+  let done = false;
+  running.then(() => (done = true));
+  while (!done) {
+    a.lessor.put(`during${writes++}`, "x");
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  clearInterval(timer);
+  assert.equal(await running, true);
+  // The snapshot is written in 1 MiB records with an await after each: the
+  // timer and the writes above got turns in between.
+  assert.ok(ticks >= 1, `the 1 ms timer fired ${ticks} times during compaction`);
+  assert.ok(writes >= 2, `${writes} writes interleaved with compaction`);
+  t.diagnostic(`20 MiB compaction: ${ticks} timer turns, ${writes} interleaved writes`);
+  const want = state(a.lessor);
+  await a.store.close();
+  const b = open(dir);
+  assert.deepEqual(state(b.lessor), want);
+  assert.equal(b.lessor.get(`during${writes - 1}`).value, "x");
+  b.store.close();
+});
+
+test("restart streams the files: no whole-file reads, no read past 1 MiB for small records", async (t) => {
+  const dir = tempDir(t);
+  const s = FileStore.open(dir, { minCompactBytes: 1 });
+  const value = new Uint8Array(4000).fill(9);
+  for (let i = 0; i < 500; i++) s.write({ put: [[`k${i % 50}`, value]], delete: [] });
+  await s.compact(s.entries());
+  for (let i = 0; i < 1500; i++) s.write({ put: [[`k${i % 60}`, value]], delete: i % 7 ? [] : [`k${i % 50}`] });
+  const want = entriesAsObject(s.entries());
+  await s.close();
+  assert.ok(fs.statSync(join(dir, "journal-2")).size > 4 << 20, "a journal of several MiB");
+  // Watch every read the store makes (the store's named imports of node:fs
+  // follow these patches once syncBuiltinESMExports has run).
+  const { readFileSync: wholeRead, readSync } = fs;
+  const whole = [];
+  let largest = 0;
+  fs.readFileSync = (path, ...rest) => {
+    whole.push(String(path));
+    return wholeRead(path, ...rest);
+  };
+  fs.readSync = (fd, buf, off, len, pos) => {
+    largest = Math.max(largest, len);
+    return readSync(fd, buf, off, len, pos);
+  };
+  syncBuiltinESMExports();
+  let got;
+  try {
+    const b = FileStore.open(dir);
+    got = entriesAsObject(b.entries());
+    b.close();
+  } finally {
+    fs.readFileSync = wholeRead;
+    fs.readSync = readSync;
+    syncBuiltinESMExports();
+  }
+  assert.deepEqual(got, want);
+  assert.deepEqual(whole.filter((p) => !p.endsWith("boot_id") && !p.endsWith("lock")), [], "no store file is read whole");
+  assert.ok(largest > 0 && largest <= 1 << 20, `largest single read ${largest} bytes`);
+});
+
+// ---- one process per directory -----------------------------------------------------
+
+// A child process that opens the store in `dir`, says "open" and waits.
+function holder(dir) {
+  const child = spawn(
+    process.execPath,
+    [
+      "--input-type=module",
+      "-e",
+      `import { FileStore } from "edge-lease/stores/file";
+       FileStore.open(${JSON.stringify(dir)});
+       process.stdout.write("open\\n");
+       setInterval(() => {}, 1000);`,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"], cwd: new URL("../..", import.meta.url).pathname },
+  );
+  const ready = new Promise((resolve, reject) => {
+    child.stdout.once("data", resolve);
+    child.once("exit", (c) => reject(new Error(`holder exited with ${c}`)));
+  });
+  const gone = new Promise((resolve) => child.once("exit", resolve));
+  return { child, ready, gone };
+}
+
+test("one process per directory: a second opener is refused; the lock ends with its holder", async (t) => {
+  const dir = tempDir(t);
+  const a = FileStore.open(dir);
+  const e = code(() => FileStore.open(dir));
+  assert.equal(e.code, "Locked");
+  assert.equal(e.pid, process.pid);
+  assert.ok(e.message.includes(dir) && e.message.includes(String(process.pid)), e.message);
+  a.write({ put: [["k", new Uint8Array([1])]], delete: [] });
+  await a.close();
+  assert.ok(!existsSync(join(dir, "lock")), "close releases the lock");
+
+  // Another process holds it.
+  const h = holder(dir);
+  t.after(() => h.child.kill("SIGKILL"));
+  await h.ready;
+  const e2 = code(() => FileStore.open(dir));
+  assert.equal(e2.code, "Locked");
+  assert.equal(e2.pid, h.child.pid);
+  assert.match(e2.message, new RegExp(`process ${h.child.pid}`));
+  // SIGKILLed, it cannot release it: the next opener finds it stale.
+  h.child.kill("SIGKILL");
+  await h.gone;
+  assert.ok(existsSync(join(dir, "lock")));
+  const b = FileStore.open(dir);
+  assert.deepEqual(entriesAsObject(b.entries()), { k: "\x01" });
+  await b.close();
+
+  // A lock of another machine cannot be judged: refused.
+  writeFileSync(join(dir, "lock"), JSON.stringify({ pid: 1, host: "elsewhere", boot: null, nonce: "x" }));
+  assert.match(code(() => FileStore.open(dir)).message, /process 1 on elsewhere/);
+  // A lock from before a reboot is stale whatever its pid.
+  const boot = existsSync("/proc/sys/kernel/random/boot_id");
+  if (boot) {
+    writeFileSync(join(dir, "lock"), JSON.stringify({ pid: 1, host: (await import("node:os")).hostname(), boot: "old", nonce: "x" }));
+    FileStore.open(dir).close();
+  }
+  // An empty or zero-filled lock is what a power loss leaves: stale.
+  for (const left of ["", "\0\0\0\0"]) {
+    writeFileSync(join(dir, "lock"), left);
+    FileStore.open(dir).close();
+  }
+  // Any other unreadable lock is not guessed at.
+  writeFileSync(join(dir, "lock"), "pid=12");
+  assert.match(code(() => FileStore.open(dir)).message, /unreadable/);
+});
+
+// ---- version 1 stores ---------------------------------------------------------------
+
+// A version 1 file: "edgelse1", then records of u32 length, u32 CRC, batch.
+function v1File(batches) {
+  const parts = [Buffer.from("edgelse1")];
+  for (const [put, del] of batches) {
+    const b = [Buffer.alloc(4)];
+    b[0].writeUInt32LE(put.length);
+    for (const [k, v] of put) {
+      const kb = Buffer.from(k);
+      const vb = Buffer.from(v);
+      const l = Buffer.alloc(8);
+      l.writeUInt32LE(kb.length, 0);
+      l.writeUInt32LE(vb.length, 4);
+      b.push(l.subarray(0, 4), kb, l.subarray(4), vb);
+    }
+    const n = Buffer.alloc(4);
+    n.writeUInt32LE(del.length);
+    b.push(n);
+    for (const k of del) {
+      const kb = Buffer.from(k);
+      const l = Buffer.alloc(4);
+      l.writeUInt32LE(kb.length);
+      b.push(l, kb);
+    }
+    const payload = Buffer.concat(b);
+    const h = Buffer.alloc(8);
+    h.writeUInt32LE(payload.length, 0);
+    h.writeUInt32LE(crc32(payload), 4);
+    parts.push(h, payload);
+  }
+  return Buffer.concat(parts);
+}
+
+test("a version 1 store is converted on first open, zero-filled tail included", (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, "snapshot"), v1File([[[["a", "1"], ["b", "2"], ["c", "3"]], []]]));
+  writeFileSync(join(dir, "journal"), Buffer.concat([v1File([[[["d", "4"]], ["a"]], [[["b", "22"]], []]]), Buffer.alloc(8)]));
+  const want = { b: "22", c: "3", d: "4" };
+  const s = FileStore.open(dir);
+  assert.deepEqual(entriesAsObject(s.entries()), want);
+  assert.deepEqual(readdirSync(dir).sort(), ["journal-2", "lock", "snapshot-2"]);
+  s.write({ put: [["e", new Uint8Array([53])]], delete: [] });
+  s.close();
+  const again = FileStore.open(dir);
+  assert.deepEqual(entriesAsObject(again.entries()), { ...want, e: "5" });
+  again.close();
 });

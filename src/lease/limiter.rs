@@ -1,48 +1,6 @@
-//! Deadline queue and revoke-rate limiter: the parts of expiry that know
-//! nothing about keys.
-//!
-//! The queue holds one entry per lease, keyed by the deadline it had when it
-//! was queued. Renewing a lease only moves its deadline later, so a queued
-//! entry is never later than the lease's real deadline; `tick` re-queues an
-//! entry whose lease was renewed when it reaches the top. That keeps `renew`
-//! O(1) (no heap work at all) while the heap never grows past one entry per
-//! lease, unlike etcd's LeaseQueue which pushes a new entry on every renew.
+//! The revoke-rate limiter: at most `rate` expiries in any 1 s of host time.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
-
-use crate::LeaseId;
-
-#[derive(Default)]
-pub struct DeadlineQueue {
-    heap: BinaryHeap<Reverse<(i64, LeaseId)>>,
-}
-
-impl DeadlineQueue {
-    pub fn push(&mut self, deadline: i64, id: LeaseId) {
-        self.heap.push(Reverse((deadline, id)));
-    }
-
-    pub fn peek(&self) -> Option<(i64, LeaseId)> {
-        self.heap.peek().map(|r| r.0)
-    }
-
-    pub fn pop(&mut self) -> Option<(i64, LeaseId)> {
-        self.heap.pop().map(|r| r.0)
-    }
-
-    pub fn clear(&mut self) {
-        self.heap.clear();
-    }
-
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    pub fn shrink_to_fit(&mut self) {
-        self.heap.shrink_to_fit();
-    }
-}
+use std::collections::VecDeque;
 
 /// At most `rate` revocations in any window of 1000 ms of host time.
 ///
@@ -114,18 +72,6 @@ impl RateLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn queue_pops_soonest_then_lowest_id() {
-        let mut q = DeadlineQueue::default();
-        q.push(20, 1);
-        q.push(10, 7);
-        q.push(10, 3);
-        assert_eq!(q.pop(), Some((10, 3)));
-        assert_eq!(q.pop(), Some((10, 7)));
-        assert_eq!(q.pop(), Some((20, 1)));
-        assert_eq!(q.pop(), None);
-    }
 
     #[test]
     fn limiter_never_exceeds_rate_in_any_window() {

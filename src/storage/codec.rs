@@ -1,21 +1,21 @@
-//! What the lessor hands to the host's storage, and how it reads it back.
-//!
-//! Every committed operation becomes one [`Batch`] of plain key/value puts and
-//! deletes, so any key-value store can apply it atomically. Layout, version 1
-//! (all keys are ASCII, values are bytes):
+//! The stored layout: how leases, keys and the revision are written as
+//! store entries, and how a whole store is read back. Version 1 (all keys
+//! are ASCII, values are bytes):
 //!
 //! | key | value |
 //! | --- | --- |
 //! | `v1/revision` | the store revision, decimal |
 //! | `v1/lease/<16 hex digits>` | `ttl=<s> deadline=<epoch ms or none> remaining=<ms>` |
 //! | `v1/key/<percent-encoded key>` | `create=<rev> mod=<rev> version=<n> lease=<16 hex> text=<0/1>` `\n` then the value bytes |
+//! | `v1/old/<16 hex revision>/<percent-encoded key>` | a superseded version of the key from that revision on: an entry as above, or `deleted` |
+//! | `v1/compacted` | the compaction point: history before it is gone, decimal |
 //!
 //! A lease's keys are not listed in its record: they are found from the keys'
 //! own `lease=` fields on restore, as etcd recovers its item sets.
 
 use crate::error::{Error, Result};
-use crate::keyspace::Entry;
-use crate::LeaseId;
+use crate::kv::Entry;
+use crate::lease::{LeaseId, MAX_LEASE_TTL};
 
 pub const REVISION_KEY: &str = "v1/revision";
 /// Revisions and versions stay within what JS numbers hold exactly (2^53),
@@ -23,24 +23,9 @@ pub const REVISION_KEY: &str = "v1/revision";
 const MAX_COUNTER: i64 = 1 << 53;
 const LEASE_PREFIX: &str = "v1/lease/";
 const KEY_PREFIX: &str = "v1/key/";
-
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Batch {
-    pub put: Vec<(String, Vec<u8>)>,
-    pub delete: Vec<String>,
-}
-
-impl Batch {
-    pub fn is_empty(&self) -> bool {
-        self.put.is_empty() && self.delete.is_empty()
-    }
-}
-
-/// The host's store. A write must be all-or-nothing: either the whole batch
-/// is durable (or queued in order, for async stores) or an error is returned.
-pub trait Storage {
-    fn write(&mut self, batch: &Batch) -> std::result::Result<(), String>;
-}
+const OLD_PREFIX: &str = "v1/old/";
+pub const COMPACTED_KEY: &str = "v1/compacted";
+const TOMBSTONE: &[u8] = b"deleted";
 
 /// What a lease record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +43,12 @@ pub struct Snapshot {
     pub revision: i64,
     pub leases: Vec<(LeaseId, StoredLease)>,
     pub keys: Vec<(Vec<u8>, Entry)>,
+    /// Superseded versions: (revision, key, entry or None for a delete).
+    pub old: Vec<(i64, Vec<u8>, Option<Entry>)>,
+    /// The compaction point, if the store has one: stores written before
+    /// history was kept have none, and hold no history.
+    pub compacted: i64,
+    pub compacted_stored: bool,
 }
 
 pub fn lease_key(id: LeaseId) -> String {
@@ -88,6 +79,11 @@ fn plain(b: u8) -> bool {
 pub fn key_key(key: &[u8]) -> String {
     let mut s = String::with_capacity(KEY_PREFIX.len() + key.len());
     s.push_str(KEY_PREFIX);
+    push_key_name(&mut s, key);
+    s
+}
+
+fn push_key_name(s: &mut String, key: &[u8]) {
     for &b in key {
         if plain(b) {
             s.push(b as char);
@@ -95,7 +91,18 @@ pub fn key_key(key: &[u8]) -> String {
             s.push_str(&format!("%{b:02X}"));
         }
     }
+}
+
+/// The record of a superseded version of `key` from `revision` on.
+pub fn old_key(revision: i64, key: &[u8]) -> String {
+    let mut s = format!("{OLD_PREFIX}{:016x}/", revision as u64);
+    push_key_name(&mut s, key);
     s
+}
+
+/// A superseded version: the entry, or None for a delete.
+pub fn encode_old(e: Option<&Entry>) -> Vec<u8> {
+    e.map_or_else(|| TOMBSTONE.to_vec(), encode_entry)
 }
 
 pub fn encode_entry(e: &Entry) -> Vec<u8> {
@@ -116,11 +123,15 @@ fn corrupt(key: &str, reason: impl Into<String>) -> Error {
 }
 
 fn parse_hex_id(key: &str, s: &str) -> Result<LeaseId> {
-    // Only the form `lease_key` writes: one id, one name.
+    parse_hex(key, "lease id", s)
+}
+
+fn parse_hex(key: &str, what: &str, s: &str) -> Result<i64> {
+    // Only the form the encoder writes: one number, one name.
     if s.len() != 16 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return Err(corrupt(
             key,
-            format!("lease id \"{s}\" is not 16 lowercase hex digits"),
+            format!("{what} \"{s}\" is not 16 lowercase hex digits"),
         ));
     }
     u64::from_str_radix(s, 16)
@@ -189,6 +200,41 @@ fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(v).map_err(|_| corrupt(key, "not UTF-8"))
 }
 
+/// A key record: the header line, then the value bytes.
+fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
+    let nl = value
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| corrupt(key, "missing header line"))?;
+    let header = utf8(key, &value[..nl])?;
+    let [c, m, ver, lease, text] =
+        fields(key, header, ["create", "mod", "version", "lease", "text"])?;
+    let text = match text {
+        "0" => false,
+        "1" => true,
+        _ => return Err(corrupt(key, "text must be 0 or 1")),
+    };
+    let entry = Entry {
+        value: value[nl + 1..].into(),
+        text,
+        create_revision: num(key, "create", c)?,
+        mod_revision: num(key, "mod", m)?,
+        version: num(key, "version", ver)?,
+        lease: parse_hex_id(key, lease)?,
+    };
+    if entry.create_revision < 2
+        || entry.mod_revision < entry.create_revision
+        || entry.version < 1
+        || entry.version > MAX_COUNTER
+    {
+        return Err(corrupt(key, "revisions or version out of range"));
+    }
+    if text && std::str::from_utf8(&entry.value).is_err() {
+        return Err(corrupt(key, "text value is not UTF-8"));
+    }
+    Ok(entry)
+}
+
 /// Reads a whole store back. Every entry must be one this version wrote.
 pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
     entries: impl IntoIterator<Item = (K, V)>,
@@ -222,53 +268,66 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
                 deadline,
                 remaining: num(key, "remaining", remaining)?,
             };
-            if lease.ttl < 1 || lease.ttl > crate::MAX_LEASE_TTL || lease.remaining < 0 {
+            if lease.ttl < 1 || lease.ttl > MAX_LEASE_TTL || lease.remaining < 0 {
                 return Err(corrupt(key, "ttl or remaining out of range"));
             }
             snap.leases.push((id, lease));
         } else if let Some(name) = key.strip_prefix(KEY_PREFIX) {
             let name = decode_key_name(key, name)?;
-            let nl = value
-                .iter()
-                .position(|&b| b == b'\n')
-                .ok_or_else(|| corrupt(key, "missing header line"))?;
-            let header = utf8(key, &value[..nl])?;
-            let [c, m, ver, lease, text] =
-                fields(key, header, ["create", "mod", "version", "lease", "text"])?;
-            let text = match text {
-                "0" => false,
-                "1" => true,
-                _ => return Err(corrupt(key, "text must be 0 or 1")),
-            };
-            let entry = Entry {
-                value: value[nl + 1..].into(),
-                text,
-                create_revision: num(key, "create", c)?,
-                mod_revision: num(key, "mod", m)?,
-                version: num(key, "version", ver)?,
-                lease: parse_hex_id(key, lease)?,
-            };
-            if entry.create_revision < 2
-                || entry.mod_revision < entry.create_revision
-                || entry.version < 1
-                || entry.version > MAX_COUNTER
-            {
-                return Err(corrupt(key, "revisions or version out of range"));
+            snap.keys.push((name, decode_entry(key, value)?));
+        } else if let Some(rest) = key.strip_prefix(OLD_PREFIX) {
+            let (rev, name) = rest
+                .split_once('/')
+                .ok_or_else(|| corrupt(key, "missing revision"))?;
+            let rev = parse_hex(key, "revision", rev)?;
+            if !(2..=MAX_COUNTER).contains(&rev) {
+                return Err(corrupt(key, "revision out of range"));
             }
-            if text && std::str::from_utf8(&entry.value).is_err() {
-                return Err(corrupt(key, "text value is not UTF-8"));
+            let name = decode_key_name(key, name)?;
+            let entry = if value == TOMBSTONE {
+                None
+            } else {
+                let e = decode_entry(key, value)?;
+                if e.mod_revision != rev {
+                    return Err(corrupt(key, "mod revision is not the record's revision"));
+                }
+                Some(e)
+            };
+            snap.old.push((rev, name, entry));
+        } else if key == COMPACTED_KEY {
+            if snap.compacted_stored {
+                return Err(corrupt(key, "duplicate entry"));
             }
-            snap.keys.push((name, entry));
+            snap.compacted_stored = true;
+            snap.compacted = num(key, "compacted", utf8(key, value)?)?;
+            if !(0..=MAX_COUNTER).contains(&snap.compacted) {
+                return Err(corrupt(key, "compaction point out of range"));
+            }
         } else {
             return Err(corrupt(key, "unknown entry (not written by edge-lease v1)"));
         }
     }
     // Grants write no revision, but every key change does.
-    if !have_revision && !snap.keys.is_empty() {
+    let changed_keys = !snap.keys.is_empty() || !snap.old.is_empty();
+    if !have_revision && changed_keys {
         return Err(corrupt(REVISION_KEY, "missing"));
     }
     if !have_revision {
         snap.revision = 1;
+    }
+    if snap.compacted > snap.revision {
+        return Err(corrupt(
+            COMPACTED_KEY,
+            "compaction point is above the stored revision",
+        ));
+    }
+    for (rev, name, _) in &snap.old {
+        if *rev > snap.revision {
+            return Err(corrupt(
+                &old_key(*rev, name),
+                "revision is above the stored revision",
+            ));
+        }
     }
     Ok(snap)
 }

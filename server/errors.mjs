@@ -1,0 +1,68 @@
+// gRPC status codes, etcd's error messages (clients match on the exact
+// strings), and the HTTP status the JSON gateway gives each code
+// (grpc-gateway v1's HTTPStatusFromCode, which etcd 3.4's gateway uses).
+
+export const Code = {
+  OK: 0,
+  Canceled: 1,
+  Unknown: 2,
+  InvalidArgument: 3,
+  DeadlineExceeded: 4,
+  NotFound: 5,
+  AlreadyExists: 6,
+  PermissionDenied: 7,
+  ResourceExhausted: 8,
+  FailedPrecondition: 9,
+  Aborted: 10,
+  OutOfRange: 11,
+  Unimplemented: 12,
+  Internal: 13,
+  Unavailable: 14,
+  DataLoss: 15,
+  Unauthenticated: 16,
+};
+
+const HTTP = [200, 499, 500, 400, 504, 404, 409, 403, 429, 412, 409, 400, 501, 500, 503, 500, 401];
+
+export function httpStatus(code) {
+  return HTTP[code] ?? 500;
+}
+
+/** An error with a gRPC status code: what every service method throws. */
+export class GrpcError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+const e = (code, message) => () => new GrpcError(code, message);
+
+// The ones this server answers with, spelled as etcd 3.4 spells them
+// (etcdserver/api/v3rpc/rpctypes/error.go).
+export const Etcd = {
+  keyNotProvided: e(Code.InvalidArgument, "etcdserver: key is not provided"),
+  keyNotFound: e(Code.InvalidArgument, "etcdserver: key not found"),
+  valueProvided: e(Code.InvalidArgument, "etcdserver: value is provided"),
+  leaseProvided: e(Code.InvalidArgument, "etcdserver: lease is provided"),
+  requestTooLarge: e(Code.InvalidArgument, "etcdserver: request is too large"),
+  leaseNotFound: e(Code.NotFound, "etcdserver: requested lease not found"),
+  leaseExist: e(Code.FailedPrecondition, "etcdserver: lease already exists"),
+  leaseTtlTooLarge: e(Code.OutOfRange, "etcdserver: too large lease TTL"),
+  futureRev: e(Code.OutOfRange, "etcdserver: mvcc: required revision is a future revision"),
+  authNotEnabled: e(Code.FailedPrecondition, "etcdserver: authentication is not enabled"),
+  rootUserNotExist: e(Code.FailedPrecondition, "etcdserver: root user does not exist"),
+  userNotFound: e(Code.FailedPrecondition, "etcdserver: user name not found"),
+  roleNotFound: e(Code.FailedPrecondition, "etcdserver: role name not found"),
+  memberNotFound: e(Code.NotFound, "etcdserver: member not found"),
+};
+
+/** For what needs engine features that are not there yet (see server/README.md). */
+export function unimplemented(what) {
+  return new GrpcError(Code.Unimplemented, `edge-lease: ${what} is not implemented yet`);
+}
+
+/** etcd's message for a gRPC message over the 2 MiB receive limit. */
+export function tooLargeMessage(size, max) {
+  return new GrpcError(Code.ResourceExhausted, `grpc: received message larger than max (${size} vs. ${max})`);
+}

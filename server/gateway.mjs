@@ -1,0 +1,238 @@
+// etcd 3.4's JSON gateway as one runtime-agnostic handler, (Request) =>
+// Promise<Response>, using web standards only (web streams for the
+// streaming endpoints), so the same code can serve from a worker. It
+// translates JSON to the service layer's messages and back; the transports
+// share server/services/. The Host/Origin guard is the caller's (guard.mjs).
+import { services as schema } from "./proto/schema.mjs";
+import { Code, GrpcError, httpStatus, tooLargeMessage, unimplemented } from "./errors.mjs";
+import { fromJson, parseBody, parseValue, scanValue, toJson } from "./json.mjs";
+import { encodedSize } from "./size.mjs";
+import { CLUSTER_VERSION, SERVER_VERSION } from "./services/common.mjs";
+
+// etcd's gRPC receive limit (max request bytes + 512 KiB of gRPC overhead).
+export const MAX_MESSAGE_BYTES = 2 * 1024 * 1024;
+// JSON carries bytes as base64 (4/3) plus field names: room for a message
+// at the gRPC limit, and not unbounded.
+const MAX_BODY_BYTES = 4 * MAX_MESSAGE_BYTES;
+// A single message inside a stream body.
+const MAX_STREAM_VALUE_BYTES = 64 * 1024;
+
+// The HTTP paths of etcd 3.4's google.api.http annotations.
+const ROUTES = {
+  "kv/range": "etcdserverpb.KV/Range",
+  "kv/put": "etcdserverpb.KV/Put",
+  "kv/deleterange": "etcdserverpb.KV/DeleteRange",
+  "kv/txn": "etcdserverpb.KV/Txn",
+  "kv/compaction": "etcdserverpb.KV/Compact",
+  watch: "etcdserverpb.Watch/Watch",
+  "lease/grant": "etcdserverpb.Lease/LeaseGrant",
+  "lease/revoke": "etcdserverpb.Lease/LeaseRevoke",
+  "kv/lease/revoke": "etcdserverpb.Lease/LeaseRevoke",
+  "lease/keepalive": "etcdserverpb.Lease/LeaseKeepAlive",
+  "lease/timetolive": "etcdserverpb.Lease/LeaseTimeToLive",
+  "kv/lease/timetolive": "etcdserverpb.Lease/LeaseTimeToLive",
+  "lease/leases": "etcdserverpb.Lease/LeaseLeases",
+  "kv/lease/leases": "etcdserverpb.Lease/LeaseLeases",
+  "cluster/member/add": "etcdserverpb.Cluster/MemberAdd",
+  "cluster/member/remove": "etcdserverpb.Cluster/MemberRemove",
+  "cluster/member/update": "etcdserverpb.Cluster/MemberUpdate",
+  "cluster/member/list": "etcdserverpb.Cluster/MemberList",
+  "cluster/member/promote": "etcdserverpb.Cluster/MemberPromote",
+  "maintenance/alarm": "etcdserverpb.Maintenance/Alarm",
+  "maintenance/status": "etcdserverpb.Maintenance/Status",
+  "maintenance/defragment": "etcdserverpb.Maintenance/Defragment",
+  "maintenance/hash": "etcdserverpb.Maintenance/Hash",
+  "maintenance/snapshot": "etcdserverpb.Maintenance/Snapshot",
+  "maintenance/transfer-leadership": "etcdserverpb.Maintenance/MoveLeader",
+  "auth/enable": "etcdserverpb.Auth/AuthEnable",
+  "auth/disable": "etcdserverpb.Auth/AuthDisable",
+  "auth/authenticate": "etcdserverpb.Auth/Authenticate",
+  "auth/user/add": "etcdserverpb.Auth/UserAdd",
+  "auth/user/get": "etcdserverpb.Auth/UserGet",
+  "auth/user/list": "etcdserverpb.Auth/UserList",
+  "auth/user/delete": "etcdserverpb.Auth/UserDelete",
+  "auth/user/changepw": "etcdserverpb.Auth/UserChangePassword",
+  "auth/user/grant": "etcdserverpb.Auth/UserGrantRole",
+  "auth/user/revoke": "etcdserverpb.Auth/UserRevokeRole",
+  "auth/role/add": "etcdserverpb.Auth/RoleAdd",
+  "auth/role/get": "etcdserverpb.Auth/RoleGet",
+  "auth/role/list": "etcdserverpb.Auth/RoleList",
+  "auth/role/delete": "etcdserverpb.Auth/RoleDelete",
+  "auth/role/grant": "etcdserverpb.Auth/RoleGrantPermission",
+  "auth/role/revoke": "etcdserverpb.Auth/RoleRevokePermission",
+  "lock/lock": "v3lockpb.Lock/Lock",
+  "lock/unlock": "v3lockpb.Lock/Unlock",
+  "election/campaign": "v3electionpb.Election/Campaign",
+  "election/proclaim": "v3electionpb.Election/Proclaim",
+  "election/leader": "v3electionpb.Election/Leader",
+  "election/observe": "v3electionpb.Election/Observe",
+  "election/resign": "v3electionpb.Election/Resign",
+};
+
+function method(name) {
+  const [service, rpc] = name.split("/");
+  const [request, response, streaming] = schema[service][rpc];
+  return { request, response, streaming };
+}
+
+const TEXT = { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" };
+const JSON_TYPE = { "content-type": "application/json" };
+
+const text = (status, body, headers = {}) => new Response(body, { status, headers: { ...TEXT, ...headers } });
+const json = (status, body) => new Response(JSON.stringify(body), { status, headers: JSON_TYPE });
+
+/** grpc-gateway's error body, with the HTTP status of the gRPC code. */
+export function errorResponse(e) {
+  const code = e instanceof GrpcError ? e.code : Code.Unknown;
+  const message = e instanceof GrpcError ? e.message : `edge-lease: ${e?.message ?? e}`;
+  if (!(e instanceof GrpcError)) console.error(e);
+  return json(httpStatus(code), { error: message, message, code });
+}
+
+/**
+ * The body as text, or null past `limit` bytes. The rest of a body too large
+ * is read and dropped, not cancelled: a client still sending would see a
+ * reset instead of the answer. Memory stays bounded; the HTTP server's
+ * request timeout bounds the time.
+ */
+async function readText(request, limit) {
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const decoder = new TextDecoder();
+  let size = 0;
+  let out = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return size > limit ? null : out + decoder.decode();
+    size += value.length;
+    if (size <= limit) out += decoder.decode(value, { stream: true });
+    else out = "";
+  }
+}
+
+/** The request as a service message, with etcd's size checks. */
+function decode(type, value) {
+  const msg = fromJson(type, value);
+  const size = encodedSize(type, msg);
+  if (size > MAX_MESSAGE_BYTES) throw tooLargeMessage(size, MAX_MESSAGE_BYTES);
+  return { msg, size };
+}
+
+/** The JSON values of a streaming body, one at a time, as they arrive. */
+async function* values(request) {
+  if (!request.body) return;
+  const reader = request.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      for (;;) {
+        const span = scanValue(buf, 0, done);
+        if (span === null) {
+          buf = "";
+          break;
+        }
+        if (span === "partial") {
+          if (done) throw new GrpcError(Code.Unknown, "unexpected EOF");
+          if (buf.length > MAX_STREAM_VALUE_BYTES) throw new GrpcError(Code.InvalidArgument, "edge-lease: stream message too large");
+          break;
+        }
+        yield parseValue(buf.slice(span[0], span[1]));
+        buf = buf.slice(span[1]);
+      }
+      if (done) return;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+/**
+ * A stream that answers each request with one response (LeaseKeepAlive):
+ * 200, one `{"result":...}\n` chunk per message, ended when the request body
+ * is. As etcd's gateway: an error before the first message is an error
+ * response; after it, the stream just ends.
+ */
+async function eachStream(request, m, handler) {
+  const it = values(request);
+  const answer = (v) => {
+    const { msg } = decode(m.request, v);
+    return new TextEncoder().encode(JSON.stringify({ result: toJson(m.response, handler.each(msg)) }) + "\n");
+  };
+  let first;
+  try {
+    const r = await it.next();
+    first = r.done ? null : answer(r.value);
+  } catch (e) {
+    await it.return();
+    return errorResponse(e);
+  }
+  const body = new ReadableStream({
+    start(controller) {
+      if (first === null) controller.close();
+      else controller.enqueue(first);
+    },
+    async pull(controller) {
+      try {
+        const r = await it.next();
+        if (r.done) controller.close();
+        else controller.enqueue(answer(r.value));
+      } catch {
+        controller.close();
+      }
+    },
+    async cancel() {
+      await it.return();
+    },
+  });
+  return new Response(body, { status: 200, headers: JSON_TYPE });
+}
+
+/** `services`: the table from server/services/index.mjs. */
+export function createGateway({ services }) {
+  async function health() {
+    try {
+      await services.get("etcdserverpb.KV/Range")({ key: new TextEncoder().encode("health") }, { size: 0 });
+      return text(200, '{"health":"true"}');
+    } catch {
+      return text(503, '{"health":"false"}');
+    }
+  }
+
+  return async function gateway(request) {
+    let path;
+    try {
+      path = new URL(request.url).pathname;
+    } catch {
+      return text(400, "400 bad request\n");
+    }
+    if (path === "/version" || path === "/health") {
+      if (request.method !== "GET") return text(405, "Method Not Allowed\n", { allow: "GET" });
+      if (path === "/health") return health();
+      return json(200, { etcdserver: SERVER_VERSION, etcdcluster: CLUSTER_VERSION });
+    }
+    const m = /^\/v3(?:beta)?\/(.+)$/.exec(path);
+    const name = m && Object.hasOwn(ROUTES, m[1]) ? ROUTES[m[1]] : null;
+    // grpc-gateway's mux and Go's default handler word their 404s differently.
+    if (!name) return text(404, m ? "Not Found\n" : "404 page not found\n");
+    if (request.method !== "POST") return text(405, "Method Not Allowed\n");
+    const meta = method(name);
+    const handler = services.get(name);
+    if (!handler) {
+      await request.body?.cancel().catch(() => {});
+      return errorResponse(unimplemented(name));
+    }
+    if (handler.each) return eachStream(request, meta, handler);
+    try {
+      const body = await readText(request, MAX_BODY_BYTES);
+      if (body === null) throw tooLargeMessage(`more than ${MAX_BODY_BYTES}`, MAX_MESSAGE_BYTES);
+      const { msg, size } = decode(meta.request, parseBody(body));
+      const res = await handler(msg, { size });
+      return json(200, toJson(meta.response, res));
+    } catch (e) {
+      return errorResponse(e);
+    }
+  };
+}

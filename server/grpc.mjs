@@ -1,0 +1,123 @@
+// The gRPC transport (Node only): @grpc/grpc-js serves every method of the
+// protos, (de)serialising with protobufjs into the service layer's plain
+// messages (64-bit integers as decimal strings, enums as names, bytes as
+// Buffers). Methods the service layer lacks answer Unimplemented.
+import * as grpc from "@grpc/grpc-js";
+import { loadRoot } from "./proto/load.mjs";
+import { services as schema } from "./proto/schema.mjs";
+import { Code, GrpcError, tooLargeMessage, unimplemented } from "./errors.mjs";
+import { MAX_MESSAGE_BYTES } from "./gateway.mjs";
+
+const SIZE = Symbol("size");
+const FAILED = Symbol("failed");
+
+// proto3 leaves zero values off the wire (protobufjs would write the ones
+// set explicitly); oneof members are kept, as Go sends them.
+function zeroless(T, obj) {
+  const out = {};
+  for (const f of T.fieldsArray) {
+    const v = obj[f.name];
+    if (v === undefined || v === null) continue;
+    if (f.repeated) {
+      if (v.length) out[f.name] = f.resolvedType?.fieldsArray ? v.map((x) => zeroless(f.resolvedType, x)) : v;
+    } else if (f.resolvedType?.fieldsArray) out[f.name] = zeroless(f.resolvedType, v);
+    else if (f.partOf || !(v === 0 || v === "0" || v === false || v === "" || (v instanceof Uint8Array && v.length === 0))) out[f.name] = v;
+  }
+  return out;
+}
+
+function codec(root, typeName) {
+  const T = root.lookupType(typeName);
+  return {
+    serialize: (obj) => Buffer.from(T.encode(T.fromObject(zeroless(T, obj))).finish()),
+    deserialize(buf) {
+      // A bad message becomes the call's error (etcd's codes), not a crash.
+      if (buf.length > MAX_MESSAGE_BYTES) return { [FAILED]: tooLargeMessage(buf.length, MAX_MESSAGE_BYTES) };
+      try {
+        const msg = T.toObject(T.decode(buf), { longs: String, enums: String });
+        msg[SIZE] = buf.length;
+        return msg;
+      } catch (e) {
+        return { [FAILED]: new GrpcError(Code.InvalidArgument, `grpc: error unmarshalling request: ${e.message}`) };
+      }
+    },
+  };
+}
+
+const status = (e) =>
+  e instanceof GrpcError ? { code: e.code, details: e.message } : (console.error(e), { code: Code.Unknown, details: String(e?.message ?? e) });
+
+function unary(handler) {
+  return async (call, callback) => {
+    const req = call.request;
+    if (req[FAILED]) return callback(status(req[FAILED]));
+    try {
+      callback(null, await handler(req, { size: req[SIZE] }));
+    } catch (e) {
+      callback(status(e));
+    }
+  };
+}
+
+// One answer per request; the stream ends OK when the client half-closes
+// (etcd3's keepaliveOnce waits for that).
+function each(handler) {
+  return (call) => {
+    call.on("data", (req) => {
+      if (call.cancelled || call.destroyed) return;
+      try {
+        if (req[FAILED]) throw req[FAILED];
+        call.write(handler.each(req));
+      } catch (e) {
+        call.emit("error", status(e));
+      }
+    });
+    call.on("end", () => call.end());
+    call.on("error", () => {}); // a reset by the client (etcdctl keep-alive --once)
+  };
+}
+
+function missing(name, streaming) {
+  const err = status(unimplemented(name));
+  if (!streaming) return (_call, callback) => callback(err);
+  return (call) => call.emit("error", err);
+}
+
+/** A grpc-js Server with every service of the protos, backed by `services`. */
+export function createGrpcServer(services) {
+  const root = loadRoot();
+  const server = new grpc.Server({
+    // Above etcd's 2 MiB, so deserialize() can answer with etcd's message.
+    "grpc.max_receive_message_length": 2 * MAX_MESSAGE_BYTES,
+    // A connection with no call for this long is closed (clients reconnect).
+    "grpc.max_connection_idle_ms": 5 * 60 * 1000,
+  });
+  for (const [service, methods] of Object.entries(schema)) {
+    const definition = {};
+    const implementation = {};
+    for (const [rpc, [reqType, resType, streaming]] of Object.entries(methods)) {
+      const req = codec(root, reqType);
+      const res = codec(root, resType);
+      definition[rpc] = {
+        path: `/${service}/${rpc}`,
+        requestStream: streaming.includes("c"),
+        responseStream: streaming.includes("s"),
+        requestSerialize: req.serialize,
+        requestDeserialize: req.deserialize,
+        responseSerialize: res.serialize,
+        responseDeserialize: res.deserialize,
+      };
+      const name = `${service}/${rpc}`;
+      const handler = services.get(name);
+      if (!handler) implementation[rpc] = missing(name, streaming !== "");
+      else if (handler.each) implementation[rpc] = each(handler);
+      else implementation[rpc] = unary(handler);
+    }
+    server.addService(definition, implementation);
+  }
+  return server;
+}
+
+export function connectionInjector(server) {
+  return server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+}

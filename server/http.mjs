@@ -1,0 +1,81 @@
+// The HTTP/1.1 side (Node only): adapts node:http to web Requests and
+// Responses for the guard, the JSON gateway and the demo page. A malformed
+// request target or header gets a 400, never an exception.
+import { createServer } from "node:http";
+import { Readable } from "node:stream";
+import { once } from "node:events";
+import { guard } from "./guard.mjs";
+
+const GATEWAY = /^\/(v3|v3beta|v3alpha)\/|^\/(version|health)$/;
+
+function toRequest(req) {
+  // Origin-form targets only ("/path"); "//[" must not become a host.
+  if (!req.url.startsWith("/")) return null;
+  const url = new URL("http://localhost" + req.url);
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(req.headers)) {
+    for (const x of Array.isArray(v) ? v : [v]) headers.append(k, x);
+  }
+  const body = req.method === "GET" || req.method === "HEAD" ? undefined : Readable.toWeb(req);
+  return new Request(url, { method: req.method, headers, body, duplex: "half" });
+}
+
+async function send(res, response, head) {
+  const headers = { "x-content-type-options": "nosniff", "cache-control": "no-store" };
+  response.headers.forEach((v, k) => (headers[k] = v));
+  res.writeHead(response.status, headers);
+  if (!response.body || head) {
+    await response.body?.cancel();
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  // A client gone mid-stream stops the stream (a keepalive loop, say).
+  res.on("close", () => reader.cancel().catch(() => {}));
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done || res.destroyed) break;
+    if (!res.write(value)) await once(res, "drain").catch(() => {});
+  }
+  res.end();
+}
+
+/** `hosts`: the Host names accepted (guard.mjs); `serveFile`: static.mjs's, or null. */
+export function createHttpServer({ gateway, hosts, serveFile }) {
+  const server = createServer(
+    // Slow clients get bounded time to send headers and the request.
+    { headersTimeout: 10_000, requestTimeout: 60_000 },
+    async (req, res) => {
+      try {
+        let request;
+        try {
+          request = toRequest(req);
+        } catch {
+          request = null;
+        }
+        if (!request) {
+          res.writeHead(400, { "content-type": "text/plain; charset=utf-8" }).end("400 bad request\n");
+          req.resume();
+          return;
+        }
+        const refused = guard(request, hosts);
+        const { pathname } = new URL(request.url);
+        let response;
+        if (refused) response = refused;
+        else if (GATEWAY.test(pathname) || !serveFile) response = await gateway(request);
+        else if (req.method === "GET" || req.method === "HEAD") response = await serveFile(pathname);
+        else response = await gateway(request); // etcd's 404 for the rest
+        if (req.readableEnded === false && !GATEWAY.test(pathname)) req.resume();
+        await send(res, response, req.method === "HEAD");
+      } catch (e) {
+        console.error(e);
+        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+        res.end();
+      }
+    },
+  );
+  server.on("clientError", (_err, socket) => {
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+  });
+  return server;
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+// edge-lease as a single-member etcd 3.4: gRPC and the JSON gateway on each
+// client URL (one port for both, as etcd), the demo page at /, state in
+// --data-dir through the file store. Takes etcd's flags (server/flags.mjs).
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Lessor } from "../js/node.mjs";
+import { FileStore } from "../js/stores/file.mjs";
+import { parseFlags, FlagError } from "./flags.mjs";
+import { createServices, memberIds } from "./services/index.mjs";
+import { createGateway } from "./gateway.mjs";
+import { createGrpcServer, connectionInjector } from "./grpc.mjs";
+import { createHttpServer } from "./http.mjs";
+import { createStatic } from "./static.mjs";
+import { sniffingServer } from "./listen.mjs";
+import { allowedHosts } from "./guard.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+let flags;
+try {
+  flags = parseFlags(process.argv.slice(2));
+} catch (e) {
+  if (!(e instanceof FlagError)) throw e;
+  console.error(`edge-lease: ${e.message}`);
+  process.exit(2);
+}
+
+const ids = await memberIds(flags.peerURLs, flags.token);
+const member = {
+  ...ids,
+  name: flags.name,
+  peerURLs: flags.peerURLs,
+  clientURLs: flags.clientURLs,
+  // No raft: the term of a member that elected itself once, as etcd reports it.
+  raftTerm: 2,
+};
+
+// "localhost" listens on loopback's IPv4 address, as etcd's default does.
+const listenHost = (url) => (url.hostname === "localhost" ? "127.0.0.1" : url.hostname.replace(/^\[|\]$/g, ""));
+
+// Filled in once every port is ours (below).
+let lessor = null;
+let store = null;
+let services = null;
+const grpcServer = { current: null };
+
+const gatewayProxy = (request) => gateway(request);
+let gateway = null;
+const hosts = allowedHosts(flags.listen.map((u) => u.hostname));
+const http = createHttpServer({ gateway: gatewayProxy, hosts, serveFile: createStatic(root) });
+
+const servers = [];
+for (const url of flags.listen) {
+  const server = sniffingServer({
+    http1: (socket) => http.emit("connection", socket),
+    http2: (socket) => grpcServer.current.injectConnection(socket),
+  });
+  await new Promise((ok, fail) => {
+    server.once("error", fail);
+    server.listen(Number(url.port || 80), listenHost(url), ok);
+  }).catch((e) => {
+    console.error(`edge-lease: cannot listen on ${url.href}: ${e.message}`);
+    process.exit(1);
+  });
+  servers.push(server);
+}
+
+// The store is opened only once the ports are ours, so a second server that
+// finds a port taken fails before touching the first one's data directory
+// (a FileStore is for one process at a time).
+const dataDir = resolve(flags.dataDir);
+try {
+  store = FileStore.open(dataDir);
+  lessor = new Lessor({
+    storage: store,
+    restore: store.entries(),
+    minTtl: flags.minTtl,
+    // etcd's only limit on keys and values is the 1.5 MiB request size.
+    maxKeyBytes: 1536 * 1024,
+    maxValueBytes: 1536 * 1024,
+  });
+} catch (e) {
+  console.error(`edge-lease: cannot open the store in ${dataDir}: ${e.message}`);
+  process.exit(1);
+}
+lessor.addEventListener("error", (e) => console.error(`edge-lease: expiry failed: ${e.error?.message}`));
+services = createServices({ lessor, store, member });
+// Compacts the journal once it has outgrown the snapshot; cheap otherwise.
+for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcdserverpb.Lease/LeaseRevoke"]) {
+  const handler = services.get(name);
+  services.set(name, (req, call) => {
+    const res = handler(req, call);
+    // In the background: the snapshot is written while requests go on.
+    store.compactFrom(lessor).catch((e) => console.error(`edge-lease: store compaction failed: ${e.message}`));
+    return res;
+  });
+}
+gateway = createGateway({ services });
+const grpc = createGrpcServer(services);
+grpcServer.current = connectionInjector(grpc);
+
+for (const s of servers) {
+  const a = s.address();
+  const h = a.family === "IPv6" ? `[${a.address}]` : a.address;
+  console.log(`edge-lease: etcd v3 API (gRPC and JSON) on http://${h}:${a.port}, demo page at http://${h}:${a.port}/`);
+}
+console.log(
+  `edge-lease: member ${BigInt(member.id).toString(16)} (${member.name}) of cluster ${BigInt(member.clusterId).toString(16)}, data in ${dataDir}`,
+);
+
+// Every acknowledged write is already fsync'd: closing only releases the
+// timer and the journal.
+async function shutdown(signal) {
+  for (const s of servers) s.close();
+  grpcServer.current?.destroy();
+  lessor?.close();
+  // Waits for a compaction in progress to stop and the lock to go.
+  await store?.close();
+  console.log(`edge-lease: stopped (${signal})`);
+  process.exit(0);
+}
+process.on("SIGINT", shutdown);
+process.on("SIGTERM", shutdown);

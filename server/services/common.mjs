@@ -1,0 +1,100 @@
+// What every service shares: the response header, the conversions between
+// etcd's wire values and the engine's, and the engine's errors as etcd's.
+import { Code, Etcd, GrpcError } from "../errors.mjs";
+
+export const SERVER_VERSION = "3.4.23";
+export const CLUSTER_VERSION = "3.4.0";
+// etcd's --max-request-bytes default, checked on what goes through raft.
+export const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+// etcd wraps a write in an InternalRaftRequest (a request header with a
+// 64-bit id, and the field tag and length) before it compares the size.
+const RAFT_OVERHEAD = 18;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+const encoder = new TextEncoder();
+
+export const bytesOf = (b) => (b instanceof Uint8Array ? b : new Uint8Array(0));
+export const toBytes = (v) => (typeof v === "string" ? encoder.encode(v) : v);
+
+/** The engine's string key for wire bytes; etcd refuses an empty key. */
+export function keyOf(b) {
+  const bytes = bytesOf(b);
+  if (bytes.length === 0) throw Etcd.keyNotProvided();
+  return text(bytes);
+}
+
+/** Engine keys are strings today: bytes that are not UTF-8 cannot be named. */
+export function text(bytes) {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new GrpcError(Code.InvalidArgument, "edge-lease: keys must be valid UTF-8 (the engine keeps string keys)");
+  }
+}
+
+/** A wire int64 lease id (decimal string) -> the engine's id, or null for 0. */
+export function leaseIn(id) {
+  const n = BigInt(id ?? 0);
+  return n === 0n ? null : n;
+}
+
+/** The engine's lease id (16 hex digits) -> a wire int64 (decimal string). */
+export function leaseOut(hex) {
+  return hex == null ? "0" : BigInt.asIntN(64, BigInt("0x" + hex)).toString();
+}
+
+/** An engine entry -> mvccpb.KeyValue. */
+export function kvOut(e, keysOnly = false) {
+  const kv = {
+    key: toBytes(e.key),
+    create_revision: e.createRevision,
+    mod_revision: e.modRevision,
+    version: e.version,
+    lease: leaseOut(e.lease),
+  };
+  if (!keysOnly) kv.value = toBytes(e.value);
+  return kv;
+}
+
+/** Refuses a write whose raft entry would pass etcd's request limit. */
+export function checkSize(call) {
+  if ((call?.size ?? 0) + RAFT_OVERHEAD > MAX_REQUEST_BYTES) throw Etcd.requestTooLarge();
+}
+
+/** Runs an engine call, turning its LeaseErrors into etcd's errors. */
+export function engine(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    switch (e?.code) {
+      case "LeaseNotFound":
+        throw Etcd.leaseNotFound();
+      case "LeaseExists":
+        throw Etcd.leaseExist();
+      case "LeaseTtlTooLarge":
+        throw Etcd.leaseTtlTooLarge();
+      case "InvalidArgument":
+        throw new GrpcError(Code.InvalidArgument, `edge-lease: ${e.message}`);
+      case "NotPrimary":
+      case "Closed":
+        throw new GrpcError(Code.Unavailable, "etcdserver: server stopped");
+      default:
+        // StorageFailed, or a bug: the client learns the write did not happen.
+        throw new GrpcError(Code.Unknown, `edge-lease: ${e?.message ?? e}`);
+    }
+  }
+}
+
+/** Builds response headers for one member. */
+export function headers(lessor, member) {
+  return {
+    header: () => ({
+      cluster_id: member.clusterId,
+      member_id: member.id,
+      revision: lessor.revision,
+      raft_term: member.raftTerm,
+    }),
+    // Cluster calls answer from the membership store: no revision.
+    clusterHeader: () => ({ cluster_id: member.clusterId, member_id: member.id, raft_term: member.raftTerm }),
+  };
+}

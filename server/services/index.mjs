@@ -1,0 +1,34 @@
+// The service layer both transports share: "package.Service/Method" -> a
+// handler. A unary handler is (request, call) => response, where call.size
+// is the request's encoded size; a bidirectional stream that answers each
+// request with one response is { each(request) }. Messages are plain objects
+// (server/json.mjs says how). Methods with no handler here answer
+// Unimplemented: they wait for engine features (server/README.md).
+import { headers } from "./common.mjs";
+import { kvService } from "./kv.mjs";
+import { leaseService } from "./lease.mjs";
+import { clusterService } from "./cluster.mjs";
+import { maintenanceService } from "./maintenance.mjs";
+import { authService } from "./auth.mjs";
+
+export { memberIds } from "./cluster.mjs";
+
+/**
+ * `lessor`: the engine; `store`: its FileStore or null; `member`: { id,
+ * clusterId (uint64 decimal strings), name, peerURLs, clientURLs, raftTerm }.
+ */
+export function createServices({ lessor, store = null, member }) {
+  const ctx = { lessor, store, member, ...headers(lessor, member) };
+  const services = {
+    "etcdserverpb.KV": kvService(ctx),
+    "etcdserverpb.Lease": leaseService(ctx),
+    "etcdserverpb.Cluster": clusterService(ctx),
+    "etcdserverpb.Maintenance": maintenanceService(ctx),
+    "etcdserverpb.Auth": authService(ctx),
+  };
+  const table = new Map();
+  for (const [service, methods] of Object.entries(services)) {
+    for (const [name, handler] of Object.entries(methods)) table.set(`${service}/${name}`, handler);
+  }
+  return table;
+}

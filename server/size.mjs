@@ -1,0 +1,41 @@
+// The protobuf-encoded size of a message (server/json.mjs's representation),
+// so the gateway applies etcd's size limits to what the gRPC request would be.
+import { messages, enums } from "./proto/schema.mjs";
+
+const varint = (n) => {
+  let v = BigInt.asUintN(64, BigInt(n));
+  let s = 1;
+  while (v >= 128n) {
+    v >>= 7n;
+    s++;
+  }
+  return s;
+};
+const FIXED = { fixed32: 4, sfixed32: 4, float: 4, fixed64: 8, sfixed64: 8, double: 8 };
+const utf8 = new TextEncoder();
+
+function valueSize(type, v) {
+  if (messages[type]) {
+    const n = encodedSize(type, v);
+    return varint(n) + n;
+  }
+  if (enums[type]) return varint(typeof v === "number" ? v : enums[type][v] ?? 0);
+  if (type === "bytes") return varint(v.length) + v.length;
+  if (type === "string") {
+    const n = utf8.encode(v).length;
+    return varint(n) + n;
+  }
+  if (type === "bool") return 1;
+  return FIXED[type] ?? varint(v);
+}
+
+export function encodedSize(type, msg) {
+  let size = 0;
+  for (const [id, name, t, flags = ""] of messages[type]) {
+    const v = msg[name];
+    if (v === undefined || v === null) continue;
+    const tag = varint(id << 3);
+    for (const x of flags.includes("r") ? v : [v]) size += tag + valueSize(t, x);
+  }
+  return size;
+}

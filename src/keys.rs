@@ -1,0 +1,533 @@
+//! Reads and writes of keys, with etcd's KV semantics: Range, Put,
+//! DeleteRange, Txn and Compact. Each write stages its changes in one
+//! [`Write`] (so one revision), and the ops of a transaction read what its
+//! earlier ops staged. Reads see a key only while its lease lives.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::kv::{cost, Bound, Entry, Key, RangeRequest, RangeResponse};
+use crate::lessor::Lessor;
+use crate::ops::{
+    Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, DeleteResult, Op,
+    OpResponse, PutOptions, PutResult, TxnRequest, TxnResponse,
+};
+use crate::write::Write;
+
+impl Lessor {
+    /// A live key's entry.
+    pub fn get(&mut self, now: i64, key: &[u8]) -> Option<&Entry> {
+        let now = self.observe(now);
+        let leases = &self.leases;
+        self.kv.get(key).filter(|e| leases.keeps(e.lease, now))
+    }
+
+    /// Live keys starting with `prefix` (all keys for an empty prefix), sorted.
+    pub fn range<'a>(&'a mut self, now: i64, prefix: &'a [u8]) -> Vec<(&'a [u8], &'a Entry)> {
+        let now = self.observe(now);
+        let leases = &self.leases;
+        self.kv
+            .prefix(prefix)
+            .filter(|(_, e)| leases.keeps(e.lease, now))
+            .collect()
+    }
+
+    /// Writes a key. See [`PutOptions`].
+    pub fn put(
+        &mut self,
+        now: i64,
+        key: &[u8],
+        value: &[u8],
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        let now = self.observe(now);
+        self.with_space(|l| {
+            let mut w = Write::new(&l.kv);
+            let r = l.stage_put(now, &mut w, key, value, opts)?;
+            l.commit(w)?;
+            Ok(r)
+        })
+    }
+
+    /// Deletes a live key (detaching it from its lease).
+    pub fn delete(&mut self, now: i64, key: &[u8], want_prev: bool) -> Result<DeleteResult> {
+        let r = self.delete_range(
+            now,
+            &DeleteRequest {
+                key: key.to_vec(),
+                range_end: Vec::new(),
+                prev_kv: want_prev,
+            },
+        )?;
+        Ok(DeleteResult {
+            deleted: r.deleted > 0,
+            revision: r.revision,
+            prev: r.prev_kvs.into_iter().next().map(|(_, e)| e),
+        })
+    }
+
+    /// etcd's Range: keys in a range, at the current or a past revision.
+    pub fn range_kv(&mut self, now: i64, req: &RangeRequest) -> Result<RangeResponse> {
+        let now = self.observe(now);
+        self.config.check_key(&req.key)?;
+        self.read(now, &Write::new(&self.kv), req)
+    }
+
+    /// etcd's DeleteRange: deletes the live keys of a range in one revision.
+    pub fn delete_range(&mut self, now: i64, req: &DeleteRequest) -> Result<DeleteResponse> {
+        let now = self.observe(now);
+        self.config.check_key(&req.key)?;
+        let mut w = Write::new(&self.kv);
+        let mut r = self.stage_delete(now, &mut w, req)?;
+        r.revision = self.commit(w)?;
+        Ok(r)
+    }
+
+    /// etcd's Txn: compares, then one branch of ops, all in one revision.
+    /// Nothing changes unless every op succeeds.
+    pub fn txn(&mut self, now: i64, req: &TxnRequest) -> Result<TxnResponse> {
+        let now = self.observe(now);
+        self.check_txn(req)?;
+        check_intervals(&req.success)?;
+        check_intervals(&req.failure)?;
+        // Every compare, nested ones included, sees the state before the
+        // transaction, as etcd evaluates them.
+        let mut path = Vec::new();
+        self.compare_path(now, req, &mut path);
+        self.check_branch(now, req, &path, &mut 0, Pass::Puts)?;
+        self.check_branch(now, req, &path, &mut 0, Pass::Ranges)?;
+        self.with_space(|l| {
+            let mut w = Write::new(&l.kv);
+            let mut resp = l.stage_txn(now, &mut w, req, &path, &mut 0)?;
+            resp.revision = l.commit(w)?;
+            Ok(resp)
+        })
+    }
+
+    /// Runs a write; if it would pass the quota while history no watcher
+    /// needs is held, compacts that history and tries once more (history
+    /// is the first thing to give, rather than refusing writes).
+    fn with_space<T>(&mut self, write: impl Fn(&mut Self) -> Result<T>) -> Result<T> {
+        match write(self) {
+            Err(Error::NoSpace) => {
+                let wanted = self.watchers.oldest_wanted().unwrap_or(i64::MAX);
+                let to = wanted.min(self.kv.revision());
+                if to <= self.kv.compacted() {
+                    return Err(Error::NoSpace);
+                }
+                let mut w = Write::new(&self.kv);
+                w.compact(&self.kv, to);
+                self.commit(w)?;
+                write(self)
+            }
+            r => r,
+        }
+    }
+
+    /// Forgets history before `revision` (etcd's Compact). Returns the
+    /// current revision.
+    pub fn compact(&mut self, revision: i64) -> Result<i64> {
+        if revision <= self.kv.compacted() {
+            return Err(Error::Compacted(self.kv.compacted()));
+        }
+        if revision > self.kv.revision() {
+            return Err(Error::FutureRevision);
+        }
+        let mut w = Write::new(&self.kv);
+        w.compact(&self.kv, revision);
+        self.commit(w)
+    }
+
+    /// A key as the write `w` would leave it: staged, or live and visible.
+    fn current<'a>(&'a self, now: i64, w: &'a Write, key: &[u8]) -> Option<&'a Entry> {
+        match w.staged(key) {
+            Some(staged) => staged,
+            None => self.kv.get(key).filter(|e| self.leases.keeps(e.lease, now)),
+        }
+    }
+
+    /// The visible entries of `[key, range_end)` (or the key alone) after
+    /// `w`, in key order.
+    fn visible<'a>(
+        &'a self,
+        now: i64,
+        w: &'a Write,
+        key: &'a [u8],
+        range_end: &'a [u8],
+    ) -> Vec<(&'a Key, &'a Entry)> {
+        let Some(end) = Bound::of(range_end) else {
+            let entry = self.current(now, w, key);
+            return match (entry, self.kv.key_ref(key)) {
+                (Some(e), Some(k)) => vec![(k, e)],
+                (Some(e), None) => w
+                    .staged_keys()
+                    .find(|k| ***k == *key)
+                    .map(|k| vec![(k, e)])
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+        };
+        let live = self
+            .kv
+            .range(key, end)
+            .filter(|(_, e)| self.leases.keeps(e.lease, now));
+        if !w.changes_keys() {
+            return live.collect();
+        }
+        // Overlay what the write staged in the range.
+        let mut merged: BTreeMap<&Key, Option<&Entry>> = live.map(|(k, e)| (k, Some(e))).collect();
+        for k in w.staged_keys() {
+            if **k >= *key && end.admits(k) {
+                merged.insert(k, w.staged(k).flatten());
+            }
+        }
+        merged
+            .into_iter()
+            .filter_map(|(k, e)| e.map(|e| (k, e)))
+            .collect()
+    }
+
+    /// A range read inside the write `w` (which may have staged changes).
+    fn read(&self, now: i64, w: &Write, req: &RangeRequest) -> Result<RangeResponse> {
+        let committed = self.kv.revision();
+        let current = committed + w.changes_keys() as i64;
+        let rev = if req.revision <= 0 {
+            current
+        } else {
+            req.revision
+        };
+        if rev > current {
+            return Err(Error::FutureRevision);
+        }
+        if rev < self.kv.compacted() {
+            return Err(Error::Compacted(self.kv.compacted()));
+        }
+        if rev == current {
+            let v = self.visible(now, w, &req.key, &req.range_end);
+            return Ok(req.respond(v.into_iter(), current));
+        }
+        if rev == committed {
+            let none = Write::new(&self.kv);
+            let v = self.visible(now, &none, &req.key, &req.range_end);
+            return Ok(req.respond(v.into_iter(), current));
+        }
+        Ok(match Bound::of(&req.range_end) {
+            None => {
+                let hit = self
+                    .kv
+                    .key_ref(&req.key)
+                    .and_then(|k| self.kv.get_at(k, rev).map(|e| (k, e)));
+                req.respond(hit.into_iter(), current)
+            }
+            Some(end) => req.respond(self.kv.range_at(&req.key, end, rev), current),
+        })
+    }
+
+    /// Stages a put in `w`. An `if_absent` put that finds the key stages
+    /// nothing and returns the holder.
+    fn stage_put(
+        &self,
+        now: i64,
+        w: &mut Write,
+        key: &[u8],
+        value: &[u8],
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        self.config.check_key(key)?;
+        if w.staged(key).is_some() {
+            return Err(Error::DuplicateKey);
+        }
+        let existing = self.kv.get(key);
+        let live = existing.filter(|e| self.leases.keeps(e.lease, now));
+        if (opts.ignore_value || opts.ignore_lease) && live.is_none() {
+            return Err(Error::KeyNotFound);
+        }
+        let value = match live {
+            Some(e) if opts.ignore_value => &e.value[..],
+            _ => value,
+        };
+        let lease = match live {
+            Some(e) if opts.ignore_lease => e.lease,
+            _ => opts.lease,
+        };
+        self.config.check_value(value, opts.text)?;
+        if lease != 0 {
+            let Some(l) = self.leases.live(lease, now) else {
+                return Err(Error::LeaseNotFound(lease));
+            };
+            if l.keys.len() >= self.config.max_keys_per_lease
+                && l.keys.binary_search_by(|k| (**k).cmp(key)).is_err()
+            {
+                return Err(Error::invalid(format!(
+                    "lease {:016x} already has {} keys, the limit",
+                    lease as u64,
+                    l.keys.len()
+                )));
+            }
+        }
+        if opts.if_absent {
+            if let Some(holder) = live {
+                return Ok(PutResult {
+                    created: false,
+                    revision: self.kv.revision(),
+                    prev: Some(holder.clone()),
+                });
+            }
+        }
+        let needed = self.kv.bytes() + w.added_bytes() + cost(key, value);
+        if needed > self.config.quota_bytes {
+            return Err(Error::NoSpace);
+        }
+        let revision = w.revision();
+        let (create_revision, version) = match live {
+            Some(e) => (e.create_revision, e.version + 1),
+            None => (revision, 1),
+        };
+        let entry = Entry {
+            value: value.into(),
+            text: opts.text,
+            create_revision,
+            mod_revision: revision,
+            version,
+            lease,
+        };
+        let result = PutResult {
+            created: live.is_none(),
+            revision,
+            prev: if opts.prev { live.cloned() } else { None },
+        };
+        // An expired holder loses the key to this write.
+        let old_lease = existing.map_or(0, |e| e.lease);
+        w.put(self.kv.key(key), entry, old_lease);
+        Ok(result)
+    }
+
+    /// Stages the deletion of the visible keys of a range.
+    fn stage_delete(&self, now: i64, w: &mut Write, req: &DeleteRequest) -> Result<DeleteResponse> {
+        let doomed: Vec<(Key, Entry)> = self
+            .visible(now, w, &req.key, &req.range_end)
+            .into_iter()
+            .map(|(k, e)| (k.clone(), e.clone()))
+            .collect();
+        for (k, _) in &doomed {
+            if w.staged(k).is_some() {
+                return Err(Error::DuplicateKey);
+            }
+        }
+        let deleted = doomed.len() as i64;
+        for (k, e) in &doomed {
+            w.delete(k.clone(), e.lease);
+        }
+        let revision = if w.changes_keys() {
+            w.revision()
+        } else {
+            self.kv.revision()
+        };
+        Ok(DeleteResponse {
+            deleted,
+            prev_kvs: if req.prev_kv { doomed } else { Vec::new() },
+            revision,
+        })
+    }
+
+    /// etcd's request checks: op counts and keys, recursively.
+    fn check_txn(&self, req: &TxnRequest) -> Result<()> {
+        let ops = req
+            .compare
+            .len()
+            .max(req.success.len())
+            .max(req.failure.len());
+        if ops > self.config.max_txn_ops {
+            return Err(Error::TooManyOps);
+        }
+        for c in &req.compare {
+            self.config.check_key(&c.key)?;
+        }
+        for op in req.success.iter().chain(&req.failure) {
+            match op {
+                Op::Range(r) => self.config.check_key(&r.key)?,
+                Op::Put(p) => self.config.check_key(&p.key)?,
+                Op::Delete(d) => self.config.check_key(&d.key)?,
+                Op::Txn(t) => self.check_txn(t)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The branch each transaction takes, outermost first, then each nested
+    /// transaction of the taken branch in order (etcd's txn path).
+    fn compare_path(&self, now: i64, req: &TxnRequest, path: &mut Vec<bool>) {
+        let w = Write::new(&self.kv);
+        let ok = req.compare.iter().all(|c| self.holds(now, &w, c));
+        path.push(ok);
+        for op in if ok { &req.success } else { &req.failure } {
+            if let Op::Txn(t) = op {
+                self.compare_path(now, t, path);
+            }
+        }
+    }
+
+    fn holds(&self, now: i64, w: &Write, c: &Compare) -> bool {
+        let entries = self.visible(now, w, &c.key, &c.range_end);
+        if entries.is_empty() {
+            if matches!(c.target, CompareTarget::Value(_)) {
+                return false;
+            }
+            let zero = Entry {
+                value: Box::default(),
+                text: false,
+                create_revision: 0,
+                mod_revision: 0,
+                version: 0,
+                lease: 0,
+            };
+            return compare(c, &zero);
+        }
+        entries.iter().all(|(_, e)| compare(c, e))
+    }
+
+    /// The checks etcd makes before applying a transaction: first that every
+    /// put of the taken branches can happen, then that every range can.
+    fn check_branch(
+        &self,
+        now: i64,
+        req: &TxnRequest,
+        path: &[bool],
+        at: &mut usize,
+        pass: Pass,
+    ) -> Result<()> {
+        let ok = path[*at];
+        *at += 1;
+        let w = Write::new(&self.kv);
+        for op in if ok { &req.success } else { &req.failure } {
+            match (op, pass) {
+                (Op::Txn(t), _) => self.check_branch(now, t, path, at, pass)?,
+                (Op::Put(p), Pass::Puts) => {
+                    let o = &p.options;
+                    if (o.ignore_value || o.ignore_lease) && self.current(now, &w, &p.key).is_none()
+                    {
+                        return Err(Error::KeyNotFound);
+                    }
+                    if o.lease != 0 && !o.ignore_lease && self.leases.live(o.lease, now).is_none() {
+                        return Err(Error::LeaseNotFound(o.lease));
+                    }
+                }
+                (Op::Range(r), Pass::Ranges) => {
+                    // Against the revision before the transaction, as etcd.
+                    if r.revision > self.kv.revision() {
+                        return Err(Error::FutureRevision);
+                    }
+                    if r.revision > 0 && r.revision < self.kv.compacted() {
+                        return Err(Error::Compacted(self.kv.compacted()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn stage_txn(
+        &self,
+        now: i64,
+        w: &mut Write,
+        req: &TxnRequest,
+        path: &[bool],
+        at: &mut usize,
+    ) -> Result<TxnResponse> {
+        let ok = path[*at];
+        *at += 1;
+        let mut responses = Vec::new();
+        for op in if ok { &req.success } else { &req.failure } {
+            responses.push(match op {
+                Op::Range(r) => OpResponse::Range(self.read(now, w, r)?),
+                Op::Put(p) => OpResponse::Put(self.stage_put(now, w, &p.key, &p.value, p.options)?),
+                Op::Delete(d) => OpResponse::Delete(self.stage_delete(now, w, d)?),
+                Op::Txn(t) => {
+                    let mut r = self.stage_txn(now, w, t, path, at)?;
+                    r.revision = 0;
+                    OpResponse::Txn(r)
+                }
+            });
+        }
+        Ok(TxnResponse {
+            succeeded: ok,
+            responses,
+            revision: 0,
+        })
+    }
+}
+
+/// Key ranges as (key, range_end).
+type Ranges = Vec<(Vec<u8>, Vec<u8>)>;
+
+#[derive(Clone, Copy)]
+enum Pass {
+    Puts,
+    Ranges,
+}
+
+fn compare(c: &Compare, e: &Entry) -> bool {
+    let ord = match &c.target {
+        CompareTarget::Version(v) => e.version.cmp(v),
+        CompareTarget::Create(v) => e.create_revision.cmp(v),
+        CompareTarget::Mod(v) => e.mod_revision.cmp(v),
+        CompareTarget::Lease(v) => e.lease.cmp(v),
+        CompareTarget::Value(v) => e.value[..].cmp(&v[..]),
+    };
+    match c.result {
+        CompareResult::Equal => ord == Ordering::Equal,
+        CompareResult::NotEqual => ord != Ordering::Equal,
+        CompareResult::Greater => ord == Ordering::Greater,
+        CompareResult::Less => ord == Ordering::Less,
+    }
+}
+
+/// etcd's duplicate check: within one transaction no two puts write one key
+/// and no put writes a key a delete range covers, nested branches included.
+/// Returns the keys put and the delete ranges, for the enclosing level.
+fn check_intervals(ops: &[Op]) -> Result<(Vec<Vec<u8>>, Ranges)> {
+    let mut dels: Ranges = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Delete(d) => Some((d.key.clone(), d.range_end.clone())),
+            _ => None,
+        })
+        .collect();
+    let covered = |dels: &Ranges, k: &[u8]| {
+        dels.iter().any(|(from, end)| match Bound::of(end) {
+            None => from == k,
+            Some(end) => k >= &from[..] && end.admits(k),
+        })
+    };
+    let mut puts: Vec<Vec<u8>> = Vec::new();
+    for op in ops {
+        let Op::Txn(t) = op else { continue };
+        let (then_puts, then_dels) = check_intervals(&t.success)?;
+        let (else_puts, else_dels) = check_intervals(&t.failure)?;
+        for k in &then_puts {
+            if puts.contains(k) || covered(&dels, k) {
+                return Err(Error::DuplicateKey);
+            }
+        }
+        for k in &else_puts {
+            // The two branches never both run: a key both put is fine.
+            if (puts.contains(k) && !then_puts.contains(k)) || covered(&dels, k) {
+                return Err(Error::DuplicateKey);
+            }
+        }
+        puts.extend(then_puts);
+        puts.extend(else_puts);
+        dels.extend(then_dels);
+        dels.extend(else_dels);
+    }
+    for op in ops {
+        let Op::Put(p) = op else { continue };
+        if puts.contains(&p.key) || covered(&dels, &p.key) {
+            return Err(Error::DuplicateKey);
+        }
+        puts.push(p.key.clone());
+    }
+    Ok((puts, dels))
+}

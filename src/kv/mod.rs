@@ -1,0 +1,378 @@
+//! The keyspace: keys, values, the revision counter and the history of
+//! changes since the last compaction. Knows nothing of leases beyond the id
+//! a key carries; which keys are visible is the lease table's rule
+//! (`LeaseTable::keeps`), and changes come only through the write path
+//! (`crate::write`).
+//!
+//! Live entries sit in a hash map (point reads and writes); an ordered map of
+//! the same keys serves ranges and holds each key's superseded versions, so
+//! a read at a past revision finds a key's state there, and a log of
+//! (revision, key) in commit order replays the changes for watchers.
+//! Compaction drops what no read at or after the compaction point can see.
+
+mod range;
+
+pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::lease::LeaseId;
+
+/// A key's bytes, shared by every index that refers to it.
+pub type Key = Arc<[u8]>;
+
+/// One stored key's value and metadata, as etcd's mvccpb.KeyValue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub value: Box<[u8]>,
+    /// The value was given as text: hosts hand it back as a string.
+    pub text: bool,
+    /// Revision of the change that created the key: a lock's fencing token.
+    pub create_revision: i64,
+    pub mod_revision: i64,
+    /// Number of changes since creation (1 on create).
+    pub version: i64,
+    /// 0 when the key belongs to no lease.
+    pub lease: LeaseId,
+}
+
+/// A superseded state of a key: from `revision` on it was `entry` (None:
+/// deleted), until the next version or the live entry.
+#[derive(Debug, Clone)]
+struct Version {
+    revision: i64,
+    entry: Option<Entry>,
+}
+
+/// One change, as watchers see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub key: Key,
+    /// The entry written, or None for a delete.
+    pub entry: Option<Entry>,
+    /// The revision of the change (a delete's `mod_revision`).
+    pub revision: i64,
+    /// The key's entry before the change, if it had one.
+    pub prev: Option<Entry>,
+}
+
+pub struct Keyspace {
+    /// Seeded per keyspace from the OS, so keys cannot be crafted to collide.
+    live: HashMap<Key, Entry, foldhash::fast::FixedState>,
+    /// Every live key and every key with history, with its superseded
+    /// versions (oldest first; empty for most keys).
+    index: BTreeMap<Key, Vec<Version>>,
+    /// (revision, key) of every change after the compaction point, in order.
+    log: VecDeque<(i64, Key)>,
+    /// Revision of the last change; etcd starts an empty store at 1, so the
+    /// first change is revision 2.
+    revision: i64,
+    /// Reads before this revision are refused (etcd's compact revision).
+    compacted: i64,
+    /// What the entries and versions held take, as `cost` counts it.
+    bytes: usize,
+}
+
+/// What one version of a key is counted as against the quota: its bytes
+/// plus a fixed share for the maps and metadata around it.
+pub fn cost(key: &[u8], value: &[u8]) -> usize {
+    const OVERHEAD: usize = 64;
+    OVERHEAD + key.len() + value.len()
+}
+
+/// `cost` of a version (None: a deletion mark).
+fn version_cost(key: &[u8], entry: Option<&Entry>) -> usize {
+    cost(key, entry.map_or(&[][..], |e| &e.value))
+}
+
+impl Keyspace {
+    pub fn new(hash_seed: u64) -> Keyspace {
+        Keyspace {
+            live: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(hash_seed)),
+            index: BTreeMap::new(),
+            log: VecDeque::new(),
+            revision: 1,
+            compacted: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Bytes held by entries and history, as the quota counts them.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn revision(&self) -> i64 {
+        self.revision
+    }
+
+    /// The oldest revision reads and watches may ask for.
+    pub fn compacted(&self) -> i64 {
+        self.compacted
+    }
+
+    /// A live entry.
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        self.live.get(key)
+    }
+
+    /// The key's entry as of `revision` (at most the current one).
+    pub fn get_at(&self, key: &[u8], revision: i64) -> Option<&Entry> {
+        if let Some(e) = self.live.get(key) {
+            if e.mod_revision <= revision {
+                return Some(e);
+            }
+        }
+        let past = self.index.get(key)?;
+        let n = past.partition_point(|v| v.revision <= revision);
+        past.get(n.checked_sub(1)?)?.entry.as_ref()
+    }
+
+    /// The key as the keyspace shares it: the stored copy if there is one,
+    /// so each key's bytes are held once.
+    pub fn key(&self, key: &[u8]) -> Key {
+        if let Some((k, _)) = self.live.get_key_value(key) {
+            return k.clone();
+        }
+        match self.index.get_key_value(key) {
+            Some((k, _)) => k.clone(),
+            None => key.into(),
+        }
+    }
+
+    /// The shared key, if the keyspace holds it (live or in history).
+    pub fn key_ref(&self, key: &[u8]) -> Option<&Key> {
+        self.index.get_key_value(key).map(|(k, _)| k)
+    }
+
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Live entries in `[from, to)`, in key order.
+    pub fn range<'a>(
+        &'a self,
+        from: &'a [u8],
+        to: Bound<'a>,
+    ) -> impl Iterator<Item = (&'a Key, &'a Entry)> {
+        self.index
+            .range::<[u8], _>(to.from(from))
+            .filter_map(|(k, _)| self.live.get_key_value(&**k))
+    }
+
+    /// Entries in `[from, to)` as of `revision`, in key order.
+    pub fn range_at<'a>(
+        &'a self,
+        from: &'a [u8],
+        to: Bound<'a>,
+        revision: i64,
+    ) -> impl Iterator<Item = (&'a Key, &'a Entry)> {
+        self.index
+            .range::<[u8], _>(to.from(from))
+            .filter_map(move |(k, _)| self.get_at(k, revision).map(|e| (k, e)))
+    }
+
+    /// Live keys starting with `prefix`, in byte order.
+    pub fn prefix<'a>(&'a self, prefix: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a Entry)> {
+        self.index
+            .range::<[u8], _>(Bound::Unbounded.from(prefix))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .filter_map(|(k, _)| self.live.get_key_value(&**k))
+            .map(|(k, e)| (&**k, e))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
+        self.live.iter().map(|(k, e)| (&**k, e))
+    }
+
+    /// Loads a restored live entry.
+    pub(crate) fn load(&mut self, key: Key, entry: Entry) {
+        self.bytes += version_cost(&key, Some(&entry));
+        self.index.entry(key.clone()).or_default();
+        self.live.insert(key, entry);
+    }
+
+    /// Loads a restored superseded version.
+    pub(crate) fn load_old(&mut self, revision: i64, key: Key, entry: Option<Entry>) {
+        self.bytes += version_cost(&key, entry.as_ref());
+        self.index
+            .entry(key)
+            .or_default()
+            .push(Version { revision, entry });
+    }
+
+    /// Ends a restore: history starts at `compacted`, and the log is rebuilt
+    /// from every version since (within a revision, in key order). Returns
+    /// a version loaded twice, if any.
+    pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) -> Option<(i64, Key)> {
+        self.revision = revision;
+        self.compacted = compacted;
+        let mut log = Vec::new();
+        for (k, past) in self.index.iter_mut() {
+            past.sort_unstable_by_key(|v| v.revision);
+            if let Some(w) = past.windows(2).find(|w| w[0].revision == w[1].revision) {
+                return Some((w[0].revision, k.clone()));
+            }
+            log.extend(
+                past.iter()
+                    .filter(|v| v.revision >= compacted)
+                    .map(|v| (v.revision, k.clone())),
+            );
+            if let Some(e) = self.live.get(&**k) {
+                if e.mod_revision >= compacted {
+                    log.push((e.mod_revision, k.clone()));
+                }
+            }
+        }
+        log.sort_unstable();
+        self.log = log.into();
+        None
+    }
+
+    /// Starts the changes of revision `revision` (the write path's).
+    pub(crate) fn begin(&mut self, revision: i64) {
+        self.revision = revision;
+    }
+
+    /// Sets a key's entry at the current revision; returns the shared key.
+    pub(crate) fn put(&mut self, key: Key, entry: Entry) -> Key {
+        let (key, past) = match self.index.get_key_value(&*key) {
+            Some((k, _)) => (k.clone(), self.index.get_mut(&*key)),
+            None => {
+                self.index.insert(key.clone(), Vec::new());
+                (key.clone(), None)
+            }
+        };
+        self.bytes += version_cost(&key, Some(&entry));
+        let old = self.live.insert(key.clone(), entry);
+        if let (Some(old), Some(past)) = (old, past) {
+            past.push(Version {
+                revision: old.mod_revision,
+                entry: Some(old),
+            });
+        }
+        self.log.push_back((self.revision, key.clone()));
+        key
+    }
+
+    /// Deletes a live key at the current revision; returns its entry.
+    pub(crate) fn delete(&mut self, key: &[u8]) -> Option<Entry> {
+        let (key, old) = self.live.remove_entry(key)?;
+        let past = self.index.get_mut(&*key)?;
+        past.push(Version {
+            revision: old.mod_revision,
+            entry: Some(old.clone()),
+        });
+        past.push(Version {
+            revision: self.revision,
+            entry: None,
+        });
+        self.bytes += version_cost(&key, None);
+        self.log.push_back((self.revision, key));
+        Some(old)
+    }
+
+    /// The superseded versions a compaction at `revision` drops, as
+    /// (revision, key): every one before it but the key's state at
+    /// `revision` (a read there must still see it).
+    pub fn dropped_by(&self, revision: i64) -> Vec<(i64, Key)> {
+        let mut out = Vec::new();
+        let mut seen: Vec<&Key> = Vec::new();
+        // A version to drop is followed by a change at or before `revision`
+        // (else it would be the state there), and that change is still in
+        // the log: earlier compactions only dropped changes before theirs.
+        for (rev, key) in self.log.iter() {
+            if *rev > revision {
+                break;
+            }
+            let Some((k, past)) = self.index.get_key_value(&**key) else {
+                continue;
+            };
+            if seen.contains(&k) {
+                continue;
+            }
+            seen.push(k);
+            let n = past.partition_point(|v| v.revision < revision);
+            // The state at `revision` is the live entry or a version at
+            // `revision` if there is one, else the last version before it.
+            let later = self
+                .live
+                .get(&**k)
+                .is_some_and(|e| e.mod_revision <= revision)
+                || past.get(n).is_some_and(|v| v.revision == revision);
+            let keep_last = n > 0 && !later && past[n - 1].entry.is_some();
+            out.extend(
+                past[..n - keep_last as usize]
+                    .iter()
+                    .map(|v| (v.revision, k.clone())),
+            );
+        }
+        out
+    }
+
+    /// Forgets history before `revision` (after `dropped_by` said what that
+    /// drops): reads and watches from there on still work, earlier ones are
+    /// refused. Costs the changes dropped.
+    pub(crate) fn compact(&mut self, revision: i64, dropped: &[(i64, Key)]) {
+        if revision <= self.compacted {
+            return;
+        }
+        self.compacted = revision;
+        for (rev, key) in dropped {
+            let Some(past) = self.index.get_mut(&**key) else {
+                continue;
+            };
+            let Some(at) = past.iter().position(|v| v.revision == *rev) else {
+                continue;
+            };
+            let gone = past.remove(at);
+            self.bytes -= version_cost(key, gone.entry.as_ref());
+            if past.is_empty() && !self.live.contains_key(&**key) {
+                self.index.remove(&**key);
+            }
+        }
+        let drained = self.log.partition_point(|(rev, _)| *rev < revision);
+        self.log.drain(..drained);
+        if self.log.len() < self.log.capacity() / 4 {
+            self.log.shrink_to_fit();
+        }
+    }
+
+    /// Every superseded version, as (revision, key, entry or None).
+    pub fn old_versions(&self) -> impl Iterator<Item = (i64, &Key, Option<&Entry>)> {
+        self.index
+            .iter()
+            .flat_map(|(k, past)| past.iter().map(move |v| (v.revision, k, v.entry.as_ref())))
+    }
+
+    /// The (revision, key) of each change from `from` on (at or after the
+    /// compaction point), in commit order.
+    pub fn changes_from(&self, from: i64) -> impl Iterator<Item = (i64, &Key)> + '_ {
+        let start = self.log.partition_point(|(rev, _)| *rev < from);
+        self.log.range(start..).map(|(rev, key)| (*rev, key))
+    }
+
+    /// The change to `key` at `revision`, as watchers see it.
+    pub fn event(&self, revision: i64, key: &Key) -> Event {
+        let entry = self
+            .get_at(key, revision)
+            .filter(|e| e.mod_revision == revision)
+            .cloned();
+        // A create has no previous entry, even where it replaced the entry
+        // of a lease that had expired without a tick deleting it yet; and
+        // before the compaction point there is none to give (etcd's read of
+        // it fails as compacted, so it leaves prev_kv out).
+        let prev = match &entry {
+            Some(e) if e.version == 1 => None,
+            _ if revision - 1 < self.compacted => None,
+            _ => self.get_at(key, revision - 1).cloned(),
+        };
+        Event {
+            key: key.clone(),
+            entry,
+            revision,
+            prev,
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The lessor as store entries and back: `restore` rebuilds a lessor from
+//! what its store holds, `snapshot` gives everything as the entries a store
+//! would hold (to seed a new store or compact a journal).
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::kv::Key;
+use crate::lease::{slack_ms, Lease, NOT_STORED};
+use crate::lessor::Lessor;
+use crate::storage::{codec, Storage, Store};
+
+fn corrupt(key: String, reason: impl Into<String>) -> Error {
+    Error::CorruptEntry {
+        key,
+        reason: reason.into(),
+    }
+}
+
+impl Lessor {
+    /// Rebuilds a lessor from what its storage holds, at host time `now`.
+    ///
+    /// Stored deadlines trail the real ones by at most half a TTL (renewals
+    /// only write when the deadline moved further than that), so each lease's
+    /// deadline is the earlier of its stored one plus half its TTL and now
+    /// plus its TTL (its holder cannot have renewed after the restart):
+    /// never earlier than the holder can expect, and at most half a TTL
+    /// later, however often the host restarts (restore itself writes
+    /// nothing). `now` must be the same epoch clock the lessor ran on.
+    pub fn restore<K: AsRef<str>, V: AsRef<[u8]>>(
+        config: Config,
+        entries: impl IntoIterator<Item = (K, V)>,
+        now: i64,
+        storage: Option<Box<dyn Storage>>,
+    ) -> Result<Lessor> {
+        let snap = codec::decode(entries)?;
+        let mut l = Lessor::new(config)?;
+        let now = l.observe(now);
+        for (id, s) in snap.leases {
+            let mut lease = match s.deadline {
+                // The holder renewed at the latest just before this restore,
+                // so now + TTL is never early either, and often tighter.
+                Some(d) => Lease::new(
+                    s.ttl,
+                    d.saturating_add(slack_ms(s.ttl))
+                        .min(now.saturating_add(s.ttl * 1000)),
+                    d,
+                ),
+                None => {
+                    let mut lease = Lease::new(s.ttl, 0, NOT_STORED);
+                    lease.remaining = s.remaining;
+                    lease.deadline = now.saturating_add(lease.remaining_or_ttl());
+                    lease
+                }
+            };
+            lease.remaining = s.remaining;
+            // A store is a map: a repeated entry means it was not read back
+            // whole, and a second copy of a key would attach it to two leases.
+            if !l.leases.insert(id, lease, true) {
+                return Err(corrupt(codec::lease_key(id), "duplicate entry"));
+            }
+        }
+        let mut keys = snap.keys;
+        // In key order, each key attaches at the end of its lease's sorted list.
+        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (key, entry) in keys {
+            let name = codec::key_key(&key);
+            if l.kv.get(&key).is_some() {
+                return Err(corrupt(name, "duplicate entry"));
+            }
+            if entry.mod_revision > snap.revision {
+                return Err(corrupt(name, "mod revision is above the stored revision"));
+            }
+            let key: Key = key.into();
+            if entry.lease != 0 {
+                if l.leases.get(entry.lease).is_none() {
+                    let why = format!("lease {:016x} is not stored", entry.lease as u64);
+                    return Err(corrupt(name, why));
+                }
+                l.leases.attach(entry.lease, &key);
+            }
+            l.kv.load(key, entry);
+        }
+        // History may name leases long gone: it is not checked against them.
+        for (rev, key, entry) in snap.old {
+            let key = l.kv.key(&key);
+            l.kv.load_old(rev, key, entry);
+        }
+        // A store written before history was kept has none: it starts here
+        // (an empty store has no history to miss).
+        let compacted = match (snap.compacted_stored, snap.revision) {
+            (true, _) => snap.compacted,
+            (false, 1) => 0,
+            (false, rev) => rev,
+        };
+        if let Some((rev, key)) = l.kv.loaded(snap.revision, compacted) {
+            return Err(corrupt(codec::old_key(rev, &key), "duplicate entry"));
+        }
+        l.history_stored = snap.compacted_stored;
+        l.store = Store::new(storage);
+        Ok(l)
+    }
+
+    /// Everything this lessor would restore from, as storage entries. Lets a
+    /// host seed a new store or compact a journal. Leases past their deadline
+    /// (at the latest time seen) are left out with their keys, tick or no
+    /// tick: they are gone for this lessor, so a restore must not revive them.
+    pub fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
+        let now = self.now;
+        let mut out = Vec::with_capacity(1 + self.leases.len() + self.kv.len());
+        out.push((
+            codec::REVISION_KEY.to_string(),
+            codec::encode_revision(self.kv.revision()),
+        ));
+        for (id, l) in self.leases.iter().filter(|(_, l)| l.live(now)) {
+            out.push((
+                codec::lease_key(id),
+                codec::encode_lease(&l.stored_record()),
+            ));
+        }
+        for (k, e) in self
+            .kv
+            .iter()
+            .filter(|(_, e)| self.leases.keeps(e.lease, now))
+        {
+            out.push((codec::key_key(k), codec::encode_entry(e)));
+        }
+        for (rev, k, e) in self.kv.old_versions() {
+            out.push((codec::old_key(rev, k), codec::encode_old(e)));
+        }
+        if self.history_stored {
+            out.push((
+                codec::COMPACTED_KEY.to_string(),
+                codec::encode_revision(self.kv.compacted()),
+            ));
+        }
+        out
+    }
+}

@@ -1,0 +1,169 @@
+//! Watchers: who wants the changes of which keys from which revision on.
+//! The keyspace's log is the source: `poll_watches` hands each watcher the
+//! changes it has not seen, so a watcher that starts in the past catches up
+//! from history and one that is current gets each commit's changes. A host
+//! polls after every write; automatic compaction never drops changes a
+//! watcher has not been given.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::kv::{Bound, Event};
+use crate::lessor::Lessor;
+
+/// etcd's WatchCreateRequest, as the core needs it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WatchRequest {
+    pub key: Vec<u8>,
+    /// As in `RangeRequest`: empty for the key alone, `[0]` for all from `key`.
+    pub range_end: Vec<u8>,
+    /// The first revision to report; 0 for changes after the current one.
+    pub start_revision: i64,
+    /// Give each event the key's previous entry.
+    pub prev_kv: bool,
+    /// Leave out puts (etcd's NOPUT filter).
+    pub no_put: bool,
+    /// Leave out deletes (etcd's NODELETE filter).
+    pub no_delete: bool,
+}
+
+/// What one poll has for one watcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchEvents {
+    pub id: i64,
+    /// In revision order; may be empty when `compact_revision` is set.
+    pub events: Vec<Event>,
+    /// Set when the watcher wanted changes from before the compaction
+    /// point: it is cancelled, and this is that point (etcd's
+    /// compact_revision).
+    pub compact_revision: i64,
+    /// The store's revision at the poll.
+    pub revision: i64,
+}
+
+/// At most this many revisions of changes per watcher per poll, as etcd
+/// catches up a watcher in batches of 1000 revisions.
+const BATCH_REVISIONS: i64 = 1000;
+
+struct Watcher {
+    req: WatchRequest,
+    /// The next revision to report.
+    next: i64,
+}
+
+impl Watcher {
+    fn wants(&self, key: &[u8]) -> bool {
+        match Bound::of(&self.req.range_end) {
+            None => key == &self.req.key[..],
+            Some(end) => key >= &self.req.key[..] && end.admits(key),
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Watchers {
+    map: BTreeMap<i64, Watcher>,
+    next_id: i64,
+}
+
+impl Watchers {
+    /// The oldest revision some watcher still has to be given.
+    pub(crate) fn oldest_wanted(&self) -> Option<i64> {
+        self.map.values().map(|w| w.next).min()
+    }
+}
+
+impl Lessor {
+    /// Starts a watcher; returns its id (unique in this lessor).
+    pub fn watch(&mut self, req: &WatchRequest) -> Result<i64> {
+        self.config.check_key(&req.key)?;
+        if let Some(Bound::Excluded(end)) = Bound::of(&req.range_end) {
+            if end <= &req.key[..] {
+                return Err(Error::invalid("watch range is empty"));
+            }
+        }
+        let next = if req.start_revision > 0 {
+            req.start_revision
+        } else {
+            self.kv.revision() + 1
+        };
+        let w = &mut self.watchers;
+        w.next_id += 1;
+        let id = w.next_id;
+        w.map.insert(
+            id,
+            Watcher {
+                req: req.clone(),
+                next,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Stops a watcher; false if there was none with that id.
+    pub fn cancel_watch(&mut self, id: i64) -> bool {
+        self.watchers.map.remove(&id).is_some()
+    }
+
+    /// Whether some watcher has changes it has not been given.
+    pub fn watches_pending(&self) -> bool {
+        let rev = self.kv.revision();
+        self.watchers.map.values().any(|w| w.next <= rev)
+    }
+
+    /// The changes each watcher has not been given yet (at most 1000
+    /// revisions' worth each; `watches_pending` says whether more remain).
+    /// A watcher whose next revision was compacted is cancelled.
+    pub fn poll_watches(&mut self) -> Vec<WatchEvents> {
+        let rev = self.kv.revision();
+        let compacted = self.kv.compacted();
+        let mut out = Vec::new();
+        let mut cancelled = Vec::new();
+        for (&id, w) in self.watchers.map.iter_mut() {
+            if w.next > rev {
+                continue;
+            }
+            if w.next < compacted {
+                cancelled.push(id);
+                out.push(WatchEvents {
+                    id,
+                    events: Vec::new(),
+                    compact_revision: compacted,
+                    revision: rev,
+                });
+                continue;
+            }
+            let upto = w.next.saturating_add(BATCH_REVISIONS).min(rev + 1);
+            let mut events = Vec::new();
+            for (at, key) in self.kv.changes_from(w.next) {
+                if at >= upto {
+                    break;
+                }
+                if !w.wants(key) {
+                    continue;
+                }
+                let mut ev = self.kv.event(at, key);
+                if (ev.entry.is_some() && w.req.no_put) || (ev.entry.is_none() && w.req.no_delete) {
+                    continue;
+                }
+                if !w.req.prev_kv {
+                    ev.prev = None;
+                }
+                events.push(ev);
+            }
+            w.next = upto;
+            if !events.is_empty() {
+                out.push(WatchEvents {
+                    id,
+                    events,
+                    compact_revision: 0,
+                    revision: rev,
+                });
+            }
+        }
+        for id in cancelled {
+            self.watchers.map.remove(&id);
+        }
+        out
+    }
+}

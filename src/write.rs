@@ -1,0 +1,222 @@
+//! The one write path. Every change to the lessor's durable state (keys,
+//! lease records, the revision) is staged in a [`Write`], turned into one
+//! storage batch, handed to the store, and only then applied: a refused
+//! batch changes nothing. All key changes of one `Write` share one revision,
+//! the only place a revision is created (as etcd applies each request
+//! through one write transaction of its store).
+
+use crate::error::Result;
+use crate::kv::{cost, Entry, Key, Keyspace};
+use crate::lease::{LeaseId, LeaseTable};
+use crate::storage::{codec, Batch, Store, StoredLease};
+
+enum KeyChange {
+    /// `entry` was built for `Write::revision`; `old_lease` is the lease the
+    /// key belonged to before (0 for none), which loses it if different.
+    Put {
+        key: Key,
+        entry: Entry,
+        old_lease: LeaseId,
+    },
+    Delete {
+        key: Key,
+        lease: LeaseId,
+    },
+}
+
+/// The changes of one operation, staged.
+pub struct Write {
+    revision: i64,
+    keys: Vec<KeyChange>,
+    leases: Vec<(LeaseId, Option<StoredLease>)>,
+    /// A compaction point to move to, with the versions it drops.
+    compaction: Option<(i64, Vec<(i64, Key)>)>,
+    /// Store the compaction point even if it does not move (a store's first
+    /// key change marks it as one that keeps history).
+    mark_compacted: bool,
+    /// What the staged key changes add to the keyspace's bytes.
+    added_bytes: usize,
+}
+
+impl Write {
+    /// Starts a write on top of `kv`'s current revision.
+    pub fn new(kv: &Keyspace) -> Write {
+        Write {
+            revision: kv.revision() + 1,
+            keys: Vec::new(),
+            leases: Vec::new(),
+            compaction: None,
+            mark_compacted: false,
+            added_bytes: 0,
+        }
+    }
+
+    /// The revision this write's key changes carry, if it has any.
+    pub fn revision(&self) -> i64 {
+        self.revision
+    }
+
+    pub fn put(&mut self, key: Key, entry: Entry, old_lease: LeaseId) {
+        self.added_bytes += cost(&key, &entry.value);
+        self.keys.push(KeyChange::Put {
+            key,
+            entry,
+            old_lease,
+        });
+    }
+
+    pub fn delete(&mut self, key: Key, lease: LeaseId) {
+        self.added_bytes += cost(&key, &[]);
+        self.keys.push(KeyChange::Delete { key, lease });
+    }
+
+    /// Compacts history to `revision` (see `Keyspace::dropped_by`).
+    pub fn compact(&mut self, kv: &Keyspace, revision: i64) {
+        self.compaction = Some((revision, kv.dropped_by(revision)));
+    }
+
+    /// Stores the current compaction point with this write.
+    pub fn mark_compacted(&mut self) {
+        self.mark_compacted = true;
+    }
+
+    /// What the staged key changes add to the keyspace's bytes.
+    pub fn added_bytes(&self) -> usize {
+        self.added_bytes
+    }
+
+    /// Whether any key changes are staged (they will take a new revision).
+    pub fn changes_keys(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
+    /// A key as this write leaves it, if the write changes it: `Some(None)`
+    /// when it deletes it. Lets the ops of a transaction read earlier ones.
+    pub fn staged(&self, key: &[u8]) -> Option<Option<&Entry>> {
+        self.keys.iter().rev().find_map(|c| match c {
+            KeyChange::Put { key: k, entry, .. } if **k == *key => Some(Some(entry)),
+            KeyChange::Delete { key: k, .. } if **k == *key => Some(None),
+            _ => None,
+        })
+    }
+
+    /// The keys this write changes.
+    pub fn staged_keys(&self) -> impl Iterator<Item = &Key> {
+        self.keys.iter().map(|c| match c {
+            KeyChange::Put { key, .. } | KeyChange::Delete { key, .. } => key,
+        })
+    }
+
+    /// Stores a lease record (grant, renewal, checkpoint, promotion).
+    pub fn lease(&mut self, id: LeaseId, record: StoredLease) {
+        self.leases.push((id, Some(record)));
+    }
+
+    /// Drops a lease record (revoke, expiry).
+    pub fn drop_lease(&mut self, id: LeaseId) {
+        self.leases.push((id, None));
+    }
+
+    /// The storage batch: key records, the superseded versions they leave
+    /// as history, lease records, the compaction and the revision.
+    fn batch(&self, kv: &Keyspace) -> Batch {
+        let mut b = Batch::default();
+        for c in &self.keys {
+            let (key, old) = match c {
+                KeyChange::Put { key, entry, .. } => {
+                    b.put
+                        .push((codec::key_key(key), codec::encode_entry(entry)));
+                    (key, kv.get(key))
+                }
+                KeyChange::Delete { key, .. } => {
+                    b.delete.push(codec::key_key(key));
+                    b.put
+                        .push((codec::old_key(self.revision, key), codec::encode_old(None)));
+                    (key, kv.get(key))
+                }
+            };
+            if let Some(old) = old {
+                b.put.push((
+                    codec::old_key(old.mod_revision, key),
+                    codec::encode_old(Some(old)),
+                ));
+            }
+        }
+        for (id, rec) in &self.leases {
+            match rec {
+                Some(r) => b.put.push((codec::lease_key(*id), codec::encode_lease(r))),
+                None => b.delete.push(codec::lease_key(*id)),
+            }
+        }
+        let compacted = match &self.compaction {
+            Some((rev, dropped)) => {
+                b.delete
+                    .extend(dropped.iter().map(|(r, k)| codec::old_key(*r, k)));
+                Some(*rev)
+            }
+            None => self.mark_compacted.then(|| kv.compacted()),
+        };
+        if let Some(rev) = compacted {
+            b.put.push((
+                codec::COMPACTED_KEY.to_string(),
+                codec::encode_revision(rev),
+            ));
+        }
+        if !self.keys.is_empty() {
+            b.put.push((
+                codec::REVISION_KEY.to_string(),
+                codec::encode_revision(self.revision),
+            ));
+        }
+        b
+    }
+
+    /// Makes the write durable, then applies its key changes to `kv` (and the
+    /// key sets of `leases`). Lease records are the caller's to apply after
+    /// this succeeds. Returns the revision: the new one if keys changed,
+    /// else the unchanged current one.
+    pub fn commit(
+        self,
+        kv: &mut Keyspace,
+        leases: &mut LeaseTable,
+        store: &mut Store,
+    ) -> Result<i64> {
+        if store.attached() {
+            let batch = self.batch(kv);
+            if !batch.is_empty() {
+                store.write(&batch)?;
+            }
+        }
+        if let Some((rev, dropped)) = &self.compaction {
+            // Before the key changes: `dropped` was planned on the state
+            // before them, and they add only versions after `rev`.
+            kv.compact(*rev, dropped);
+        }
+        if self.keys.is_empty() {
+            return Ok(kv.revision());
+        }
+        kv.begin(self.revision);
+        for c in self.keys {
+            match c {
+                KeyChange::Put {
+                    key,
+                    entry,
+                    old_lease,
+                } => {
+                    let new_lease = entry.lease;
+                    let key = kv.put(key, entry);
+                    if old_lease != new_lease {
+                        // etcd's lease switch: the old holder loses the key.
+                        leases.detach(old_lease, &key);
+                        leases.attach(new_lease, &key);
+                    }
+                }
+                KeyChange::Delete { key, lease } => {
+                    kv.delete(&key);
+                    leases.detach(lease, &key);
+                }
+            }
+        }
+        Ok(self.revision)
+    }
+}

@@ -1,0 +1,701 @@
+//! Model-based test of the keyspace's etcd semantics: random puts, range
+//! deletes, transactions, lease expiries and compactions against a model
+//! that keeps the whole keyspace at every revision. Every read at a random
+//! past revision, and every watcher's events, must match the model.
+
+#![cfg(not(target_arch = "wasm32"))] // proptest is a native-only dev-dependency
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use edge_lease::{
+    Batch, Compare, CompareResult, CompareTarget, Config, DeleteRequest, Error, Lessor, Op,
+    OpResponse, PutOptions, PutRequest, RangeRequest, SortOrder, SortTarget, Storage, TxnRequest,
+    WatchRequest,
+};
+use proptest::prelude::*;
+
+const T0: i64 = 1_700_000_000_000;
+const KEYS: [&[u8]; 6] = [b"a", b"a/1", b"a/2", b"b", b"b/1", b"c"];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MKv {
+    value: Vec<u8>,
+    create: i64,
+    modr: i64,
+    version: i64,
+    lease: i64,
+}
+
+type State = BTreeMap<Vec<u8>, MKv>;
+
+/// One change in a revision, in order: the key and what it became.
+type Change = (Vec<u8>, Option<MKv>);
+
+#[derive(Debug, Clone)]
+enum KRange {
+    One(usize),
+    Prefix(usize),
+    From(usize),
+    Between(usize, usize),
+}
+
+impl KRange {
+    fn key_end(&self) -> (Vec<u8>, Vec<u8>) {
+        match *self {
+            KRange::One(k) => (KEYS[k].to_vec(), vec![]),
+            KRange::Prefix(k) => {
+                let mut end = KEYS[k].to_vec();
+                *end.last_mut().unwrap() += 1;
+                (KEYS[k].to_vec(), end)
+            }
+            KRange::From(k) => (KEYS[k].to_vec(), vec![0]),
+            KRange::Between(a, b) => (KEYS[a].to_vec(), KEYS[b].to_vec()),
+        }
+    }
+
+    fn holds(&self, key: &[u8]) -> bool {
+        let (k, end) = self.key_end();
+        match &end[..] {
+            [] => key == &k[..],
+            [0] => key >= &k[..],
+            e => key >= &k[..] && key < e,
+        }
+    }
+}
+
+fn krange() -> impl Strategy<Value = KRange> {
+    let k = 0..KEYS.len();
+    prop_oneof![
+        3 => k.clone().prop_map(KRange::One),
+        1 => k.clone().prop_map(KRange::Prefix),
+        1 => k.clone().prop_map(KRange::From),
+        1 => (k.clone(), k).prop_map(|(a, b)| KRange::Between(a, b)),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum TOp {
+    Put(usize, u8, bool),
+    Del(KRange),
+    Get(KRange),
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Put {
+        key: usize,
+        value: u8,
+        lease: bool,
+        ignore_value: bool,
+    },
+    Delete(KRange, bool),
+    Txn {
+        cmp: Vec<(KRange, u8, i64, u8)>,
+        then: Vec<TOp>,
+        otherwise: Vec<TOp>,
+    },
+    Read {
+        range: KRange,
+        back: i64,
+        limit: i64,
+        sort: u8,
+        target: u8,
+        keys_only: bool,
+        count_only: bool,
+        min_mod: i64,
+    },
+    Grant(i64),
+    Expire,
+    Compact(i64),
+    Watch {
+        range: KRange,
+        back: i64,
+        prev_kv: bool,
+        filter: u8,
+    },
+    Restart,
+}
+
+/// A store that applies each batch whole (deletes, then puts).
+#[derive(Clone, Default)]
+struct MemStore(Rc<RefCell<BTreeMap<String, Vec<u8>>>>);
+
+impl Storage for MemStore {
+    fn write(&mut self, batch: &Batch) -> Result<(), String> {
+        let mut m = self.0.borrow_mut();
+        for k in &batch.delete {
+            m.remove(k);
+        }
+        for (k, v) in &batch.put {
+            m.insert(k.clone(), v.clone());
+        }
+        Ok(())
+    }
+}
+
+fn top() -> impl Strategy<Value = TOp> {
+    prop_oneof![
+        2 => (0..KEYS.len(), any::<u8>(), any::<bool>()).prop_map(|(k, v, l)| TOp::Put(k, v, l)),
+        1 => krange().prop_map(TOp::Del),
+        1 => krange().prop_map(TOp::Get),
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        5 => (0..KEYS.len(), any::<u8>(), any::<bool>(), prop::bool::weighted(0.1))
+            .prop_map(|(key, value, lease, ignore_value)| Step::Put { key, value, lease, ignore_value }),
+        2 => (krange(), any::<bool>()).prop_map(|(r, p)| Step::Delete(r, p)),
+        3 => (prop::collection::vec((krange(), 0u8..5, 0i64..12, 0u8..4), 0..3),
+              prop::collection::vec(top(), 0..4), prop::collection::vec(top(), 0..3))
+            .prop_map(|(cmp, then, otherwise)| Step::Txn { cmp, then, otherwise }),
+        4 => (krange(), 0i64..15, 0i64..4, 0u8..3, 0u8..5, any::<bool>(), prop::bool::weighted(0.2), 0i64..6)
+            .prop_map(|(range, back, limit, sort, target, keys_only, count_only, min_mod)|
+                Step::Read { range, back, limit, sort, target, keys_only, count_only, min_mod }),
+        1 => (1i64..4).prop_map(Step::Grant),
+        1 => Just(Step::Expire),
+        1 => (0i64..10).prop_map(Step::Compact),
+        1 => (krange(), 0i64..12, any::<bool>(), 0u8..3)
+            .prop_map(|(range, back, prev_kv, filter)| Step::Watch { range, back, prev_kv, filter }),
+        1 => Just(Step::Restart),
+    ]
+}
+
+struct Model {
+    /// The keyspace at each revision (index = revision; 0 unused).
+    states: Vec<State>,
+    /// The changes of each revision, in order.
+    changes: Vec<Vec<Change>>,
+    compacted: i64,
+    /// Live leases (ids in grant order).
+    leases: Vec<i64>,
+}
+
+impl Model {
+    fn rev(&self) -> i64 {
+        self.states.len() as i64 - 1
+    }
+    fn cur(&self) -> &State {
+        self.states.last().unwrap()
+    }
+    /// Commits staged changes as one revision (none: no revision).
+    fn commit(&mut self, next: State, changes: Vec<Change>) {
+        if !changes.is_empty() {
+            self.states.push(next);
+            self.changes.push(changes);
+        }
+    }
+}
+
+fn put_into(
+    state: &mut State,
+    changes: &mut Vec<Change>,
+    rev: i64,
+    key: &[u8],
+    value: Vec<u8>,
+    lease: i64,
+) {
+    let kv = match state.get(key) {
+        Some(old) => MKv {
+            value,
+            create: old.create,
+            modr: rev,
+            version: old.version + 1,
+            lease,
+        },
+        None => MKv {
+            value,
+            create: rev,
+            modr: rev,
+            version: 1,
+            lease,
+        },
+    };
+    state.insert(key.to_vec(), kv.clone());
+    changes.push((key.to_vec(), Some(kv)));
+}
+
+fn delete_from(state: &mut State, changes: &mut Vec<Change>, r: &KRange) -> Vec<(Vec<u8>, MKv)> {
+    let doomed: Vec<(Vec<u8>, MKv)> = state
+        .iter()
+        .filter(|(k, _)| r.holds(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (k, _) in &doomed {
+        state.remove(k);
+        changes.push((k.clone(), None));
+    }
+    doomed
+}
+
+fn kvs(resp: &[(edge_lease::Key, edge_lease::Entry)]) -> Vec<(Vec<u8>, MKv)> {
+    resp.iter()
+        .map(|(k, e)| {
+            (
+                k.to_vec(),
+                MKv {
+                    value: e.value.to_vec(),
+                    create: e.create_revision,
+                    modr: e.mod_revision,
+                    version: e.version,
+                    lease: e.lease,
+                },
+            )
+        })
+        .collect()
+}
+
+fn cmp_target(t: u8, v: i64) -> CompareTarget {
+    match t {
+        0 => CompareTarget::Version(v),
+        1 => CompareTarget::Create(v),
+        2 => CompareTarget::Mod(v),
+        3 => CompareTarget::Value(vec![v as u8]),
+        _ => CompareTarget::Lease(0),
+    }
+}
+
+fn cmp_result(r: u8) -> CompareResult {
+    [
+        CompareResult::Equal,
+        CompareResult::Greater,
+        CompareResult::Less,
+        CompareResult::NotEqual,
+    ][r as usize]
+}
+
+fn model_holds(state: &State, r: &KRange, t: u8, v: i64, res: u8) -> bool {
+    let hits: Vec<&MKv> = state
+        .iter()
+        .filter(|(k, _)| r.holds(k))
+        .map(|(_, v)| v)
+        .collect();
+    let check = |kv: &MKv| {
+        let ord = match t {
+            0 => kv.version.cmp(&v),
+            1 => kv.create.cmp(&v),
+            2 => kv.modr.cmp(&v),
+            3 => kv.value.cmp(&vec![v as u8]),
+            _ => kv.lease.cmp(&0),
+        };
+        match res {
+            0 => ord.is_eq(),
+            1 => ord.is_gt(),
+            2 => ord.is_lt(),
+            _ => ord.is_ne(),
+        }
+    };
+    if hits.is_empty() {
+        if t == 3 {
+            return false;
+        }
+        return check(&MKv {
+            value: vec![],
+            create: 0,
+            modr: 0,
+            version: 0,
+            lease: 0,
+        });
+    }
+    hits.into_iter().all(check)
+}
+
+/// Whether etcd refuses this branch as writing one key twice.
+fn duplicate(ops: &[TOp]) -> bool {
+    let puts: Vec<usize> = ops
+        .iter()
+        .filter_map(|o| {
+            if let TOp::Put(k, ..) = o {
+                Some(*k)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let dels: Vec<&KRange> = ops
+        .iter()
+        .filter_map(|o| if let TOp::Del(r) = o { Some(r) } else { None })
+        .collect();
+    puts.iter()
+        .enumerate()
+        .any(|(i, k)| puts[..i].contains(k) || dels.iter().any(|r| r.holds(KEYS[*k])))
+}
+
+/// An event as a watcher got it: revision, key, entry (None: delete), prev.
+type MEvent = (i64, Vec<u8>, Option<MKv>, Option<MKv>);
+
+struct MWatch {
+    id: i64,
+    range: KRange,
+    start: i64,
+    prev_kv: bool,
+    filter: u8,
+    got: Vec<MEvent>,
+    compacted: Option<i64>,
+    /// The compaction point when it started: the changes it replays from
+    /// history have no prev_kv before it, as in etcd.
+    history_from: i64,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+    #[test]
+    fn keyspace_matches_model_at_every_revision(steps in prop::collection::vec(step(), 1..60)) {
+        let config = Config { history: i64::MAX, ..Default::default() };
+        let store = MemStore::default();
+        let mut l = Lessor::with_storage(config.clone(), Box::new(store.clone())).unwrap();
+        // Within a revision, history rebuilt by a restore is in key order.
+        let mut restored_at = 0;
+        let mut m = Model { states: vec![State::new(), State::new()], changes: vec![vec![], vec![]], compacted: 0, leases: vec![] };
+        let mut now = T0;
+        let mut watches: Vec<MWatch> = Vec::new();
+        for step in steps {
+            match step {
+                Step::Put { key, value, lease, ignore_value } => {
+                    let lease_id = if lease { m.leases.last().copied().unwrap_or(0) } else { 0 };
+                    let opts = PutOptions { lease: lease_id, prev: true, ignore_value, ..Default::default() };
+                    let r = l.put(now, KEYS[key], &[value], opts);
+                    let old = m.cur().get(KEYS[key]).cloned();
+                    if ignore_value && old.is_none() {
+                        prop_assert_eq!(r.map_err(|e| e.code()), Err("KeyNotFound"));
+                        continue;
+                    }
+                    let r = r.unwrap();
+                    let rev = m.rev() + 1;
+                    prop_assert_eq!(r.revision, rev);
+                    prop_assert_eq!(r.prev.map(|e| e.value.to_vec()), old.as_ref().map(|o| o.value.clone()));
+                    let value = if ignore_value { old.unwrap().value } else { vec![value] };
+                    let mut next = m.cur().clone();
+                    let mut ch = vec![];
+                    put_into(&mut next, &mut ch, rev, KEYS[key], value, lease_id);
+                    m.commit(next, ch);
+                }
+                Step::Delete(r, prev) => {
+                    let (key, range_end) = r.key_end();
+                    let got = l.delete_range(now, &DeleteRequest { key, range_end, prev_kv: prev }).unwrap();
+                    let mut next = m.cur().clone();
+                    let mut ch = vec![];
+                    let doomed = delete_from(&mut next, &mut ch, &r);
+                    prop_assert_eq!(got.deleted, doomed.len() as i64);
+                    prop_assert_eq!(kvs(&got.prev_kvs), if prev { doomed } else { vec![] });
+                    m.commit(next, ch);
+                    prop_assert_eq!(got.revision, m.rev());
+                }
+                Step::Txn { cmp, then, otherwise } => {
+                    let compare: Vec<Compare> = cmp.iter().map(|(r, t, v, res)| {
+                        let (key, range_end) = r.key_end();
+                        Compare { key, range_end, target: cmp_target(*t, *v), result: cmp_result(*res) }
+                    }).collect();
+                    let to_op = |o: &TOp| match o {
+                        TOp::Put(k, v, prev) => Op::Put(PutRequest { key: KEYS[*k].to_vec(), value: vec![*v], options: PutOptions { prev: *prev, ..Default::default() } }),
+                        TOp::Del(r) => { let (key, range_end) = r.key_end(); Op::Delete(DeleteRequest { key, range_end, prev_kv: true }) }
+                        TOp::Get(r) => { let (key, range_end) = r.key_end(); Op::Range(RangeRequest { key, range_end, ..Default::default() }) }
+                    };
+                    let req = TxnRequest { compare, success: then.iter().map(to_op).collect(), failure: otherwise.iter().map(to_op).collect() };
+                    let got = l.txn(now, &req);
+                    if duplicate(&then) || duplicate(&otherwise) {
+                        prop_assert_eq!(got.map_err(|e| e.code()), Err("DuplicateKey"));
+                        continue;
+                    }
+                    let got = got.unwrap();
+                    let ok = cmp.iter().all(|(r, t, v, res)| model_holds(m.cur(), r, *t, *v, *res));
+                    prop_assert_eq!(got.succeeded, ok);
+                    let ops = if ok { &then } else { &otherwise };
+                    let rev = m.rev() + 1;
+                    let mut next = m.cur().clone();
+                    let mut ch = vec![];
+                    for (op, resp) in ops.iter().zip(&got.responses) {
+                        match (op, resp) {
+                            (TOp::Put(k, v, prev), OpResponse::Put(p)) => {
+                                let old = next.get(KEYS[*k]).map(|o| o.value.clone());
+                                prop_assert_eq!(p.prev.as_ref().map(|e| e.value.to_vec()), if *prev { old } else { None });
+                                prop_assert_eq!(p.revision, rev);
+                                put_into(&mut next, &mut ch, rev, KEYS[*k], vec![*v], 0);
+                            }
+                            (TOp::Del(r), OpResponse::Delete(d)) => {
+                                let doomed = delete_from(&mut next, &mut ch, r);
+                                prop_assert_eq!(kvs(&d.prev_kvs), doomed);
+                            }
+                            (TOp::Get(r), OpResponse::Range(g)) => {
+                                let want: Vec<(Vec<u8>, MKv)> = next.iter().filter(|(k, _)| r.holds(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                                prop_assert_eq!(kvs(&g.kvs), want);
+                                prop_assert_eq!(g.revision, m.rev() + (!ch.is_empty()) as i64);
+                            }
+                            _ => prop_assert!(false, "response kind does not match op"),
+                        }
+                    }
+                    prop_assert_eq!(got.responses.len(), ops.len());
+                    m.commit(next, ch);
+                    prop_assert_eq!(got.revision, m.rev());
+                }
+                Step::Read { range, back, limit, sort, target, keys_only, count_only, min_mod } => {
+                    let rev = (m.rev() - back).max(1);
+                    let (key, range_end) = range.key_end();
+                    let sort_order = [SortOrder::None, SortOrder::Ascend, SortOrder::Descend][sort as usize];
+                    let sort_target = [SortTarget::Key, SortTarget::Version, SortTarget::Create, SortTarget::Mod, SortTarget::Value][target as usize];
+                    let req = RangeRequest { key, range_end, revision: rev, limit, sort_order, sort_target, keys_only, count_only, min_mod_revision: min_mod, ..Default::default() };
+                    let got = l.range_kv(now, &req);
+                    if rev < m.compacted {
+                        prop_assert_eq!(got.map_err(|e| e.code()), Err("Compacted"));
+                        continue;
+                    }
+                    let got = got.unwrap();
+                    let all: Vec<(Vec<u8>, MKv)> = m.states[rev as usize].iter().filter(|(k, _)| range.holds(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                    prop_assert_eq!(got.count, all.len() as i64);
+                    prop_assert_eq!(got.revision, m.rev());
+                    if count_only {
+                        prop_assert!(got.kvs.is_empty());
+                        continue;
+                    }
+                    let mut want: Vec<(Vec<u8>, MKv)> = all.into_iter().filter(|(_, v)| min_mod == 0 || v.modr >= min_mod).collect();
+                    let order = if sort_target != SortTarget::Key && sort_order == SortOrder::None { SortOrder::Ascend } else { sort_order };
+                    if order != SortOrder::None {
+                        want.sort_by(|(ka, a), (kb, b)| match sort_target {
+                            SortTarget::Key => ka.cmp(kb),
+                            SortTarget::Version => a.version.cmp(&b.version),
+                            SortTarget::Create => a.create.cmp(&b.create),
+                            SortTarget::Mod => a.modr.cmp(&b.modr),
+                            SortTarget::Value => a.value.cmp(&b.value),
+                        });
+                        if order == SortOrder::Descend { want.reverse(); }
+                    }
+                    let more = limit > 0 && want.len() > limit as usize;
+                    if more { want.truncate(limit as usize); }
+                    if keys_only { for (_, v) in &mut want { v.value.clear(); } }
+                    prop_assert_eq!(got.more, more);
+                    prop_assert_eq!(kvs(&got.kvs), want);
+                }
+                Step::Grant(ttl) => {
+                    let g = l.grant(now, ttl, 0).unwrap();
+                    m.leases.push(g.id);
+                }
+                Step::Expire => {
+                    // The oldest lease expires: its keys go in one revision.
+                    now += 5_000;
+                    let t = l.tick(now);
+                    let mut next = m.cur().clone();
+                    let mut rev_changes = vec![];
+                    for r in &t.expired {
+                        let mut ch = vec![];
+                        let doomed: Vec<Vec<u8>> = next.iter().filter(|(_, v)| v.lease == r.id).map(|(k, _)| k.clone()).collect();
+                        for k in &doomed { next.remove(k); ch.push((k.clone(), None)); }
+                        prop_assert_eq!(r.keys.iter().map(|k| k.to_vec()).collect::<Vec<_>>(), doomed);
+                        if !ch.is_empty() { rev_changes.push((next.clone(), ch)); }
+                    }
+                    m.leases.clear();
+                    for (state, ch) in rev_changes { m.commit(state, ch); }
+                    prop_assert_eq!(l.revision(), m.rev());
+                }
+                Step::Compact(back) => {
+                    let rev = m.rev() - back;
+                    let got = l.compact(rev);
+                    if rev <= m.compacted {
+                        prop_assert_eq!(got.map_err(|e| e.code()), Err("Compacted"));
+                    } else if rev < 1 {
+                        prop_assert!(got.is_err());
+                    } else {
+                        prop_assert_eq!(got, Ok(m.rev()));
+                        m.compacted = rev;
+                    }
+                }
+                Step::Restart => {
+                    let entries: Vec<(String, Vec<u8>)> = store.0.borrow().clone().into_iter().collect();
+                    l = Lessor::restore(config.clone(), entries, now, Some(Box::new(store.clone()))).unwrap();
+                    // Watchers do not survive a restart: check them now.
+                    check_watches(&watches, &m, restored_at)?;
+                    watches.clear();
+                    restored_at = m.rev();
+                }
+                Step::Watch { range, back, prev_kv, filter } => {
+                    let start = (m.rev() - back).max(0);
+                    let (key, range_end) = range.key_end();
+                    let req = WatchRequest { key, range_end, start_revision: start, prev_kv, no_put: filter == 1, no_delete: filter == 2 };
+                    match l.watch(&req) {
+                        Ok(id) => watches.push(MWatch { id, range, start: if start == 0 { m.rev() + 1 } else { start }, prev_kv, filter, got: vec![], compacted: None, history_from: m.compacted }),
+                        Err(e) => {
+                            let (k, end) = range.key_end();
+                            prop_assert!(!end.is_empty() && end != [0] && end <= k, "watch refused: {:?}", e);
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(l.revision(), m.rev());
+            for batch in l.poll_watches() {
+                let w = watches.iter_mut().find(|w| w.id == batch.id).unwrap();
+                prop_assert!(w.compacted.is_none(), "events after a compaction cancel");
+                if batch.compact_revision != 0 {
+                    w.compacted = Some(batch.compact_revision);
+                }
+                for ev in batch.events {
+                    let kv = ev.entry.map(|e| MKv { value: e.value.to_vec(), create: e.create_revision, modr: e.mod_revision, version: e.version, lease: e.lease });
+                    let prev = ev.prev.map(|e| MKv { value: e.value.to_vec(), create: e.create_revision, modr: e.mod_revision, version: e.version, lease: e.lease });
+                    w.got.push((ev.revision, ev.key.to_vec(), kv, prev));
+                }
+            }
+            prop_assert!(!l.watches_pending());
+        }
+        check_watches(&watches, &m, restored_at)?;
+    }
+}
+
+/// Every watcher saw exactly the model's changes in its range from its
+/// start, in order, or was cancelled because its start was compacted.
+fn check_watches(watches: &[MWatch], m: &Model, restored_at: i64) -> Result<(), TestCaseError> {
+    for w in watches {
+        if let Some(c) = w.compacted {
+            prop_assert!(w.start < c);
+            prop_assert!(w.got.is_empty());
+            continue;
+        }
+        let mut want = vec![];
+        for rev in w.start.max(2)..=m.rev() {
+            let mut of_rev = vec![];
+            for (k, kv) in &m.changes[rev as usize] {
+                if !w.range.holds(k)
+                    || (kv.is_some() && w.filter == 1)
+                    || (kv.is_none() && w.filter == 2)
+                {
+                    continue;
+                }
+                let prev = if w.prev_kv
+                    && kv.as_ref().is_none_or(|v| v.version > 1)
+                    && rev > w.history_from
+                {
+                    m.states[rev as usize - 1].get(k).cloned()
+                } else {
+                    None
+                };
+                of_rev.push((rev, k.clone(), kv.clone(), prev));
+            }
+            if rev <= restored_at {
+                of_rev.sort_by(|a, b| a.1.cmp(&b.1));
+            }
+            want.extend(of_rev);
+        }
+        prop_assert_eq!(&w.got, &want, "watch {} from {}", w.id, w.start);
+    }
+    Ok(())
+}
+
+#[test]
+fn errors_for_future_and_compacted_revisions() {
+    let mut l = Lessor::new(Config::default()).unwrap();
+    for v in 0..5u8 {
+        l.put(T0, b"k", &[v], PutOptions::default()).unwrap();
+    }
+    assert_eq!(l.revision(), 6);
+    let at = |rev| RangeRequest {
+        key: b"k".to_vec(),
+        revision: rev,
+        ..Default::default()
+    };
+    assert_eq!(l.range_kv(T0, &at(7)), Err(Error::FutureRevision));
+    assert_eq!(l.range_kv(T0, &at(3)).unwrap().kvs[0].1.value[..], [1]);
+    assert_eq!(l.compact(7), Err(Error::FutureRevision));
+    assert_eq!(l.compact(4), Ok(6));
+    assert_eq!(l.compact(4), Err(Error::Compacted(4)));
+    assert_eq!(l.range_kv(T0, &at(3)), Err(Error::Compacted(4)));
+    assert_eq!(l.range_kv(T0, &at(4)).unwrap().kvs[0].1.value[..], [2]);
+}
+
+#[test]
+fn history_is_kept_for_the_configured_revisions_only() {
+    let mut l = Lessor::new(Config {
+        history: 8,
+        ..Default::default()
+    })
+    .unwrap();
+    for v in 0..100u8 {
+        l.put(T0, b"k", &[v], PutOptions::default()).unwrap();
+        let rev = l.revision();
+        // At least `history` revisions back are readable at all times.
+        let old = RangeRequest {
+            key: b"k".to_vec(),
+            revision: rev - 8,
+            ..Default::default()
+        };
+        if rev - 8 >= 2 {
+            assert_eq!(l.range_kv(T0, &old).unwrap().kvs[0].1.value[..], [v - 8]);
+        }
+    }
+    let first = RangeRequest {
+        key: b"k".to_vec(),
+        revision: 2,
+        ..Default::default()
+    };
+    assert!(matches!(l.range_kv(T0, &first), Err(Error::Compacted(_))));
+}
+
+#[test]
+fn automatic_compaction_waits_for_watchers() {
+    let mut l = Lessor::new(Config {
+        history: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let id = l
+        .watch(&WatchRequest {
+            key: b"k".to_vec(),
+            ..Default::default()
+        })
+        .unwrap();
+    for v in 0..20u8 {
+        l.put(T0, b"k", &[v], PutOptions::default()).unwrap();
+    }
+    let got = l.poll_watches();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].id, id);
+    assert_eq!(
+        got[0].events.len(),
+        20,
+        "no change dropped before the watcher had it"
+    );
+}
+
+#[test]
+fn compaction_is_stored_and_history_survives_a_restart() {
+    let config = Config {
+        history: 4,
+        ..Default::default()
+    };
+    let store = MemStore::default();
+    let mut l = Lessor::with_storage(config.clone(), Box::new(store.clone())).unwrap();
+    for v in 0..50u8 {
+        l.put(T0, &[b'k', v % 3], &[v], PutOptions::default())
+            .unwrap();
+        if v % 7 == 0 {
+            l.delete(T0, &[b'k', (v + 1) % 3], false).unwrap();
+        }
+    }
+    let rev = l.revision();
+    let entries: Vec<(String, Vec<u8>)> = store.0.borrow().clone().into_iter().collect();
+    // Old versions are dropped from the store as history is compacted.
+    let old = entries
+        .iter()
+        .filter(|(k, _)| k.starts_with("v1/old/"))
+        .count();
+    assert!(old <= 12, "{old} old versions stored");
+    let mut back = Lessor::restore(config, entries, T0, None).unwrap();
+    for at in rev - 4..=rev {
+        let req = RangeRequest {
+            key: b"k".to_vec(),
+            range_end: b"l".to_vec(),
+            revision: at,
+            ..Default::default()
+        };
+        assert_eq!(back.range_kv(T0, &req), l.range_kv(T0, &req), "at {at}");
+    }
+    let start = WatchRequest {
+        key: b"k".to_vec(),
+        range_end: b"l".to_vec(),
+        start_revision: rev - 3,
+        prev_kv: true,
+        ..Default::default()
+    };
+    back.watch(&start).unwrap();
+    l.watch(&start).unwrap();
+    assert_eq!(back.poll_watches(), l.poll_watches());
+}

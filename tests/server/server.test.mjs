@@ -1,0 +1,151 @@
+// edge-lease's etcd server (server/main.mjs) on its own: what a loopback
+// server must refuse, requests that must not crash it, its flags, and
+// durability across SIGKILL under load. The etcd-compatible behaviour itself
+// is compared against a real etcd in tests/etcd/.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { request } from "node:http";
+import { connect } from "node:net";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { startEdge, tempDir, post, root } from "../etcd/harness.mjs";
+
+const b64 = (s) => Buffer.from(s).toString("base64");
+
+function raw(url, { method = "GET", path = "/", headers = {}, body } = {}) {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, method, path, headers }, (res) => {
+      let text = "";
+      res.on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode, text, headers: res.headers }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+function rawSocket(url, bytes, ms = 2000) {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const s = connect(Number(u.port), u.hostname, () => s.end(bytes));
+    let out = "";
+    s.on("data", (d) => (out += d));
+    s.on("close", () => resolve(out));
+    s.on("error", () => resolve(out));
+    setTimeout(() => s.destroy(), ms);
+  });
+}
+
+test("refuses other Hosts and other origins, survives malformed requests", async (t) => {
+  const edge = await startEdge(t);
+  const alive = async () => assert.equal((await post(edge.url, "/v3/kv/range", { key: b64("k") })).status, 200);
+
+  // DNS rebinding: a page served from evil.example resolving to 127.0.0.1.
+  const host = await raw(edge.url, { method: "POST", path: "/v3/kv/put", headers: { host: "evil.example:2379" }, body: "{}" });
+  assert.equal(host.status, 421);
+  // A page on another origin POSTing (no-cors): the write must not happen.
+  const put = JSON.stringify({ key: b64("csrf"), value: b64("x") });
+  const cross = await raw(edge.url, { method: "POST", path: "/v3/kv/put", headers: { origin: "http://evil.example" }, body: put });
+  assert.equal(cross.status, 403);
+  assert.equal((await post(edge.url, "/v3/kv/range", { key: b64("csrf") })).body.kvs, undefined);
+  // Same origin (the demo page) is fine, and no answer carries CORS headers.
+  const same = await raw(edge.url, { method: "POST", path: "/v3/kv/range", headers: { origin: edge.url }, body: "{}" });
+  assert.equal(same.status, 400);
+  assert.equal(same.headers["access-control-allow-origin"], undefined);
+
+  // A malformed request target (any page can send one with <img>).
+  assert.equal((await raw(edge.url, { path: "//[" })).status, 404);
+  assert.match(await rawSocket(edge.url, "GET * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"), /^HTTP\/1.1 400/);
+  assert.match(await rawSocket(edge.url, "GARBAGE\r\n\r\n"), /^HTTP\/1.1 400/);
+  // Deeply nested JSON, and a deeply nested txn.
+  const deep = "[".repeat(200_000) + "]".repeat(200_000);
+  assert.equal((await post(edge.url, "/v3/kv/put", deep)).status, 400);
+  let txn = {};
+  for (let i = 0; i < 1000; i++) txn = { success: [{ request_txn: txn }] };
+  const nested = await post(edge.url, "/v3/kv/txn", txn);
+  assert.deepEqual([nested.status, nested.body.code], [501, 12]); // Txn waits for the engine
+  // Truncated HTTP/2: the preface and half a frame, then the socket closes.
+  await rawSocket(edge.url, Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), Buffer.from([0, 0, 9, 4, 0])]));
+  await rawSocket(edge.url, Buffer.from("PRI * HTTP/2.0\r\n"));
+  // A body larger than the gateway reads.
+  const huge = await post(edge.url, "/v3/kv/put", "x".repeat(9 * 1024 * 1024));
+  assert.deepEqual([huge.status, huge.body.code], [429, 8]);
+  await alive();
+
+  // The demo page is still served next to the API.
+  const page = await fetch(edge.url + "/");
+  assert.equal(page.status, 200);
+  assert.match(page.headers.get("content-type"), /text\/html/);
+});
+
+test("what needs engine features answers gRPC Unimplemented with a clear message", async (t) => {
+  const edge = await startEdge(t);
+  const client = new grpc.Client(edge.url.replace("http://", ""), grpc.credentials.createInsecure());
+  t.after(() => client.close());
+  const call = (path) =>
+    new Promise((ok) =>
+      client.makeUnaryRequest(path, (x) => x, (x) => x, Buffer.alloc(0), (err) => ok(err && [err.code, err.details])),
+    );
+  assert.deepEqual(await call("/etcdserverpb.KV/Txn"), [12, "edge-lease: etcdserverpb.KV/Txn is not implemented yet"]);
+  assert.deepEqual(await call("/v3lockpb.Lock/Lock"), [12, "edge-lease: v3lockpb.Lock/Lock is not implemented yet"]);
+  const txn = await post(edge.url, "/v3/kv/txn", {});
+  assert.deepEqual([txn.status, txn.body.code], [501, 12]);
+});
+
+test("etcd's flags: a configuration that needs a second member is refused", () => {
+  const run = (...args) => spawnSync(process.execPath, ["server/main.mjs", ...args], { cwd: root, encoding: "utf8", timeout: 10_000 });
+  const two = run("--name", "a", "--initial-cluster", "a=http://127.0.0.1:2380,b=http://127.0.0.1:2381", "--initial-advertise-peer-urls", "http://127.0.0.1:2380");
+  assert.equal(two.status, 2);
+  assert.match(two.stderr, /single-member etcd: --initial-cluster names 2 members \(a, b\)/);
+  const existing = run("--initial-cluster-state", "existing");
+  assert.equal(existing.status, 2);
+  assert.match(existing.stderr, /joins another member's cluster/);
+  assert.match(run("--bogus", "1").stderr, /flag provided but not supported: --bogus/);
+  assert.match(run("--listen-client-urls", "https://127.0.0.1:2379").stderr, /only http:\/\//);
+});
+
+test("acknowledged writes survive SIGKILL under load; SIGTERM stops cleanly", async (t) => {
+  const dataDir = join(tempDir(t), "data");
+  let edge = await startEdge(t, { dataDir });
+  const flags = edge.flags;
+  const ok = async (path, body) => {
+    const r = await post(edge.url, path, body);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body;
+  };
+  const lease = (await ok("/v3/lease/grant", { TTL: 600 })).ID;
+  const acked = new Map();
+  let stop = false;
+  // Writers keep going while the server is killed; only acknowledged puts count.
+  const writers = [0, 1, 2, 3].map(async (w) => {
+    for (let i = 0; !stop && i < 5000; i++) {
+      const key = `w${w}/${i}`;
+      try {
+        const r = await post(edge.url, "/v3/kv/put", { key: b64(key), value: b64(`v${i}`), lease: i % 2 ? lease : undefined });
+        if (r.status === 200) acked.set(key, Number(r.body.header.revision));
+      } catch {
+        return; // the connection died with the server
+      }
+    }
+  });
+  await new Promise((r) => setTimeout(r, 1500));
+  edge.child.kill("SIGKILL");
+  stop = true;
+  await Promise.all(writers);
+  assert.equal((await edge.exited).signal, "SIGKILL");
+  assert.ok(acked.size > 20, `only ${acked.size} puts acknowledged`);
+
+  edge = await startEdge(t, { flags });
+  const all = await ok("/v3/kv/range", { key: b64("\0"), range_end: b64("\0"), keys_only: true });
+  const have = new Map(all.kvs.map((kv) => [Buffer.from(kv.key, "base64").toString(), Number(kv.mod_revision)]));
+  for (const [k, rev] of acked) assert.equal(have.get(k), rev, `${k} acknowledged at revision ${rev}`);
+  assert.equal((await ok("/v3/lease/timetolive", { ID: lease })).grantedTTL, "600");
+
+  edge.child.kill("SIGTERM");
+  assert.equal((await edge.exited).code, 0);
+  edge = await startEdge(t, { flags });
+  const after = await ok("/v3/kv/put", { key: b64("after"), value: b64("restart") });
+  assert.equal(Number(after.header.revision), Number(all.header.revision) + 1);
+});

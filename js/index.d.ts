@@ -184,7 +184,7 @@ export interface KeyEvent<T extends "put" | "delete" = "put" | "delete"> extends
   readonly revision: number;
 }
 
-/** A tick of the expiry timer failed (a refusing store, a bad clock); it is retried. */
+/** A tick of the expiry timer failed (a refusing store, a bad clock); it is retried a second later, unless an async store failed. */
 export interface TimerErrorEvent extends Event {
   readonly type: "error";
   readonly error: unknown;

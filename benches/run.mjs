@@ -6,8 +6,9 @@
 //
 // JS systems are the modules in benches/systems/ (run by benches/run-one.mjs);
 // native ones come from the Rust bench binary (benches/native.rs). A system
-// that cannot run (edge-lease before the package exists, the native core
-// before it is wired) shows up as skipped, with the reason.
+// that cannot run (edge-lease before pkg/ is built, the native ones when
+// cargo cannot build the bench binary, a run that fails or exceeds the time
+// budget) shows up as skipped, with the reason.
 
 import { spawnSync } from "node:child_process";
 import { readdirSync, writeFileSync, mkdirSync, readFileSync } from "node:fs";
@@ -125,7 +126,7 @@ for (const n of NS) {
     if (NATIVE.includes(system) && native.error) {
       row = { system, n, skipped: native.error };
     } else if (rows.some((r) => r.system === system && r.skipped)) {
-      // Skipped once (import failure, unwired, too slow): skipped for larger N.
+      // Skipped once (import failure, failed run, too slow): skipped for larger N.
       row = { system, n, skipped: rows.find((r) => r.system === system && r.skipped).skipped };
     } else if (prev && predictSeconds(prev, n) > MAX_RUN_S) {
       row = { system, n, skipped: `predicted ${predictSeconds(prev, n).toFixed(0)} s > ${MAX_RUN_S} s budget per run` };
@@ -137,7 +138,7 @@ for (const n of NS) {
   }
 }
 
-// ---- edge-lease-specific extras (hooks for the lead) --------------------------
+// ---- edge-lease-specific measurements (benches/extras.mjs) ----------------------
 
 async function hook(name) {
   try {

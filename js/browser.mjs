@@ -3,7 +3,7 @@
 // it also accepts what wasm-bindgen's init does (a URL, Response, bytes or
 // a WebAssembly.Module) for hosts that serve the file elsewhere.
 import wbgInit from "../pkg/edge_lease.js";
-import { markReady } from "./lessor.js";
+import { markReady } from "./binding.js";
 
 let started = null;
 
@@ -21,4 +21,4 @@ export function init(input) {
 }
 
 export default init;
-export { Lessor, LeaseError, LeaseEvent } from "./lessor.js";
+export { Lessor, LeaseError, LeaseEvent, leaseId } from "./lessor.js";

@@ -3,10 +3,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { initSync } from "../pkg/edge_lease.js";
-import { markReady } from "./lessor.js";
+import { markReady } from "./binding.js";
 
 initSync({ module: readFileSync(join(__dirname, "..", "pkg", "edge_lease_bg.wasm")) });
 markReady();
 
-export { Lessor, LeaseError, LeaseEvent } from "./lessor.js";
+export { Lessor, LeaseError, LeaseEvent, leaseId } from "./lessor.js";
 export async function init() {}

@@ -1,7 +1,23 @@
-// Types for every entry point of edge-lease (Node ESM/CJS, Deno, Bun, workerd, browsers).
+// Types for every entry point of edge-lease (Node ESM/CJS, Deno, Bun, workerd,
+// browsers). They need only Event and EventTarget from the host's types, so
+// they check with the DOM lib, with @types/node alone, and in Deno.
 
-/** A lease id: 16 lowercase hex digits, as etcdctl prints it (`ffffffffffffffff` is -1). */
-export type LeaseId = string;
+declare const leaseIdBrand: unique symbol;
+
+/**
+ * A lease id: 16 lowercase hex digits, as etcdctl prints it
+ * (`ffffffffffffffff` is -1). Ids come from the API (grant, leases, entries,
+ * events) or from `leaseId(text)`: a plain string is not one, so
+ * `renew("hello")` does not compile. Methods also take an id as a bigint.
+ */
+export type LeaseId = string & { readonly [leaseIdBrand]: true };
+
+/**
+ * A lease id from elsewhere (etcdctl's 16 hex digits, or a bigint) as the
+ * `LeaseId` the API returns; a LeaseError with code InvalidArgument for
+ * anything else.
+ */
+export function leaseId(id: string | bigint): LeaseId;
 
 /** Stable error codes, on `err.code`. */
 export type ErrorCode =
@@ -12,6 +28,8 @@ export type ErrorCode =
   | "InvalidArgument"
   | "StorageFailed"
   | "CorruptEntry"
+  | "NoSpace"
+  | "NoEntropy"
   | "Locked"
   | "Closed"
   | "Reentrant"
@@ -40,18 +58,20 @@ export interface Storage {
   write(batch: Batch): void | Promise<void>;
 }
 
+// The numeric defaults are the core's (Config::default()); a test keeps
+// these and the README's equal to them.
 export interface LessorOptions {
   /** The host clock, epoch milliseconds. Default `Date.now`. Called once per operation. */
   now?: () => number;
-  /** TTLs below this are raised to it (seconds). Default 1. */
+  /** TTLs below this are raised to it (seconds). @default 1 */
   minTtl?: number;
-  /** At most this many leases expire in any 1 s of host time. Default 1000. */
+  /** At most this many leases expire in any 1 s of host time. @default 1000 */
   revokeRate?: number;
-  /** Default 4096. */
+  /** Longest key, in UTF-8 bytes. @default 4096 */
   maxKeyBytes?: number;
-  /** Default 1048576. */
+  /** Longest value, in bytes (1 MiB). @default 1048576 */
   maxValueBytes?: number;
-  /** Default 10000. */
+  /** Most keys attached to one lease. @default 10000 */
   maxKeysPerLease?: number;
   /**
    * Run one timer at `nextDeadline()` that calls `tick()` (unref'd in Node).
@@ -87,13 +107,27 @@ export interface PutOptions {
   prevKv?: boolean;
 }
 
-export interface PutResult {
+/** A put that created its key (for ifAbsent: the put happened). */
+export interface PutCreated {
+  created: true;
   revision: number;
-  /** The key did not exist (for ifAbsent: the put happened). */
-  created: boolean;
+  /** Nothing was there before. */
+  prev?: undefined;
+}
+
+/** A put on a key that existed: overwritten, or for ifAbsent left to its holder (revision unchanged). */
+export interface PutExisting {
+  created: false;
+  revision: number;
   /** The previous entry (prevKv), or the holder when an ifAbsent put was refused. */
   prev?: Entry;
 }
+
+/** What a put did, discriminated on `created`. */
+export type PutResult = PutCreated | PutExisting;
+
+/** With ifAbsent or prevKv, a key that existed always comes with its entry. */
+export type PutResultWithPrev = PutCreated | (PutExisting & { prev: Entry });
 
 export interface DeleteResult {
   deleted: boolean;
@@ -116,31 +150,74 @@ export interface TimeToLive {
   keys: string[];
 }
 
-export class LeaseEvent extends Event {
-  readonly lease: LeaseId | null;
-  readonly key: string | null;
-  readonly keys: string[];
-  readonly revision: number;
+export interface Granted {
+  id: LeaseId;
+  ttl: number;
+}
+
+/**
+ * The class of every lessor event (for `instanceof`). Which fields an event
+ * has depends on its type: see LessorEventMap.
+ */
+export class LeaseEvent extends Event {}
+
+/** A lease granted or renewed, with its TTL in seconds. */
+export interface LeaseTtlEvent<T extends "grant" | "renew" = "grant" | "renew"> extends LeaseEvent {
+  readonly type: T;
+  readonly lease: LeaseId;
   readonly ttl: number;
 }
 
+/** A lease revoked or expired: its keys went with it, in one revision. */
+export interface LeaseGoneEvent<T extends "revoke" | "expire" = "revoke" | "expire"> extends LeaseEvent {
+  readonly type: T;
+  readonly lease: LeaseId;
+  readonly keys: string[];
+  readonly revision: number;
+}
+
+/** A key written or deleted, with its lease (null: none) and the change's revision. */
+export interface KeyEvent<T extends "put" | "delete" = "put" | "delete"> extends LeaseEvent {
+  readonly type: T;
+  readonly key: string;
+  readonly lease: LeaseId | null;
+  readonly revision: number;
+}
+
+/** A tick of the expiry timer failed (a refusing store, a bad clock); it is retried a second later, unless an async store failed. */
+export interface TimerErrorEvent extends Event {
+  readonly type: "error";
+  readonly error: unknown;
+}
+
 export interface LessorEventMap {
-  grant: LeaseEvent;
-  renew: LeaseEvent;
-  revoke: LeaseEvent;
-  expire: LeaseEvent;
-  put: LeaseEvent;
-  delete: LeaseEvent;
-  error: Event & { error: unknown };
+  grant: LeaseTtlEvent<"grant">;
+  renew: LeaseTtlEvent<"renew">;
+  revoke: LeaseGoneEvent<"revoke">;
+  expire: LeaseGoneEvent<"expire">;
+  put: KeyEvent<"put">;
+  delete: KeyEvent<"delete">;
+  error: TimerErrorEvent;
+}
+
+/** A listener as EventTarget takes one: a function, or an object with handleEvent. */
+export type Listener<E> = ((event: E) => void) | { handleEvent(event: E): void };
+
+export interface ListenerOptions {
+  capture?: boolean;
+  once?: boolean;
+  passive?: boolean;
+  signal?: AbortSignal;
 }
 
 export class Lessor extends EventTarget {
   constructor(options?: LessorOptions);
-  grant(ttl: number, options?: { id?: LeaseId | bigint }): { id: LeaseId; ttl: number };
+  grant(ttl: number, options?: { id?: LeaseId | bigint | null }): Granted;
   renew(id: LeaseId | bigint): number;
   revoke(id: LeaseId | bigint): Expired;
   timeToLive(id: LeaseId | bigint, options?: { keys?: boolean }): TimeToLive;
   leases(): LeaseId[];
+  put(key: string, value: Value, options: PutOptions & ({ ifAbsent: true } | { prevKv: true })): PutResultWithPrev;
   put(key: string, value: Value, options?: PutOptions): PutResult;
   get(key: string): Entry | undefined;
   range(prefix?: string): Entry[];
@@ -158,14 +235,16 @@ export class Lessor extends EventTarget {
   close(): void;
   addEventListener<K extends keyof LessorEventMap>(
     type: K,
-    listener: (event: LessorEventMap[K]) => void,
-    options?: boolean | AddEventListenerOptions,
+    listener: Listener<LessorEventMap[K]> | null,
+    options?: boolean | ListenerOptions,
   ): void;
-  addEventListener(
-    type: string,
-    listener: EventListenerOrEventListenerObject | null,
-    options?: boolean | AddEventListenerOptions,
+  addEventListener(type: string, listener: Listener<Event> | null, options?: boolean | ListenerOptions): void;
+  removeEventListener<K extends keyof LessorEventMap>(
+    type: K,
+    listener: Listener<LessorEventMap[K]> | null,
+    options?: boolean | { capture?: boolean },
   ): void;
+  removeEventListener(type: string, listener: Listener<Event> | null, options?: boolean | { capture?: boolean }): void;
 }
 
 /**

@@ -3,11 +3,11 @@
 // not allowed there, so instantiate the module synchronously.
 import wasmModule from "../pkg/edge_lease_bg.wasm";
 import { initSync } from "../pkg/edge_lease.js";
-import { markReady } from "./lessor.js";
+import { markReady } from "./binding.js";
 
 initSync({ module: wasmModule });
 markReady();
 
-export { Lessor, LeaseError, LeaseEvent } from "./lessor.js";
+export { Lessor, LeaseError, LeaseEvent, leaseId } from "./lessor.js";
 export async function init() {}
 export default init;

@@ -200,21 +200,35 @@ impl Lessor {
         self.remove_lease(id)
     }
 
-    /// The one path by which a lease ends (revoke and expiry): its keys go in
-    /// one revision, in sorted order, then the lease.
+    /// The one path by which a lease ends (revoke, and a grant that reuses
+    /// an expired id): its keys go in one revision, in sorted order, then
+    /// the lease.
     fn remove_lease(&mut self, id: LeaseId) -> Result<Revoked> {
+        let mut w = Write::new(&self.kv);
+        let revision = self.stage_removal(&mut w, id)?;
+        self.commit(w)?;
+        Ok(self.removed(id, revision))
+    }
+
+    /// Stages a lease's end in `w` (its keys in a revision of their own);
+    /// returns the revision it will have happened at.
+    fn stage_removal(&self, w: &mut Write, id: LeaseId) -> Result<i64> {
         let Some(l) = self.leases.get(id) else {
             return Err(Error::LeaseNotFound(id));
         };
-        let mut w = Write::new(&self.kv);
+        w.next_revision();
         for k in &l.keys {
             // Lease 0: the lease goes as a whole, nothing to detach from.
             w.delete(k.clone(), 0);
         }
         w.drop_lease(id);
-        let revision = self.commit(w)?;
+        Ok(w.last_revision().unwrap_or(self.kv.revision()))
+    }
+
+    /// Takes a lease whose end was committed out of the table.
+    fn removed(&mut self, id: LeaseId, revision: i64) -> Revoked {
         let keys = self.leases.remove(id).map(|l| l.keys).unwrap_or_default();
-        Ok(Revoked { id, keys, revision })
+        Revoked { id, keys, revision }
     }
 
     /// Remaining time of a live lease, and optionally its keys.
@@ -256,7 +270,9 @@ impl Lessor {
     }
 
     /// Expires what is due, at most `revoke_rate` leases in any 1 s of host
-    /// time; the rest stay queued. Cheap when nothing is due.
+    /// time; the rest stay queued. Cheap when nothing is due. Each lease's
+    /// keys go in a revision of their own, and all of them in one storage
+    /// batch; if the store refuses it, nothing expires (`Tick::error`).
     pub fn tick(&mut self, now: i64) -> Tick {
         let now = self.observe(now);
         let mut tick = Tick {
@@ -266,20 +282,28 @@ impl Lessor {
         if !self.primary {
             return tick;
         }
-        while let Some((deadline, id)) = self.leases.next_due() {
-            if deadline > now || self.limiter.allowance(now) == 0 {
-                break;
+        let allowance = self.limiter.allowance(now) as usize;
+        let due = self.leases.take_due(now, allowance);
+        if due.is_empty() {
+            return tick;
+        }
+        let mut w = Write::new(&self.kv);
+        let mut ends = Vec::with_capacity(due.len());
+        for &(_, id) in &due {
+            // Every taken lease is in the table (take_due checked).
+            if let Ok(rev) = self.stage_removal(&mut w, id) {
+                ends.push((id, rev));
             }
-            match self.remove_lease(id) {
-                Ok(r) => {
-                    self.limiter.record(now);
-                    tick.expired.push(r);
-                }
-                Err(e) => {
-                    tick.error = Some(e);
-                    break;
-                }
-            }
+        }
+        if let Err(e) = self.commit(w) {
+            self.leases.requeue(&due);
+            tick.error = Some(e);
+            return tick;
+        }
+        for (id, rev) in ends {
+            self.limiter.record(now);
+            let r = self.removed(id, rev);
+            tick.expired.push(r);
         }
         tick
     }

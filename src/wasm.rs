@@ -4,7 +4,9 @@
 //!
 //! Hot paths return scalars and leave extra results in a small `scratch`
 //! array of f64 that JS reads through a view on wasm memory, so that no JS
-//! object is built per call. Lease ids cross as two u32 halves.
+//! object is built per call. Lease ids cross as two u32 halves. Positions in
+//! the scratch array and in the flat rows are named once, by the exported
+//! enums below, which `js/binding.js` reads at load.
 
 use js_sys::{Array, Float64Array, Function, Object, Reflect, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -12,6 +14,79 @@ use wasm_bindgen::JsCast;
 
 use crate::storage::Batch;
 use crate::{Config, Entry, Error, LeaseId, Lessor, PutOptions, Revoked, Storage};
+
+/// Positions in the scratch array (see `RawLessor::scratch`).
+#[wasm_bindgen]
+#[derive(Clone, Copy)]
+pub enum Slot {
+    /// A lease id's halves: grant's new id, or an entry's lease (0, 0: none).
+    IdHi = 0,
+    IdLo = 1,
+    /// An entry: of `get`, or the previous one of `put` and `delete`.
+    CreateRevision = 2,
+    ModRevision = 3,
+    Version = 4,
+    /// The entry's value in wasm memory, readable until the next call into
+    /// this object, and 1 if it was written as text.
+    ValuePtr = 5,
+    ValueLen = 6,
+    Text = 7,
+    /// put: 1 if the key was created (for an if-absent put: written).
+    Created = 8,
+    /// delete: 1 if a key was deleted.
+    Deleted = 9,
+    /// put, delete: 1 if the entry slots hold the previous entry.
+    HasPrev = 10,
+    /// time_to_live: remaining whole seconds, remaining ms, granted TTL.
+    Ttl = 11,
+    TtlMs = 12,
+    GrantedTtl = 13,
+}
+
+const SLOTS: usize = Slot::GrantedTtl as usize + 1;
+
+/// One revoked or expired lease in the flat rows of `revoke` and `tick`:
+/// these fields, then `KeyCount` key lengths from `KeyLengths` on.
+#[wasm_bindgen]
+#[derive(Clone, Copy)]
+pub enum RevokedRow {
+    IdHi = 0,
+    IdLo = 1,
+    Revision = 2,
+    KeyCount = 3,
+    KeyLengths = 4,
+}
+
+/// One row of `range`.
+#[wasm_bindgen]
+#[derive(Clone, Copy)]
+pub enum RangeRow {
+    Key = 0,
+    Value = 1,
+    CreateRevision = 2,
+    ModRevision = 3,
+    Version = 4,
+    LeaseHi = 5,
+    LeaseLo = 6,
+}
+
+/// The core's defaults (`Config::default()`) under the wrapper's option
+/// names: the one place the wrapper, its types and the README take them from.
+#[wasm_bindgen]
+pub fn defaults() -> Object {
+    let d = Config::default();
+    let o = Object::new();
+    for (name, v) in [
+        ("minTtl", d.min_ttl as f64),
+        ("revokeRate", d.revoke_rate as f64),
+        ("maxKeyBytes", d.max_key_bytes as f64),
+        ("maxValueBytes", d.max_value_bytes as f64),
+        ("maxKeysPerLease", d.max_keys_per_lease as f64),
+    ] {
+        let _ = Reflect::set(&o, &name.into(), &v.into());
+    }
+    o
+}
 
 /// Host time: the wrapper has already checked it is a finite number.
 fn ms(now: f64) -> i64 {
@@ -52,6 +127,19 @@ fn value_js(e: &Entry) -> JsValue {
     }
 }
 
+/// Sets the entry slots of `scratch` (a free function: the entry may be
+/// borrowed from the same `RawLessor`).
+fn entry_slots(scratch: &mut [f64; SLOTS], e: &Entry) {
+    scratch[Slot::CreateRevision as usize] = e.create_revision as f64;
+    scratch[Slot::ModRevision as usize] = e.mod_revision as f64;
+    scratch[Slot::Version as usize] = e.version as f64;
+    scratch[Slot::IdHi as usize] = hi(e.lease);
+    scratch[Slot::IdLo as usize] = lo(e.lease);
+    scratch[Slot::ValuePtr as usize] = e.value.as_ptr() as usize as f64;
+    scratch[Slot::ValueLen as usize] = e.value.len() as f64;
+    scratch[Slot::Text as usize] = e.text as u8 as f64;
+}
+
 fn keys_js(keys: &[crate::Key]) -> Array {
     keys.iter().map(|k| key_str(k)).collect()
 }
@@ -62,7 +150,12 @@ fn keys_js(keys: &[crate::Key]) -> Array {
 /// of an array and a string per lease).
 fn revoked_flat(list: &[Revoked], meta: &mut Vec<f64>, keys: &mut String) {
     for r in list {
-        meta.extend_from_slice(&[hi(r.id), lo(r.id), r.revision as f64, r.keys.len() as f64]);
+        let mut head = [0.0; RevokedRow::KeyLengths as usize];
+        head[RevokedRow::IdHi as usize] = hi(r.id);
+        head[RevokedRow::IdLo as usize] = lo(r.id);
+        head[RevokedRow::Revision as usize] = r.revision as f64;
+        head[RevokedRow::KeyCount as usize] = r.keys.len() as f64;
+        meta.extend_from_slice(&head);
         for k in &r.keys {
             let k = String::from_utf8_lossy(k);
             // JS slices by UTF-16 code units.
@@ -112,10 +205,13 @@ impl Storage for JsStorage {
 #[wasm_bindgen]
 pub struct RawLessor {
     inner: Lessor,
-    scratch: Box<[f64; 8]>,
+    scratch: Box<[f64; SLOTS]>,
     /// The error of the last failed hot-path call or tick.
     error: Option<Error>,
     keys_out: String,
+    /// The previous entry of the last put or delete, whose value the
+    /// wrapper reads in place (see `Slot::ValuePtr`).
+    prev: Option<Entry>,
 }
 
 #[wasm_bindgen]
@@ -166,10 +262,15 @@ impl RawLessor {
     fn wrap(inner: Lessor) -> RawLessor {
         RawLessor {
             inner,
-            scratch: Box::new([0.0; 8]),
+            scratch: Box::new([0.0; SLOTS]),
             error: None,
             keys_out: String::new(),
+            prev: None,
         }
+    }
+
+    fn set(&mut self, slot: Slot, v: f64) {
+        self.scratch[slot as usize] = v;
     }
 
     /// A view of the scratch array. It lives in wasm memory: when memory
@@ -201,12 +302,12 @@ impl RawLessor {
         }
     }
 
-    /// Returns the granted TTL, NaN on error; scratch: [id hi, id lo].
+    /// Returns the granted TTL, NaN on error; the id in `Slot::IdHi`/`IdLo`.
     pub fn grant(&mut self, now: f64, ttl: f64, id_hi: u32, id_lo: u32) -> f64 {
         match self.inner.grant(ms(now), ttl as i64, id_of(id_hi, id_lo)) {
             Ok(g) => {
-                self.scratch[0] = hi(g.id);
-                self.scratch[1] = lo(g.id);
+                self.set(Slot::IdHi, hi(g.id));
+                self.set(Slot::IdLo, lo(g.id));
                 g.ttl as f64
             }
             Err(e) => self.fail(e),
@@ -244,14 +345,14 @@ impl RawLessor {
     }
 
     /// Undefined if not found; else the keys (empty unless asked), with
-    /// scratch: [ttl, ttl ms, granted ttl].
+    /// `Slot::Ttl`, `TtlMs` and `GrantedTtl` set.
     pub fn time_to_live(&mut self, now: f64, id_hi: u32, id_lo: u32, with_keys: bool) -> JsValue {
         let now = ms(now);
         match self.inner.time_to_live(now, id_of(id_hi, id_lo), with_keys) {
             Ok(t) => {
-                self.scratch[0] = t.ttl as f64;
-                self.scratch[1] = t.ttl_ms as f64;
-                self.scratch[2] = t.granted_ttl as f64;
+                self.set(Slot::Ttl, t.ttl as f64);
+                self.set(Slot::TtlMs, t.ttl_ms as f64);
+                self.set(Slot::GrantedTtl, t.granted_ttl as f64);
                 keys_js(&t.keys).into()
             }
             Err(_) => JsValue::UNDEFINED,
@@ -270,8 +371,10 @@ impl RawLessor {
         Uint32Array::from(&flat[..])
     }
 
-    /// Returns the revision, NaN on error; scratch[0] = 1 if the key was
-    /// created (for an if-absent put: written), else 0.
+    /// Returns the revision, NaN on error; sets `Slot::Created`, and
+    /// `Slot::HasPrev` with the entry slots: the previous entry when `prev`
+    /// asks for it, and always the holder when an if-absent put is refused.
+    #[allow(clippy::too_many_arguments)]
     pub fn put_str(
         &mut self,
         now: f64,
@@ -280,17 +383,19 @@ impl RawLessor {
         lease_hi: u32,
         lease_lo: u32,
         if_absent: bool,
+        prev: bool,
     ) -> f64 {
-        self.put(
-            now,
-            key,
-            value.as_bytes(),
-            true,
-            id_of(lease_hi, lease_lo),
+        let opts = PutOptions {
+            lease: id_of(lease_hi, lease_lo),
             if_absent,
-        )
+            text: true,
+            prev,
+            ..PutOptions::default()
+        };
+        self.put(now, key, value.as_bytes(), opts)
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn put_bytes(
         &mut self,
         now: f64,
@@ -299,55 +404,48 @@ impl RawLessor {
         lease_hi: u32,
         lease_lo: u32,
         if_absent: bool,
-    ) -> f64 {
-        self.put(now, key, value, false, id_of(lease_hi, lease_lo), if_absent)
-    }
-
-    fn put(
-        &mut self,
-        now: f64,
-        key: &str,
-        value: &[u8],
-        text: bool,
-        lease: LeaseId,
-        if_absent: bool,
+        prev: bool,
     ) -> f64 {
         let opts = PutOptions {
-            lease,
+            lease: id_of(lease_hi, lease_lo),
             if_absent,
-            text,
+            text: false,
+            prev,
             ..PutOptions::default()
         };
+        self.put(now, key, value, opts)
+    }
+
+    fn put(&mut self, now: f64, key: &str, value: &[u8], opts: PutOptions) -> f64 {
         match self.inner.put(ms(now), key.as_bytes(), value, opts) {
             Ok(r) => {
-                self.scratch[0] = r.created as u8 as f64;
+                self.set(Slot::Created, r.created as u8 as f64);
+                self.show_prev(r.prev);
                 r.revision as f64
             }
             Err(e) => self.fail(e),
         }
     }
 
-    /// Whether the key is live; if so scratch: [create revision, mod
-    /// revision, version, lease hi, lease lo, value pointer, value length,
-    /// text]. The wrapper reads the value straight from wasm memory before
-    /// its next call: decoding short values itself is several times faster
-    /// than a returned string (TextDecoder), and bytes are copied only once.
+    /// Keeps a put's or delete's previous entry and shows it in the entry slots.
+    fn show_prev(&mut self, prev: Option<Entry>) {
+        self.prev = prev;
+        self.set(Slot::HasPrev, self.prev.is_some() as u8 as f64);
+        if let Some(e) = &self.prev {
+            entry_slots(&mut self.scratch, e);
+        }
+    }
+
+    /// Whether the key is live; if so the entry slots are set. The wrapper
+    /// reads the value straight from wasm memory before its next call:
+    /// decoding short values itself is several times faster than a returned
+    /// string (TextDecoder), and bytes are copied only once.
     pub fn get(&mut self, now: f64, key: &str) -> bool {
         let now = ms(now);
         let Some(e) = self.inner.get(now, key.as_bytes()) else {
             return false;
         };
-        let meta = [
-            e.create_revision as f64,
-            e.mod_revision as f64,
-            e.version as f64,
-            hi(e.lease),
-            lo(e.lease),
-            e.value.as_ptr() as usize as f64,
-            e.value.len() as f64,
-            e.text as u8 as f64,
-        ];
-        self.scratch.copy_from_slice(&meta);
+        entry_slots(&mut self.scratch, e);
         true
     }
 
@@ -356,38 +454,37 @@ impl RawLessor {
         wasm_bindgen::memory()
     }
 
-    /// Live entries under `prefix`, sorted: [key, value, create, mod, version, lease hi, lease lo] each.
+    /// Live entries under `prefix`, sorted, one `RangeRow` array each.
     pub fn range(&mut self, now: f64, prefix: &str) -> Array {
         let now = ms(now);
         self.inner
             .range(now, prefix.as_bytes())
             .into_iter()
             .map(|(k, e)| {
-                let row = Array::of5(
-                    &key_str(k),
-                    &value_js(e),
-                    &(e.create_revision as f64).into(),
-                    &(e.mod_revision as f64).into(),
-                    &(e.version as f64).into(),
-                );
-                row.push(&hi(e.lease).into());
-                row.push(&lo(e.lease).into());
+                let row = Array::new_with_length(RangeRow::LeaseLo as u32 + 1);
+                let set = |f: RangeRow, v: JsValue| row.set(f as u32, v);
+                set(RangeRow::Key, key_str(k));
+                set(RangeRow::Value, value_js(e));
+                set(RangeRow::CreateRevision, (e.create_revision as f64).into());
+                set(RangeRow::ModRevision, (e.mod_revision as f64).into());
+                set(RangeRow::Version, (e.version as f64).into());
+                set(RangeRow::LeaseHi, hi(e.lease).into());
+                set(RangeRow::LeaseLo, lo(e.lease).into());
                 row
             })
             .collect()
     }
 
-    /// Returns the revision; scratch: [deleted, lease hi, lease lo].
+    /// Returns the revision; sets `Slot::Deleted`, and `Slot::HasPrev` with
+    /// the entry slots: the deleted entry (its lease is the delete event's).
     pub fn delete(&mut self, now: f64, key: &str) -> Result<f64, JsValue> {
         let now = ms(now);
         let r = self
             .inner
             .delete(now, key.as_bytes(), true)
             .map_err(|e| js_error(&e))?;
-        let lease = r.prev.as_ref().map_or(0, |e| e.lease);
-        self.scratch[0] = r.deleted as u8 as f64;
-        self.scratch[1] = hi(lease);
-        self.scratch[2] = lo(lease);
+        self.set(Slot::Deleted, r.deleted as u8 as f64);
+        self.show_prev(r.prev);
         Ok(r.revision as f64)
     }
 

@@ -1,9 +1,12 @@
 //! The one write path. Every change to the lessor's durable state (keys,
 //! lease records, the revision) is staged in a [`Write`], turned into one
 //! storage batch, handed to the store, and only then applied: a refused
-//! batch changes nothing. All key changes of one `Write` share one revision,
-//! the only place a revision is created (as etcd applies each request
-//! through one write transaction of its store).
+//! batch changes nothing. The key changes of one operation share one
+//! revision; this is the only place a revision is created (as etcd applies
+//! each request through one write transaction of its store). A tick that
+//! expires many leases stages each in a revision of its own
+//! (`next_revision`) but writes them all as one batch: one fsync, not one
+//! per lease.
 
 use crate::error::Result;
 use crate::kv::{cost, Entry, Key, Keyspace};
@@ -11,8 +14,9 @@ use crate::lease::{LeaseId, LeaseTable};
 use crate::storage::{codec, Batch, Store, StoredLease};
 
 enum KeyChange {
-    /// `entry` was built for `Write::revision`; `old_lease` is the lease the
-    /// key belonged to before (0 for none), which loses it if different.
+    /// `entry` was built for the revision it carries (its mod_revision);
+    /// `old_lease` is the lease the key belonged to before (0 for none),
+    /// which loses it if different.
     Put {
         key: Key,
         entry: Entry,
@@ -21,7 +25,23 @@ enum KeyChange {
     Delete {
         key: Key,
         lease: LeaseId,
+        revision: i64,
     },
+}
+
+impl KeyChange {
+    fn key(&self) -> &Key {
+        match self {
+            KeyChange::Put { key, .. } | KeyChange::Delete { key, .. } => key,
+        }
+    }
+
+    fn revision(&self) -> i64 {
+        match self {
+            KeyChange::Put { entry, .. } => entry.mod_revision,
+            KeyChange::Delete { revision, .. } => *revision,
+        }
+    }
 }
 
 /// The changes of one operation, staged.
@@ -51,9 +71,25 @@ impl Write {
         }
     }
 
-    /// The revision this write's key changes carry, if it has any.
+    /// The revision the key changes staged next carry.
     pub fn revision(&self) -> i64 {
         self.revision
+    }
+
+    /// Starts the next revision, if the current one has changes.
+    pub fn next_revision(&mut self) {
+        if self
+            .keys
+            .last()
+            .is_some_and(|c| c.revision() == self.revision)
+        {
+            self.revision += 1;
+        }
+    }
+
+    /// The revision of the last staged key change, if any.
+    pub fn last_revision(&self) -> Option<i64> {
+        self.keys.last().map(KeyChange::revision)
     }
 
     pub fn put(&mut self, key: Key, entry: Entry, old_lease: LeaseId) {
@@ -67,7 +103,12 @@ impl Write {
 
     pub fn delete(&mut self, key: Key, lease: LeaseId) {
         self.added_bytes += cost(&key, &[]);
-        self.keys.push(KeyChange::Delete { key, lease });
+        let revision = self.revision;
+        self.keys.push(KeyChange::Delete {
+            key,
+            lease,
+            revision,
+        });
     }
 
     /// Compacts history to `revision` (see `Keyspace::dropped_by`).
@@ -102,9 +143,7 @@ impl Write {
 
     /// The keys this write changes.
     pub fn staged_keys(&self) -> impl Iterator<Item = &Key> {
-        self.keys.iter().map(|c| match c {
-            KeyChange::Put { key, .. } | KeyChange::Delete { key, .. } => key,
-        })
+        self.keys.iter().map(KeyChange::key)
     }
 
     /// Stores a lease record (grant, renewal, checkpoint, promotion).
@@ -128,10 +167,10 @@ impl Write {
                         .push((codec::key_key(key), codec::encode_entry(entry)));
                     (key, kv.get(key))
                 }
-                KeyChange::Delete { key, .. } => {
+                KeyChange::Delete { key, revision, .. } => {
                     b.delete.push(codec::key_key(key));
                     b.put
-                        .push((codec::old_key(self.revision, key), codec::encode_old(None)));
+                        .push((codec::old_key(*revision, key), codec::encode_old(None)));
                     (key, kv.get(key))
                 }
             };
@@ -162,19 +201,17 @@ impl Write {
                 codec::encode_revision(rev),
             ));
         }
-        if !self.keys.is_empty() {
-            b.put.push((
-                codec::REVISION_KEY.to_string(),
-                codec::encode_revision(self.revision),
-            ));
+        if let Some(rev) = self.last_revision() {
+            b.put
+                .push((codec::REVISION_KEY.to_string(), codec::encode_revision(rev)));
         }
         b
     }
 
     /// Makes the write durable, then applies its key changes to `kv` (and the
     /// key sets of `leases`). Lease records are the caller's to apply after
-    /// this succeeds. Returns the revision: the new one if keys changed,
-    /// else the unchanged current one.
+    /// this succeeds. Returns the revision: the last new one if keys
+    /// changed, else the unchanged current one.
     pub fn commit(
         self,
         kv: &mut Keyspace,
@@ -192,11 +229,11 @@ impl Write {
             // before them, and they add only versions after `rev`.
             kv.compact(*rev, dropped);
         }
-        if self.keys.is_empty() {
+        let Some(last) = self.last_revision() else {
             return Ok(kv.revision());
-        }
-        kv.begin(self.revision);
+        };
         for c in self.keys {
+            kv.begin(c.revision());
             match c {
                 KeyChange::Put {
                     key,
@@ -211,12 +248,12 @@ impl Write {
                         leases.attach(new_lease, &key);
                     }
                 }
-                KeyChange::Delete { key, lease } => {
+                KeyChange::Delete { key, lease, .. } => {
                     kv.delete(&key);
                     leases.detach(lease, &key);
                 }
             }
         }
-        Ok(self.revision)
+        Ok(last)
     }
 }

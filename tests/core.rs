@@ -928,3 +928,39 @@ fn the_quota_refuses_writes_but_not_reads_or_deletes() {
     })
     .is_err());
 }
+
+// Issue 13, item 12: 20,000 leases expiring at once cost up to 1,000
+// fsyncs per tick. A tick now writes one batch, each lease still ending in
+// a revision of its own.
+#[test]
+fn a_tick_writes_one_batch_for_all_it_expires() {
+    let rec = Recorder::default();
+    let mut l = Lessor::with_storage(Config::default(), Box::new(rec.clone())).unwrap();
+    for i in 0..50 {
+        let id = l.grant(T0, 10, 0).unwrap().id;
+        if i % 5 != 0 {
+            l.put(T0, format!("k{i}").as_bytes(), b"v", with_lease(id))
+                .unwrap();
+        }
+    }
+    let before = rec.batches.borrow().len();
+    let rev = l.revision();
+    let t = l.tick(T0 + 10_000);
+    assert_eq!(t.expired.len(), 50);
+    assert_eq!(rec.batches.borrow().len(), before + 1, "one batch");
+    let mut revs: Vec<i64> = t
+        .expired
+        .iter()
+        .filter(|r| !r.keys.is_empty())
+        .map(|r| r.revision)
+        .collect();
+    revs.dedup();
+    assert_eq!(revs, ((rev + 1)..=(rev + 40)).collect::<Vec<_>>());
+    assert_eq!(l.revision(), rev + 40);
+    let last = rec.batches.borrow().last().unwrap().clone();
+    assert_eq!(last.delete.len(), 40 + 50);
+    assert!(last.put.contains(&(
+        "v1/revision".to_string(),
+        (rev + 40).to_string().into_bytes()
+    )));
+}

@@ -54,7 +54,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import * as zlib from "node:zlib";
-import { LeaseError } from "../lessor.js";
+import { LeaseError } from "../errors.js";
 
 const MAGIC = Buffer.from("edgelse2");
 const MAGIC_V1 = Buffer.from("edgelse1");

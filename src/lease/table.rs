@@ -132,6 +132,29 @@ impl LeaseTable {
         None
     }
 
+    /// Takes out of the queue up to `max` leases due at `now`, soonest
+    /// first. The caller ends them, or gives them back with `requeue`.
+    pub fn take_due(&mut self, now: i64, max: usize) -> Vec<(i64, LeaseId)> {
+        let mut due = Vec::new();
+        while due.len() < max {
+            match self.next_due() {
+                Some((d, id)) if d <= now => {
+                    self.queue.pop();
+                    due.push((d, id));
+                }
+                _ => break,
+            }
+        }
+        due
+    }
+
+    /// Puts back leases `take_due` took and that did not end.
+    pub fn requeue(&mut self, due: &[(i64, LeaseId)]) {
+        for &(d, id) in due {
+            self.queue.push(d, id);
+        }
+    }
+
     pub fn attach(&mut self, id: LeaseId, key: &Key) {
         if let Some(l) = self.map.get_mut(&id) {
             if let Err(at) = l.keys.binary_search(key) {

@@ -22,9 +22,23 @@ export function freePort() {
   });
 }
 
+// The processes each test started: stopped (and waited for, bounded)
+// before any of its temp dirs goes, whichever after-hook runs first.
+const started = new WeakMap();
+
+async function stopAll(t) {
+  for (const p of started.get(t) ?? []) {
+    p.child.kill("SIGKILL");
+    await Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))]);
+  }
+}
+
 export function tempDir(t, prefix = "edge-lease-test-") {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  t.after(async () => {
+    await stopAll(t);
+    rmSync(dir, { recursive: true, force: true });
+  });
   return dir;
 }
 
@@ -66,8 +80,11 @@ function run(t, cmd, args, name) {
   child.stdout.on("data", (d) => (log += d));
   child.stderr.on("data", (d) => (log += d));
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, log })));
-  t.after(() => child.kill("SIGKILL"));
-  return { child, exited, log: () => log, name };
+  const p = { child, exited, log: () => log, name };
+  if (!started.has(t)) started.set(t, []);
+  started.get(t).push(p);
+  t.after(() => stopAll(t));
+  return p;
 }
 
 export async function startEtcd(t) {

@@ -1,7 +1,7 @@
 // The JS API of edge-lease, with an injected clock (no sleeps).
 import { test, mock } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor, LeaseError } from "edge-lease";
+import { Lessor, LeaseError, leaseId } from "edge-lease";
 
 const T0 = 1_700_000_000_000;
 
@@ -422,4 +422,41 @@ test("keys and values must be well-formed Unicode: a lone surrogate would not ro
   lessor.put("clef \uD834\uDD1E", "\uD834\uDD1E");
   assert.equal(lessor.get("clef \uD834\uDD1E").value, "\uD834\uDD1E");
   assert.equal(lessor.revision, 2);
+});
+
+test("a clock that uses another lessor does not change which lease an operation acts on", () => {
+  const other = new Lessor({ now: () => T0, autoTick: false });
+  const idA = "000000000000000a";
+  const idB = "000000000000000b";
+  // The host's clock looks at another lessor (a status line, a metric).
+  const lessor = new Lessor({ now: () => (other.timeToLive(idB), T0), autoTick: false });
+  lessor.grant(10, { id: idA });
+  lessor.grant(10, { id: idB });
+  assert.equal(lessor.revoke(idA).id, idA);
+  assert.equal(lessor.timeToLive(idA).ttl, -1);
+  assert.equal(lessor.timeToLive(idB).ttl, 10);
+  lessor.close();
+  other.close();
+});
+
+test("a put event carries the lease as a hex id also when the put was given a bigint", () => {
+  const { lessor } = setup();
+  const { id } = lessor.grant(10, { id: "00000000000000ff" });
+  const seen = [];
+  lessor.addEventListener("put", (e) => seen.push(e.lease));
+  lessor.put("k", "v", { lease: 255n });
+  lessor.put("k", "v", { lease: id });
+  lessor.put("k", "v");
+  assert.deepEqual(seen, [id, id, null]);
+});
+
+test("leaseId: an id from elsewhere (etcdctl's hex, a bigint) as the API's id; anything else is InvalidArgument", () => {
+  const { lessor } = setup();
+  const { id } = lessor.grant(10, { id: leaseId("00000000000000ff") });
+  assert.equal(id, "00000000000000ff");
+  assert.equal(leaseId(255n), id);
+  assert.equal(leaseId(-1n), "ffffffffffffffff");
+  for (const bad of ["00000000000000FF", "ff", "0x00000000000000f", 255, null, 2n ** 64n]) {
+    assert.equal(code(() => leaseId(bad)), "InvalidArgument", String(bad));
+  }
 });

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, normalize } from "node:path";
 import { after, before, test } from "node:test";
@@ -47,6 +47,13 @@ async function runJson(cmd, args, env = {}) {
   });
   return JSON.parse(stdout.trim().split("\n").at(-1));
 }
+
+test("every relative link in the README resolves inside the installed package", () => {
+  const pkg = join(project, "node_modules/edge-lease");
+  const links = [...readFileSync(join(pkg, "README.md"), "utf8").matchAll(/\]\(([^)#:]+)(#[^)]*)?\)/g)].map((m) => m[1]);
+  assert.ok(links.includes("docs/storage.md"), `the storage guide is linked: ${links}`);
+  for (const link of links) assert.ok(existsSync(join(pkg, link)), `${link} is not in the tarball`);
+});
 
 const esm = `import * as edgeLease from "edge-lease";\n${SRC}\nconsole.log(JSON.stringify(scenario(edgeLease)));\n`;
 
@@ -223,6 +230,29 @@ test("Chromium: an esbuild bundle of the browser entry", { timeout: 60_000 }, as
   copyFileSync(join(project, "node_modules/edge-lease/pkg/edge_lease_bg.wasm"), join(b, "edge_lease_bg.wasm"));
   writeFileSync(join(b, "index.html"), html("", `import "./app.js";`));
   const { result, errors } = await inChromium(`${name}/bundle/index.html`);
+  assert.deepEqual(errors, []);
+  assert.deepEqual(result, expected);
+});
+
+test("Chromium: an esbuild bundle that imports the wasm's URL (the README's bundler recipe)", { timeout: 60_000 }, async () => {
+  const name = dir.slice(project.length + 1);
+  const b = join(dir, "recipe");
+  mkdirSync(b);
+  writeFileSync(
+    join(dir, "recipe.mjs"),
+    `import init, * as edgeLease from "edge-lease";\nimport wasmUrl from "edge-lease/edge_lease_bg.wasm";\n${SRC}\n` +
+      `await init(wasmUrl);\nwindow.result = scenario(edgeLease);\n`,
+  );
+  await run(
+    bin("esbuild"),
+    ["recipe.mjs", "--bundle", "--format=esm", "--platform=browser", "--loader:.wasm=file", `--outdir=${b}`, "--log-level=warning"],
+    { cwd: dir, timeout: 30_000 },
+  );
+  // esbuild put the wasm in the output directory under a hashed name;
+  // nothing was copied by hand.
+  assert.ok(readdirSync(b).some((f) => /^edge_lease_bg-\w+\.wasm$/.test(f)), String(readdirSync(b)));
+  writeFileSync(join(b, "index.html"), html("", `import "./recipe.js";`));
+  const { result, errors } = await inChromium(`${name}/recipe/index.html`);
   assert.deepEqual(errors, []);
   assert.deepEqual(result, expected);
 });

@@ -3,7 +3,7 @@
 // source (`scenario.toString()`) into ESM, CJS, worker and page scripts.
 // It returns plain JSON so each runtime can print it for the test to compare.
 
-export function scenario({ Lessor, LeaseError }) {
+export function scenario({ Lessor, LeaseError, leaseId }) {
   let now = 1_700_000_000_000;
   const lessor = new Lessor({ now: () => now, autoTick: false });
   const caught = (f) => {
@@ -29,6 +29,7 @@ export function scenario({ Lessor, LeaseError }) {
   const bytes = lessor.get("bin").value;
   out.bytes = { isUint8Array: bytes instanceof Uint8Array, data: Array.from(bytes) };
   out.badTtl = caught(() => lessor.grant(1.5));
+  out.leaseId = { fromBigint: leaseId(-1n), bad: caught(() => leaseId("FF")) };
   lessor.close();
   return out;
 }
@@ -41,4 +42,5 @@ export const expected = {
   renewExpired: { code: "LeaseNotFound", leaseError: true },
   bytes: { isUint8Array: true, data: [0, 1, 127, 128, 255] },
   badTtl: { code: "InvalidArgument", leaseError: true },
+  leaseId: { fromBigint: "ffffffffffffffff", bad: { code: "InvalidArgument", leaseError: true } },
 };

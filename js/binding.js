@@ -1,0 +1,452 @@
+// The JS half of the wasm binding (src/wasm.rs is the other half): lease ids
+// as two u32 halves and as hex, the named scratch slots and rows, values read
+// in place from wasm memory, and the binding's errors as LeaseErrors.
+// A Binding (one per lessor) holds its own caches: nothing at module level
+// changes after load, except `ready`, set once by the entry that
+// instantiated the wasm.
+
+import { defaults as coreDefaults, RangeRow, RawLessor, RevokedRow, Slot } from "../pkg/edge_lease.js";
+import { invalid, LeaseError, leaseError } from "./errors.js";
+
+let ready = false;
+
+/** Called by each entry point once the wasm module is instantiated. */
+export function markReady() {
+  ready = true;
+}
+
+/** The core's option defaults (`Config::default()`): `{ minTtl, revokeRate, ... }`. */
+export function defaults() {
+  if (!ready) {
+    throw new LeaseError("NotInitialized", "edge-lease is not initialized: in a browser, `await init()` first");
+  }
+  return coreDefaults();
+}
+
+// Scratch positions, named in src/wasm.rs: taken once, so hot paths index by constants.
+const {
+  IdHi: ID_HI,
+  IdLo: ID_LO,
+  CreateRevision: CREATE_REVISION,
+  ModRevision: MOD_REVISION,
+  Version: VERSION,
+  ValuePtr: VALUE_PTR,
+  ValueLen: VALUE_LEN,
+  Text: TEXT,
+  Created: CREATED,
+  Deleted: DELETED,
+  HasPrev: HAS_PREV,
+  Ttl: TTL,
+  TtlMs: TTL_MS,
+  GrantedTtl: GRANTED_TTL,
+} = Slot;
+
+// ---- lease ids ---------------------------------------------------------------
+
+// Hex digit values by char code; -1 for anything else (uppercase included:
+// ids are lowercase, as etcdctl prints them).
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) HEX_VALUE["0123456789abcdef".charCodeAt(i)] = i;
+
+// A loop over char codes: a regex plus two parseInt calls cost a fifth of
+// a renew in profiles.
+function hexHalf(s, from) {
+  let v = 0;
+  for (let i = from; i < from + 8; i++) {
+    const c = s.charCodeAt(i);
+    const d = c < 128 ? HEX_VALUE[c] : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+function badId(id, what) {
+  return typeof id === "string"
+    ? invalid(`${what} must be 16 lowercase hex digits, got ${JSON.stringify(id.slice(0, 40))}`)
+    : invalid(`${what} must be a 16-digit hex string or a bigint, got ${typeof id}`);
+}
+
+function bigId(id, what) {
+  if (typeof id !== "bigint") throw badId(id, what);
+  if (id < -(2n ** 63n) || id >= 2n ** 64n) throw invalid(`${what} ${id} is outside 64 bits`);
+  return BigInt.asUintN(64, id);
+}
+
+// An id crosses into wasm as two u32 halves, each from its own function: no
+// pair allocated per call, and nothing kept between calls.
+function high(id, what) {
+  if (typeof id !== "string") return Number(bigId(id, what) >> 32n);
+  const h = id.length === 16 ? hexHalf(id, 0) : -1;
+  if (h < 0) throw badId(id, what);
+  return h;
+}
+
+function low(id, what) {
+  if (typeof id !== "string") return Number(bigId(id, what) & 0xffffffffn);
+  const l = id.length === 16 ? hexHalf(id, 8) : -1;
+  if (l < 0) throw badId(id, what);
+  return l;
+}
+
+// Number#toString(16) + padStart showed up as the top cost of get/grant in
+// profiles; a byte table is several times faster.
+const HEX_BYTE = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+function hex8(n) {
+  return HEX_BYTE[n >>> 24] + HEX_BYTE[(n >>> 16) & 255] + HEX_BYTE[(n >>> 8) & 255] + HEX_BYTE[n & 255];
+}
+
+/**
+ * A lease id from elsewhere (etcdctl's 16 hex digits, or a bigint) as the
+ * id the API returns; throws InvalidArgument for anything else.
+ */
+export function leaseId(id) {
+  const hi = high(id, "lease id");
+  const lo = low(id, "lease id");
+  return typeof id === "string" ? id : hex8(hi) + hex8(lo);
+}
+
+// ---- values ------------------------------------------------------------------
+
+const utf8 = new TextDecoder();
+const NO_BYTES = new Uint8Array(0);
+
+// ---- one lessor's binding ----------------------------------------------------
+
+/**
+ * One RawLessor, called with JS values: ids as hex or bigint, entries and
+ * lists as objects. Every method takes the host time `now` (epoch ms) first.
+ */
+export class Binding {
+  #raw;
+  #scratch;
+  // A view of wasm memory for reading values; it empties when memory grows.
+  #bytes = NO_BYTES;
+  #busy = false;
+  // The last id formatted, as text and halves: reads of keys on one lease
+  // format the same id over and over, and the id just returned is the one
+  // most often passed back next (put with that lease, renew of that holder).
+  #lastHi = 0;
+  #lastLo = 0;
+  #lastId = null;
+
+  /**
+   * A core with `config` (`{ minTtl, revokeRate, maxKeyBytes, maxValueBytes,
+   * maxKeysPerLease }`); with `restore` (`{ entries, now, write }`) rebuilt
+   * from stored entries, handing every later change to `write` first.
+   */
+  constructor(config, restore) {
+    const c = [config.minTtl, config.revokeRate, config.maxKeyBytes, config.maxValueBytes, config.maxKeysPerLease];
+    try {
+      this.#raw = restore ? RawLessor.restore(...c, restore.entries, restore.now, restore.write) : new RawLessor(...c);
+    } catch (e) {
+      throw leaseError(e);
+    }
+    this.#scratch = this.#raw.scratch();
+  }
+
+  /** Bytes of wasm linear memory (shared by every lessor in this module). */
+  static memoryBytes() {
+    return RawLessor.memory_bytes();
+  }
+
+  /** True while the core is inside a change, which is when it calls storage. */
+  get busy() {
+    return this.#busy;
+  }
+
+  /** `{ id, ttl }`; `id` null or undefined picks a random one. */
+  grant(now, ttl, id) {
+    const none = id === undefined || id === null;
+    const hi = none ? 0 : this.#high(id, "lease id");
+    const lo = none ? 0 : this.#low(id, "lease id");
+    let granted;
+    this.#busy = true;
+    try {
+      granted = this.#raw.grant(now, ttl, hi, lo);
+    } finally {
+      this.#busy = false;
+    }
+    // NaN says the call failed (see RawLessor::fail).
+    if (granted !== granted) throw leaseError(this.#raw.take_error());
+    const s = this.#s();
+    return { id: this.#format(s[ID_HI], s[ID_LO]), ttl: granted };
+  }
+
+  /** The lease's TTL. */
+  renew(now, id) {
+    const hi = this.#high(id, "lease id");
+    const lo = this.#low(id, "lease id");
+    let ttl;
+    this.#busy = true;
+    try {
+      ttl = this.#raw.renew(now, hi, lo);
+    } finally {
+      this.#busy = false;
+    }
+    if (ttl !== ttl) throw leaseError(this.#raw.take_error());
+    return ttl;
+  }
+
+  /** `{ id, keys, revision }`. */
+  revoke(now, id) {
+    const hi = this.#high(id, "lease id");
+    const lo = this.#low(id, "lease id");
+    let rows;
+    this.#busy = true;
+    try {
+      rows = this.#raw.revoke(now, hi, lo);
+    } catch (e) {
+      throw leaseError(e);
+    } finally {
+      this.#busy = false;
+    }
+    return this.#unflatten(rows)[0];
+  }
+
+  /** `{ id, ttl, ttlMs, grantedTtl, keys }`, ttl -1 if the lease is gone; `id` always as hex. */
+  timeToLive(now, id, withKeys) {
+    const hi = this.#high(id, "lease id");
+    const lo = this.#low(id, "lease id");
+    const keys = this.#raw.time_to_live(now, hi, lo, withKeys);
+    const hex = this.#format(hi, lo);
+    if (keys === undefined) return { id: hex, ttl: -1, ttlMs: -1, grantedTtl: 0, keys: [] };
+    const s = this.#s();
+    return { id: hex, ttl: s[TTL], ttlMs: s[TTL_MS], grantedTtl: s[GRANTED_TTL], keys };
+  }
+
+  leases(now) {
+    const flat = this.#raw.leases(now);
+    const ids = new Array(flat.length / 2);
+    for (let i = 0; i < ids.length; i++) ids[i] = this.#format(flat[2 * i], flat[2 * i + 1]);
+    return ids;
+  }
+
+  /**
+   * `{ revision, created, prev? }`: `prev` if `prevKv` asked for it, and the
+   * holder when an ifAbsent put is refused. `lease` null or undefined detaches.
+   */
+  put(now, key, value, lease, ifAbsent, prevKv) {
+    const none = lease === undefined || lease === null;
+    const hi = none ? 0 : this.#high(lease, "lease");
+    const lo = none ? 0 : this.#low(lease, "lease");
+    let revision;
+    this.#busy = true;
+    try {
+      revision = typeof value === "string"
+        ? this.#raw.put_str(now, key, value, hi, lo, ifAbsent, prevKv)
+        : this.#raw.put_bytes(now, key, value, hi, lo, ifAbsent, prevKv);
+    } finally {
+      this.#busy = false;
+    }
+    if (revision !== revision) throw leaseError(this.#raw.take_error());
+    const s = this.#s();
+    const created = s[CREATED] === 1;
+    if (s[HAS_PREV] === 1) return { revision, created, prev: this.#shown(key) };
+    return prevKv ? { revision, created, prev: undefined } : { revision, created };
+  }
+
+  /** The live entry, or undefined. */
+  get(now, key) {
+    if (!this.#raw.get(now, key)) return undefined;
+    // #shown's body, inlined by hand: one call level less lets V8 inline
+    // the whole of Lessor#get (5-8% faster in benches/run-one.mjs's get).
+    const s = this.#s();
+    return {
+      key,
+      value: this.#value(s[VALUE_PTR], s[VALUE_LEN], s[TEXT] === 1),
+      lease: this.#leaseOrNull(s[ID_HI], s[ID_LO]),
+      createRevision: s[CREATE_REVISION],
+      modRevision: s[MOD_REVISION],
+      version: s[VERSION],
+    };
+  }
+
+  range(now, prefix) {
+    return this.#raw.range(now, prefix).map((r) => ({
+      key: r[RangeRow.Key],
+      value: r[RangeRow.Value],
+      lease: this.#leaseOrNull(r[RangeRow.LeaseHi], r[RangeRow.LeaseLo]),
+      createRevision: r[RangeRow.CreateRevision],
+      modRevision: r[RangeRow.ModRevision],
+      version: r[RangeRow.Version],
+    }));
+  }
+
+  /**
+   * `{ deleted, revision, prev, lease }`: `prev` the deleted entry if
+   * `prevKv` asked for it, `lease` its lease either way (or null).
+   */
+  delete(now, key, prevKv) {
+    let revision;
+    this.#busy = true;
+    try {
+      revision = this.#raw.delete(now, key);
+    } catch (e) {
+      throw leaseError(e);
+    } finally {
+      this.#busy = false;
+    }
+    const s = this.#s();
+    const deleted = s[DELETED] === 1;
+    return {
+      deleted,
+      revision,
+      prev: deleted && prevKv ? this.#shown(key) : undefined,
+      lease: deleted ? this.#leaseOrNull(s[ID_HI], s[ID_LO]) : null,
+    };
+  }
+
+  /** `{ expired: [{ id, keys, revision }], error }`: `error` if storage stopped the tick part-way. */
+  tick(now) {
+    let rows;
+    let error;
+    this.#busy = true;
+    try {
+      rows = this.#raw.tick(now);
+      error = this.#raw.take_error();
+    } finally {
+      this.#busy = false;
+    }
+    return {
+      expired: rows.length === 0 ? [] : this.#unflatten(rows),
+      error: error === undefined ? undefined : leaseError(error),
+    };
+  }
+
+  /** Epoch ms, or null when nothing is due. */
+  nextDeadline() {
+    const d = this.#raw.next_deadline();
+    return d !== d ? null : d;
+  }
+
+  promote(now, extendMs) {
+    this.#busy = true;
+    try {
+      this.#raw.promote(now, extendMs);
+    } catch (e) {
+      throw leaseError(e);
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  demote(now) {
+    this.#raw.demote(now);
+  }
+
+  checkpoint(now, id, remainingMs) {
+    const hi = this.#high(id, "lease id");
+    const lo = this.#low(id, "lease id");
+    this.#busy = true;
+    try {
+      this.#raw.checkpoint(now, hi, lo, remainingMs);
+    } catch (e) {
+      throw leaseError(e);
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  revision() {
+    return this.#raw.revision();
+  }
+
+  isPrimary() {
+    return this.#raw.is_primary();
+  }
+
+  snapshot() {
+    return this.#raw.snapshot();
+  }
+
+  free() {
+    this.#raw.free();
+    this.#raw = null;
+  }
+
+  #s() {
+    // The view empties when wasm memory grows; ask for a fresh one.
+    if (this.#scratch.length === 0) this.#scratch = this.#raw.scratch();
+    return this.#scratch;
+  }
+
+  // The last id formatted needs no parsing (null until there is one).
+  #high(id, what) {
+    return id === this.#lastId && id !== null ? this.#lastHi : high(id, what);
+  }
+
+  #low(id, what) {
+    return id === this.#lastId && id !== null ? this.#lastLo : low(id, what);
+  }
+
+  #format(hi, lo) {
+    if (hi !== this.#lastHi || lo !== this.#lastLo || this.#lastId === null) {
+      this.#lastHi = hi;
+      this.#lastLo = lo;
+      this.#lastId = hex8(hi) + hex8(lo);
+    }
+    return this.#lastId;
+  }
+
+  #leaseOrNull(hi, lo) {
+    return hi === 0 && lo === 0 ? null : this.#format(hi, lo);
+  }
+
+  // The entry in the scratch slots, right after the call that set them.
+  #shown(key) {
+    const s = this.#s();
+    return {
+      key,
+      value: this.#value(s[VALUE_PTR], s[VALUE_LEN], s[TEXT] === 1),
+      lease: this.#leaseOrNull(s[ID_HI], s[ID_LO]),
+      createRevision: s[CREATE_REVISION],
+      modRevision: s[MOD_REVISION],
+      version: s[VERSION],
+    };
+  }
+
+  // A value read in place from wasm memory (see RawLessor::get).
+  #value(ptr, len, text) {
+    // A view empties when memory grows (its buffer is detached): renew it then.
+    // (Comparing buffers would call the slow Memory#buffer getter every time.)
+    if (this.#bytes.byteLength === 0) this.#bytes = new Uint8Array(RawLessor.memory().buffer);
+    const bytes = this.#bytes;
+    if (!text) return bytes.slice(ptr, ptr + len);
+    // Short ASCII (ids, addresses, "alive") is cheaper to build here than
+    // through TextDecoder.
+    if (len <= 32) {
+      let s = "";
+      for (let i = ptr, end = ptr + len; i < end; i++) {
+        const c = bytes[i];
+        if (c > 127) return utf8.decode(bytes.subarray(ptr, ptr + len));
+        s += String.fromCharCode(c);
+      }
+      return s;
+    }
+    return utf8.decode(bytes.subarray(ptr, ptr + len));
+  }
+
+  // Revoked/expired leases arrive as flat RevokedRows plus all their keys in
+  // one string.
+  #unflatten(rows) {
+    const keys = this.#raw.take_keys();
+    const out = [];
+    let off = 0;
+    for (let p = 0; p < rows.length; ) {
+      const id = this.#format(rows[p + RevokedRow.IdHi], rows[p + RevokedRow.IdLo]);
+      const revision = rows[p + RevokedRow.Revision];
+      const n = rows[p + RevokedRow.KeyCount];
+      p += RevokedRow.KeyLengths;
+      const list = new Array(n);
+      for (let i = 0; i < n; i++) {
+        const len = rows[p++];
+        list[i] = keys.slice(off, off + len);
+        off += len;
+      }
+      out.push({ id, keys: list, revision });
+    }
+    return out;
+  }
+}

@@ -137,3 +137,8 @@ export function b64decode(s) {
   }
   return out;
 }
+
+/** A lease id from elsewhere (etcdctl's hex, a bigint) as the 16 hex digits the API uses. */
+export function leaseId(id) {
+  return leaseHex(leaseBig(id));
+}

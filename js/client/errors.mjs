@@ -5,7 +5,7 @@
 // not have the feature), NotLeader (an election's proclaim after losing).
 // Errors from a server carry `grpcCode` and, over HTTP, `status`.
 
-import { LeaseError } from "../lessor.js";
+import { LeaseError } from "../errors.js"; // the package's one error class (no wasm in the client's module graph)
 
 export { LeaseError };
 

@@ -10,6 +10,7 @@ import { GatewayBackend } from "./gateway.mjs";
 import { LocalBackend, isLessor } from "./local.mjs";
 
 export { LeaseError } from "./errors.mjs";
+export { leaseId } from "./codec.mjs";
 export { Client } from "./client.mjs";
 export { Session } from "./session.mjs";
 export { Mutex } from "./mutex.mjs";

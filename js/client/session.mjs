@@ -28,6 +28,7 @@ export class Session extends EventTarget {
   #big;
   #ttl;
   #deadline; // performance.now() ms
+  #deadlineEpoch; // the same instant in epoch ms, fixed when it is set
   #ctl = new AbortController();
   #keepTimer = null;
   #deadTimer = null;
@@ -73,7 +74,7 @@ export class Session extends EventTarget {
 
   /** The lease's deadline as last known (epoch ms): the last successful keepalive's send time + TTL. */
   get deadline() {
-    return Date.now() + (this.#deadline - now());
+    return this.#deadlineEpoch;
   }
 
   /** Aborts when the session ends: lost (reason LeaseNotFound, with `deadline`) or closed (reason Closed). */
@@ -111,6 +112,7 @@ export class Session extends EventTarget {
 
   #setDeadline(t) {
     this.#deadline = t;
+    this.#deadlineEpoch = Math.round(Date.now() + (t - now()));
     clearTimeout(this.#deadTimer);
     this.#deadTimer = setTimeout(() => this.#onDeadline(), Math.max(0, t - now()));
   }

@@ -205,6 +205,10 @@ export class Binding {
     return this.#raw.compacted();
   }
 
+  sizeBytes() {
+    return this.#raw.size_bytes();
+  }
+
   /** A watcher's id. */
   watch(req) {
     const w = new Writer();

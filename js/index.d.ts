@@ -367,6 +367,8 @@ export class Lessor extends EventTarget {
   txn(request: TxnRequest): TxnResult;
   compact(revision: number): { revision: number };
   readonly compactRevision: number;
+  /** Bytes of keys, values and history as `quotaBytes` counts them. */
+  readonly sizeBytes: number;
   watch(request: WatchRequest, listener: (batch: WatchBatch) => void): Watcher;
   delete(key: string, options?: { prevKv?: boolean }): DeleteResult;
   tick(): Expired[];

@@ -184,6 +184,12 @@ export class Lessor extends EventTarget {
     return { revision: current };
   }
 
+  /** Bytes of keys, values and history as `quotaBytes` counts them (O(1); etcd's dbSize). */
+  get sizeBytes() {
+    this.#enter();
+    return this.#b.sizeBytes();
+  }
+
   /** The compaction point: reads and watches before it fail with `Compacted`. */
   get compactRevision() {
     this.#enter();

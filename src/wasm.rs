@@ -614,6 +614,11 @@ impl RawLessor {
             .map_err(|e| js_error(&e))
     }
 
+    /// Bytes of keys, values and history, as the quota counts them.
+    pub fn size_bytes(&self) -> f64 {
+        self.inner.size_bytes() as f64
+    }
+
     /// The compaction point.
     pub fn compacted(&self) -> f64 {
         self.inner.compacted() as f64

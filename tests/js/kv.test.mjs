@@ -281,6 +281,7 @@ test("quota: writes past it fail with NoSpace and change nothing; reads and dele
     if (code(() => lessor.put(`k${n}`, big)) === "NoSpace") break;
   }
   assert.equal(n, 6);
+  assert.ok(lessor.sizeBytes > 6 * 10 * 1024 && lessor.sizeBytes <= 64 * 1024, String(lessor.sizeBytes));
   const rev = lessor.revision;
   assert.equal(code(() => lessor.txn({ success: [{ put: { key: "t", value: big } }] })), "NoSpace");
   assert.equal(lessor.revision, rev);

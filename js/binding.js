@@ -7,6 +7,18 @@
 
 import { defaults as coreDefaults, RangeRow, RawLessor, RevokedRow, Slot } from "../pkg/edge_lease.js";
 import { invalid, LeaseError, leaseError } from "./errors.js";
+import {
+  Reader,
+  Writer,
+  readDelete,
+  readRange,
+  readTxn,
+  readWatchBatches,
+  writeDelete,
+  writeRange,
+  writeTxn,
+  writeWatch,
+} from "./codec.js";
 
 let ready = false;
 
@@ -107,6 +119,21 @@ export function leaseId(id) {
   return typeof id === "string" ? id : hex8(hi) + hex8(lo);
 }
 
+/** A lease id (hex or bigint, or null for none) as the signed 64-bit value the core keeps. */
+export function leaseI64(id, what = "lease") {
+  if (id === undefined || id === null) return 0n;
+  const hi = high(id, what);
+  const lo = low(id, what);
+  return BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo));
+}
+
+/** The core's signed 64-bit lease id as the API's hex id, or null for 0. */
+function leaseHex(v) {
+  if (v === 0n) return null;
+  const u = BigInt.asUintN(64, v);
+  return hex8(Number(u >> 32n)) + hex8(Number(u & 0xffffffffn));
+}
+
 // ---- values ------------------------------------------------------------------
 
 const utf8 = new TextDecoder();
@@ -137,13 +164,81 @@ export class Binding {
    * from stored entries, handing every later change to `write` first.
    */
   constructor(config, restore) {
-    const c = [config.minTtl, config.revokeRate, config.maxKeyBytes, config.maxValueBytes, config.maxKeysPerLease];
     try {
-      this.#raw = restore ? RawLessor.restore(...c, restore.entries, restore.now, restore.write) : new RawLessor(...c);
+      this.#raw = restore ? RawLessor.restore(config, restore.entries, restore.now, restore.write) : new RawLessor(config);
     } catch (e) {
       throw leaseError(e);
     }
     this.#scratch = this.#raw.scratch();
+  }
+
+  // ---- etcd's KV requests, normalized by js/requests.js; one byte buffer
+  // each way (js/codec.js) ---------------------------------------------------
+
+  /** `{ kvs, more, count, revision }`. */
+  rangeKv(now, req) {
+    const w = new Writer();
+    writeRange(w, req);
+    return readRange(new Reader(this.#call(() => this.#raw.range_kv(now, w.done()))), leaseHex);
+  }
+
+  /** `{ deleted, revision, prevKvs }`. */
+  deleteRange(now, req) {
+    const w = new Writer();
+    writeDelete(w, req);
+    return readDelete(new Reader(this.#call(() => this.#raw.delete_range(now, w.done()))), leaseHex);
+  }
+
+  /** `{ succeeded, revision, responses }`. */
+  txn(now, req) {
+    const w = new Writer();
+    writeTxn(w, req);
+    return readTxn(new Reader(this.#call(() => this.#raw.txn(now, w.done()))), leaseHex);
+  }
+
+  /** The current revision. */
+  compact(revision) {
+    return this.#call(() => this.#raw.compact(revision));
+  }
+
+  compacted() {
+    return this.#raw.compacted();
+  }
+
+  sizeBytes() {
+    return this.#raw.size_bytes();
+  }
+
+  /** A watcher's id. */
+  watch(req) {
+    const w = new Writer();
+    writeWatch(w, req);
+    return this.#call(() => this.#raw.watch(w.done()));
+  }
+
+  cancelWatch(id) {
+    return this.#raw.cancel_watch(id);
+  }
+
+  /** `[{ id, compactRevision, revision, events }]`. */
+  pollWatches() {
+    return readWatchBatches(new Reader(this.#raw.poll_watches()), leaseHex);
+  }
+
+  watchesPending() {
+    return this.#raw.watches_pending();
+  }
+
+  /** Calls into a change of the core, with its errors as LeaseErrors. */
+  #call(f) {
+    this.#busy = true;
+    try {
+      return f();
+    } catch (e) {
+      throw leaseError(e);
+    } finally {
+      this.#busy = false;
+    }
   }
 
   /** Bytes of wasm linear memory (shared by every lessor in this module). */

@@ -89,6 +89,11 @@ export function lessorOptions(arg, defaults) {
     maxKeyBytes: limit(opts, "maxKeyBytes", defaults, 2 ** 31),
     maxValueBytes: limit(opts, "maxValueBytes", defaults, 2 ** 31),
     maxKeysPerLease: limit(opts, "maxKeysPerLease", defaults, 2 ** 31),
+    maxTxnOps: limit(opts, "maxTxnOps", defaults, 2 ** 31),
+    // Infinity keeps every revision until compact().
+    history: opts.history === Infinity ? Infinity : limit(opts, "history", defaults, Number.MAX_SAFE_INTEGER),
+    // The core refuses more than it can hold (see Config::quota_bytes).
+    quotaBytes: limit(opts, "quotaBytes", defaults, Number.MAX_SAFE_INTEGER),
   };
   const autoTick = opts.autoTick ?? true;
   let storage = null;

@@ -19,7 +19,8 @@ export function invalid(message) {
 export function leaseError(e) {
   if (e instanceof LeaseError) return e;
   if (e && typeof e.code === "string") {
-    return new LeaseError(e.code, e.message, e.entry ? { entry: e.entry } : undefined);
+    const extra = e.entry ? { entry: e.entry } : e.compactRevision !== undefined ? { compactRevision: e.compactRevision } : undefined;
+    return new LeaseError(e.code, e.message, extra);
   }
   return new LeaseError("Internal", `edge-lease internal error: ${e && e.message ? e.message : e}`);
 }

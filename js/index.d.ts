@@ -30,6 +30,11 @@ export type ErrorCode =
   | "CorruptEntry"
   | "NoSpace"
   | "NoEntropy"
+  | "Compacted"
+  | "FutureRevision"
+  | "KeyNotFound"
+  | "DuplicateKey"
+  | "TooManyOps"
   | "Locked"
   | "Closed"
   | "Reentrant"
@@ -73,6 +78,21 @@ export interface LessorOptions {
   maxValueBytes?: number;
   /** Most keys attached to one lease. @default 10000 */
   maxKeysPerLease?: number;
+  /** Most compares, and ops per branch, in one `txn` (etcd's --max-txn-ops). @default 128 */
+  maxTxnOps?: number;
+  /**
+   * Revisions of history kept for reads at past revisions and watches from
+   * the past; older ones are compacted as new ones come. `Infinity` keeps
+   * everything until `compact()`, as etcd does by default. @default 1000
+   */
+  history?: number;
+  /**
+   * Most bytes of keys, values and history (64 bytes per version on top);
+   * past it writes fail with `NoSpace` (etcd's --quota-backend-bytes).
+   * Also the most there is: the wasm's memory must hold the data twice
+   * (for a snapshot). @default 1073741824
+   */
+  quotaBytes?: number;
   /**
    * Run one timer at `nextDeadline()` that calls `tick()` (unref'd in Node).
    * Default true; turn off when the host ticks itself (alarms, simulated clocks).
@@ -159,6 +179,127 @@ export interface Granted {
  * The class of every lessor event (for `instanceof`). Which fields an event
  * has depends on its type: see LessorEventMap.
  */
+/** A key and its value as etcd's KeyValue: bytes, whatever they were written as. */
+export interface KeyValue {
+  key: Uint8Array;
+  value: Uint8Array;
+  /** The revision that created the key: a lock's fencing token. */
+  createRevision: number;
+  modRevision: number;
+  version: number;
+  lease: LeaseId | null;
+}
+
+/** Keys and values: strings (UTF-8) or bytes. */
+export type Bytes = string | Uint8Array;
+
+/** A key, a range `[key, rangeEnd)` (`rangeEnd` `"\0"`: every key from `key` on), or every key starting with `key`. */
+export type KeyRange = { key: Bytes } & ({ rangeEnd?: Bytes; prefix?: false } | { prefix: true; rangeEnd?: undefined });
+
+/** etcd's Range. */
+export type RangeRequest = KeyRange & {
+  /** Read as of this revision; 0 or omitted: the current one. */
+  revision?: number;
+  /** At most this many (0: all); `more` says whether there were others. */
+  limit?: number;
+  sortOrder?: "none" | "ascend" | "descend";
+  /** Another target than `key` sorts ascending unless `sortOrder` says otherwise. */
+  sortTarget?: "key" | "version" | "create" | "mod" | "value";
+  keysOnly?: boolean;
+  countOnly?: boolean;
+  minModRevision?: number;
+  maxModRevision?: number;
+  minCreateRevision?: number;
+  maxCreateRevision?: number;
+};
+
+export interface RangeResult {
+  kvs: KeyValue[];
+  more: boolean;
+  /** Keys in the range before limit and filters. */
+  count: number;
+  /** The store's revision. */
+  revision: number;
+}
+
+export type DeleteRangeRequest = KeyRange & { prevKv?: boolean };
+
+export interface DeleteRangeResult {
+  deleted: number;
+  revision: number;
+  prevKvs: KeyValue[];
+}
+
+export interface KvPutRequest {
+  key: Bytes;
+  value?: Bytes;
+  lease?: LeaseId | bigint | null;
+  prevKv?: boolean;
+  /** Keep the key's value (it must exist). */
+  ignoreValue?: boolean;
+  /** Keep the key's lease (it must exist). */
+  ignoreLease?: boolean;
+}
+
+export type Compare = KeyRange &
+  (
+    | { target: "version" | "create" | "mod"; result: "=" | "!=" | "<" | ">"; value: number }
+    | { target: "value"; result: "=" | "!=" | "<" | ">"; value: Bytes }
+    | { target: "lease"; result: "=" | "!=" | "<" | ">"; value: LeaseId | bigint | null }
+  );
+
+export type TxnOp =
+  | { range: RangeRequest }
+  | { put: KvPutRequest }
+  | { deleteRange: DeleteRangeRequest }
+  | { txn: TxnRequest };
+
+export interface TxnRequest {
+  compare?: Compare[];
+  success?: TxnOp[];
+  failure?: TxnOp[];
+}
+
+export type TxnOpResult =
+  | { range: RangeResult }
+  | { put: { revision: number; prevKv?: KeyValue } }
+  | { deleteRange: DeleteRangeResult }
+  | { txn: TxnResult };
+
+export interface TxnResult {
+  succeeded: boolean;
+  /** The transaction's revision (0 for a nested one, as etcd). */
+  revision: number;
+  responses: TxnOpResult[];
+}
+
+export type WatchRequest = KeyRange & {
+  /** The first revision to report; omitted: changes after the current one. */
+  startRevision?: number;
+  prevKv?: boolean;
+  noPut?: boolean;
+  noDelete?: boolean;
+};
+
+export interface WatchEvent {
+  type: "put" | "delete";
+  /** A delete's has only `key` and `modRevision` (the deletion's revision). */
+  kv: KeyValue;
+  prevKv?: KeyValue;
+}
+
+export interface WatchBatch {
+  events: WatchEvent[];
+  /** Non-zero: the start was compacted (this is the compaction point) and the watcher has ended. */
+  compactRevision: number;
+  revision: number;
+}
+
+export interface Watcher {
+  readonly id: number;
+  cancel(): void;
+}
+
 export class LeaseEvent extends Event {}
 
 /** A lease granted or renewed, with its TTL in seconds. */
@@ -221,6 +362,14 @@ export class Lessor extends EventTarget {
   put(key: string, value: Value, options?: PutOptions): PutResult;
   get(key: string): Entry | undefined;
   range(prefix?: string): Entry[];
+  range(request: RangeRequest): RangeResult;
+  deleteRange(request: DeleteRangeRequest): DeleteRangeResult;
+  txn(request: TxnRequest): TxnResult;
+  compact(revision: number): { revision: number };
+  readonly compactRevision: number;
+  /** Bytes of keys, values and history as `quotaBytes` counts them. */
+  readonly sizeBytes: number;
+  watch(request: WatchRequest, listener: (batch: WatchBatch) => void): Watcher;
   delete(key: string, options?: { prevKv?: boolean }): DeleteResult;
   tick(): Expired[];
   nextDeadline(): number | null;

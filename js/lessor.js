@@ -4,6 +4,7 @@
 
 import { Binding, defaults, leaseId } from "./binding.js";
 import { checkInt, checkKey, checkMs, checkValue, epochMs, lessorOptions, options } from "./checks.js";
+import { deleteRequest, rangeRequest, txnRequest, watchRequest } from "./requests.js";
 import { LeaseError } from "./errors.js";
 import { Events } from "./events.js";
 import { ExpiryTimer } from "./timer.js";
@@ -28,6 +29,9 @@ export class Lessor extends EventTarget {
   #timer = new ExpiryTimer(() => this.#fire());
   #clock = () => this.#time();
   #writes = null;
+  // Watchers by id, and whether their changes are being handed out.
+  #watchers = new Map();
+  #delivering = false;
 
   constructor(opts = {}) {
     super();
@@ -74,6 +78,8 @@ export class Lessor extends EventTarget {
     const granted = this.#b.grant(now, ttl, id);
     if (now + granted.ttl * 1000 < this.#timer.at) this.#schedule();
     if (this.#events.wants("grant")) this.#events.emit("grant", { lease: granted.id, ttl: granted.ttl });
+    // Reusing an expired id finishes that lease's expiry first.
+    this.#deliver();
     return granted;
   }
 
@@ -90,6 +96,7 @@ export class Lessor extends EventTarget {
     this.#enterWrite();
     const r = this.#b.revoke(this.#time(), id);
     this.#events.emit("revoke", { lease: r.id, keys: r.keys, revision: r.revision });
+    this.#deliver();
     return r;
   }
 
@@ -124,6 +131,7 @@ export class Lessor extends EventTarget {
       const lease = o.lease === undefined || o.lease === null ? null : leaseId(o.lease);
       this.#events.emit("put", { key, lease, keys: [key], revision: r.revision });
     }
+    this.#deliver();
     return r;
   }
 
@@ -134,11 +142,107 @@ export class Lessor extends EventTarget {
     return this.#b.get(this.#time(), key);
   }
 
-  /** Live entries whose key starts with `prefix`, sorted; `range("")` is everything. */
-  range(prefix = "") {
+  /**
+   * With a string: the live entries whose key starts with it, sorted
+   * (`range("")` is everything). With an object: etcd's Range (any range,
+   * a past revision, limit, sort, filters), returning `{ kvs, more, count,
+   * revision }` with keys and values as bytes.
+   */
+  range(arg = "") {
     this.#enter();
-    checkKey(prefix, this.#maxKey, "prefix");
-    return this.#b.range(this.#time(), prefix);
+    if (typeof arg !== "string") return this.#b.rangeKv(this.#time(), rangeRequest(arg, this.#maxKey));
+    checkKey(arg, this.#maxKey, "prefix");
+    return this.#b.range(this.#time(), arg);
+  }
+
+  /** etcd's DeleteRange: the live keys of a range, in one revision. `{ deleted, revision, prevKvs }`. */
+  deleteRange(req) {
+    this.#enterWrite();
+    const r = this.#b.deleteRange(this.#time(), deleteRequest(req, this.#maxKey));
+    this.#deliver();
+    return r;
+  }
+
+  /**
+   * etcd's Txn: if every compare holds, the success ops run, else the
+   * failure ops; all in one revision, and none if one fails.
+   * `{ succeeded, revision, responses }`.
+   */
+  txn(req) {
+    this.#enterWrite();
+    const r = this.#b.txn(this.#time(), txnRequest(req, this.#maxKey, this.#maxValue));
+    this.#deliver();
+    return r;
+  }
+
+  /** Forgets history before `revision` (etcd's Compact). `{ revision }`: the current one. */
+  compact(revision) {
+    this.#enterWrite();
+    checkInt(revision, "revision");
+    const current = this.#b.compact(revision);
+    this.#deliver();
+    return { revision: current };
+  }
+
+  /** Bytes of keys, values and history as `quotaBytes` counts them (O(1); etcd's dbSize). */
+  get sizeBytes() {
+    this.#enter();
+    return this.#b.sizeBytes();
+  }
+
+  /** The compaction point: reads and watches before it fail with `Compacted`. */
+  get compactRevision() {
+    this.#enter();
+    return this.#b.compacted();
+  }
+
+  /**
+   * Watches a key or range from `startRevision` (default: after the current
+   * one). `listener({ events, compactRevision, revision })` gets each
+   * revision's changes once, in order, right after the write that made
+   * them (history from a past start comes in a microtask); a start before
+   * the compaction point gets one call with `compactRevision` set, and the
+   * watcher ends. Returns `{ id, cancel() }`.
+   */
+  watch(req, listener) {
+    this.#enter();
+    const q = watchRequest(req, this.#maxKey);
+    if (typeof listener !== "function") throw new LeaseError("InvalidArgument", "watch needs a listener function");
+    const id = this.#b.watch(q);
+    this.#watchers.set(id, listener);
+    queueMicrotask(() => this.#deliver());
+    return {
+      id,
+      cancel: () => {
+        if (this.#watchers.delete(id) && !this.#closed) this.#b.cancelWatch(id);
+      },
+    };
+  }
+
+  // Hands each watcher the changes it has not had. A listener that writes
+  // is not re-entered: its changes are picked up by the loop.
+  #deliver() {
+    if (this.#delivering || this.#watchers.size === 0 || this.#closed) return;
+    this.#delivering = true;
+    try {
+      // Bounded: each round hands out up to 1000 revisions per watcher.
+      for (let round = 0; round < 10_000; round++) {
+        for (const b of this.#b.pollWatches()) {
+          const listener = this.#watchers.get(b.id);
+          // The core cancelled a watcher whose start was compacted.
+          if (b.compactRevision !== 0) this.#watchers.delete(b.id);
+          if (!listener) continue;
+          try {
+            listener({ events: b.events, compactRevision: b.compactRevision, revision: b.revision });
+          } catch (e) {
+            this.#events.error(e);
+          }
+        }
+        if (this.#closed || !this.#b.watchesPending()) break;
+      }
+    } finally {
+      this.#delivering = false;
+    }
   }
 
   /** Deletes a key. Returns `{ deleted, revision, prev? }`. */
@@ -148,6 +252,7 @@ export class Lessor extends EventTarget {
     const prevKv = Boolean(options(opts, "delete").prevKv);
     const { deleted, revision, prev, lease } = this.#b.delete(this.#time(), key, prevKv);
     if (deleted) this.#events.emit("delete", { key, lease, keys: [key], revision });
+    this.#deliver();
     return prevKv ? { deleted, revision, prev } : { deleted, revision };
   }
 
@@ -156,6 +261,7 @@ export class Lessor extends EventTarget {
     this.#enterWrite();
     const { expired, error } = this.#b.tick(this.#time());
     for (const e of expired) this.#events.emit("expire", { lease: e.id, keys: e.keys, revision: e.revision });
+    this.#deliver();
     if (error) {
       // Storage stopped the tick part-way: what did expire is on the error.
       // Arming the timer at the (overdue) deadline would retry at once, in

@@ -125,6 +125,16 @@ impl Lessor {
         }
     }
 
+    /// The compaction point: reads and watches before it are refused.
+    pub fn compacted(&self) -> i64 {
+        self.kv.compacted()
+    }
+
+    /// Bytes of keys, values and history, as the quota counts them.
+    pub fn size_bytes(&self) -> usize {
+        self.kv.bytes()
+    }
+
     /// Forgets history before `revision` (etcd's Compact). Returns the
     /// current revision.
     pub fn compact(&mut self, revision: i64) -> Result<i64> {

@@ -12,8 +12,11 @@ use js_sys::{Array, Float64Array, Function, Object, Reflect, Uint32Array, Uint8A
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+mod codec;
+
 use crate::storage::Batch;
 use crate::{Config, Entry, Error, LeaseId, Lessor, PutOptions, Revoked, Storage};
+use codec::{Reader, Writer};
 
 /// Positions in the scratch array (see `RawLessor::scratch`).
 #[wasm_bindgen]
@@ -70,22 +73,66 @@ pub enum RangeRow {
     LeaseLo = 6,
 }
 
+/// The numeric options of `Config`, under the wrapper's names: `defaults`
+/// gives them, `config_of` reads them back. `history` is Infinity for
+/// "keep everything" (i64::MAX).
+const OPTIONS: [&str; 8] = [
+    "minTtl",
+    "revokeRate",
+    "maxKeyBytes",
+    "maxValueBytes",
+    "maxKeysPerLease",
+    "maxTxnOps",
+    "history",
+    "quotaBytes",
+];
+
 /// The core's defaults (`Config::default()`) under the wrapper's option
 /// names: the one place the wrapper, its types and the README take them from.
 #[wasm_bindgen]
 pub fn defaults() -> Object {
     let d = Config::default();
+    let values = [
+        d.min_ttl as f64,
+        d.revoke_rate as f64,
+        d.max_key_bytes as f64,
+        d.max_value_bytes as f64,
+        d.max_keys_per_lease as f64,
+        d.max_txn_ops as f64,
+        if d.history == i64::MAX {
+            f64::INFINITY
+        } else {
+            d.history as f64
+        },
+        d.quota_bytes as f64,
+    ];
     let o = Object::new();
-    for (name, v) in [
-        ("minTtl", d.min_ttl as f64),
-        ("revokeRate", d.revoke_rate as f64),
-        ("maxKeyBytes", d.max_key_bytes as f64),
-        ("maxValueBytes", d.max_value_bytes as f64),
-        ("maxKeysPerLease", d.max_keys_per_lease as f64),
-    ] {
-        let _ = Reflect::set(&o, &name.into(), &v.into());
+    for (name, v) in OPTIONS.iter().zip(values) {
+        let _ = Reflect::set(&o, &(*name).into(), &v.into());
     }
     o
+}
+
+/// A `Config` from the wrapper's checked options object.
+fn config_of(o: &Object) -> Config {
+    let get = |name: &str| {
+        Reflect::get(o, &name.into())
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(f64::NAN)
+    };
+    let [min_ttl, rate, max_key, max_value, max_keys, max_ops, history, quota] = OPTIONS.map(get);
+    Config {
+        min_ttl: min_ttl as i64,
+        revoke_rate: rate as u32,
+        max_key_bytes: max_key as usize,
+        max_value_bytes: max_value as usize,
+        max_keys_per_lease: max_keys as usize,
+        max_txn_ops: max_ops as usize,
+        // `as` saturates: Infinity is i64::MAX, keep everything.
+        history: history as i64,
+        quota_bytes: quota as usize,
+    }
 }
 
 /// Host time: the wrapper has already checked it is a finite number.
@@ -110,6 +157,9 @@ fn js_error(e: &Error) -> JsValue {
     let _ = Reflect::set(&err, &"code".into(), &e.code().into());
     if let Error::CorruptEntry { key, .. } = e {
         let _ = Reflect::set(&err, &"entry".into(), &key.as_str().into());
+    }
+    if let Error::Compacted(rev) = e {
+        let _ = Reflect::set(&err, &"compactRevision".into(), &(*rev as f64).into());
     }
     err.into()
 }
@@ -165,17 +215,6 @@ fn revoked_flat(list: &[Revoked], meta: &mut Vec<f64>, keys: &mut String) {
     }
 }
 
-fn config(min_ttl: f64, revoke_rate: f64, max_key: f64, max_value: f64, max_keys: f64) -> Config {
-    Config {
-        min_ttl: min_ttl as i64,
-        revoke_rate: revoke_rate as u32,
-        max_key_bytes: max_key as usize,
-        max_value_bytes: max_value as usize,
-        max_keys_per_lease: max_keys as usize,
-        ..Config::default()
-    }
-}
-
 /// Calls the wrapper's write function with `{ put: [[key, Uint8Array]], delete: [key] }`.
 /// A throw fails the operation; promises are the wrapper's business.
 struct JsStorage(Function);
@@ -216,28 +255,17 @@ pub struct RawLessor {
 
 #[wasm_bindgen]
 impl RawLessor {
+    /// A lessor with the options of `defaults()`'s shape.
     #[wasm_bindgen(constructor)]
-    pub fn new(
-        min_ttl: f64,
-        revoke_rate: f64,
-        max_key: f64,
-        max_value: f64,
-        max_keys: f64,
-    ) -> Result<RawLessor, JsValue> {
-        let inner = Lessor::new(config(min_ttl, revoke_rate, max_key, max_value, max_keys))
-            .map_err(|e| js_error(&e))?;
+    pub fn new(config: &Object) -> Result<RawLessor, JsValue> {
+        let inner = Lessor::new(config_of(config)).map_err(|e| js_error(&e))?;
         Ok(RawLessor::wrap(inner))
     }
 
     /// Rebuilds from stored `[key, value]` pairs (values Uint8Array or
     /// string); with `write`, every later change is first handed to it.
-    #[allow(clippy::too_many_arguments)]
     pub fn restore(
-        min_ttl: f64,
-        revoke_rate: f64,
-        max_key: f64,
-        max_value: f64,
-        max_keys: f64,
+        config: &Object,
         entries: Array,
         now: f64,
         write: Option<Function>,
@@ -254,8 +282,8 @@ impl RawLessor {
             pairs.push((key, bytes));
         }
         let storage = write.map(|f| Box::new(JsStorage(f)) as Box<dyn Storage>);
-        let cfg = config(min_ttl, revoke_rate, max_key, max_value, max_keys);
-        let inner = Lessor::restore(cfg, pairs, now as i64, storage).map_err(|e| js_error(&e))?;
+        let inner = Lessor::restore(config_of(config), pairs, now as i64, storage)
+            .map_err(|e| js_error(&e))?;
         Ok(RawLessor::wrap(inner))
     }
 
@@ -534,6 +562,94 @@ impl RawLessor {
 
     pub fn is_primary(&self) -> bool {
         self.inner.is_primary()
+    }
+
+    // ---- etcd's KV requests: one byte buffer each way (see codec.rs) ----
+
+    /// Range: a codec range request in, a codec range response out.
+    pub fn range_kv(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
+        let mut r = Reader::new(req);
+        let q = r
+            .range()
+            .and_then(|q| r.end().map(|_| q))
+            .map_err(|e| js_error(&e))?;
+        let resp = self.inner.range_kv(ms(now), &q).map_err(|e| js_error(&e))?;
+        let mut w = Writer::default();
+        w.range(&resp);
+        Ok(w.0)
+    }
+
+    pub fn delete_range(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
+        let mut r = Reader::new(req);
+        let d = r
+            .delete()
+            .and_then(|d| r.end().map(|_| d))
+            .map_err(|e| js_error(&e))?;
+        let resp = self
+            .inner
+            .delete_range(ms(now), &d)
+            .map_err(|e| js_error(&e))?;
+        let mut w = Writer::default();
+        w.delete(&resp);
+        Ok(w.0)
+    }
+
+    pub fn txn(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
+        let mut r = Reader::new(req);
+        let t = r
+            .txn()
+            .and_then(|t| r.end().map(|_| t))
+            .map_err(|e| js_error(&e))?;
+        let resp = self.inner.txn(ms(now), &t).map_err(|e| js_error(&e))?;
+        let mut w = Writer::default();
+        w.txn(&t, &resp);
+        Ok(w.0)
+    }
+
+    /// Returns the current revision.
+    pub fn compact(&mut self, revision: f64) -> Result<f64, JsValue> {
+        self.inner
+            .compact(revision as i64)
+            .map(|r| r as f64)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Bytes of keys, values and history, as the quota counts them.
+    pub fn size_bytes(&self) -> f64 {
+        self.inner.size_bytes() as f64
+    }
+
+    /// The compaction point.
+    pub fn compacted(&self) -> f64 {
+        self.inner.compacted() as f64
+    }
+
+    /// Starts a watcher from a codec watch request; returns its id.
+    pub fn watch(&mut self, req: &[u8]) -> Result<f64, JsValue> {
+        let mut r = Reader::new(req);
+        let q = r
+            .watch()
+            .and_then(|q| r.end().map(|_| q))
+            .map_err(|e| js_error(&e))?;
+        self.inner
+            .watch(&q)
+            .map(|id| id as f64)
+            .map_err(|e| js_error(&e))
+    }
+
+    pub fn cancel_watch(&mut self, id: f64) -> bool {
+        self.inner.cancel_watch(id as i64)
+    }
+
+    /// What the watchers have not been given, in the codec's format.
+    pub fn poll_watches(&mut self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.watch_events(&self.inner.poll_watches());
+        w.0
+    }
+
+    pub fn watches_pending(&self) -> bool {
+        self.inner.watches_pending()
     }
 
     /// All state as storage entries: [[key, Uint8Array], ...].

@@ -12,8 +12,17 @@ use wasm_bindgen_test::wasm_bindgen_test;
 
 const T0: f64 = 1_700_000_000_000.0;
 
+/// The core's defaults with some options changed, as the wrapper passes them.
+fn config(changes: &[(&str, f64)]) -> js_sys::Object {
+    let c = defaults();
+    for (k, v) in changes {
+        Reflect::set(&c, &(*k).into(), &(*v).into()).unwrap();
+    }
+    c
+}
+
 fn raw() -> RawLessor {
-    RawLessor::new(1.0, 1000.0, 4096.0, 1_048_576.0, 10_000.0).unwrap()
+    RawLessor::new(&config(&[])).unwrap()
 }
 
 /// The named scratch slots, read through the view as the wrapper does.
@@ -128,25 +137,16 @@ fn errors_are_error_objects_with_a_code() {
         "LeaseNotFound"
     );
     assert_eq!(code(&r.promote(T0, -1.0).unwrap_err()), "InvalidArgument");
-    let bad = RawLessor::new(0.0, 1000.0, 4096.0, 1_048_576.0, 10_000.0);
+    let bad = RawLessor::new(&config(&[("minTtl", 0.0)]));
     assert_eq!(code(&bad.err().unwrap()), "InvalidArgument");
 }
 
 #[wasm_bindgen_test]
 fn a_corrupt_entry_names_its_key() {
     let entries = Array::of1(&Array::of2(&"v1/lease/zz".into(), &"junk".into()));
-    let e = RawLessor::restore(
-        1.0,
-        1000.0,
-        4096.0,
-        1_048_576.0,
-        10_000.0,
-        entries,
-        T0,
-        None,
-    )
-    .err()
-    .unwrap();
+    let e = RawLessor::restore(&config(&[]), entries, T0, None)
+        .err()
+        .unwrap();
     assert_eq!(code(&e), "CorruptEntry");
     assert_eq!(
         Reflect::get(&e, &"entry".into())
@@ -262,7 +262,10 @@ fn defaults_are_the_cores() {
     assert_eq!(get("maxKeyBytes"), c.max_key_bytes as f64);
     assert_eq!(get("maxValueBytes"), c.max_value_bytes as f64);
     assert_eq!(get("maxKeysPerLease"), c.max_keys_per_lease as f64);
-    assert_eq!(js_sys::Object::keys(&d).length(), 5);
+    assert_eq!(get("maxTxnOps"), c.max_txn_ops as f64);
+    assert_eq!(get("history"), c.history as f64);
+    assert_eq!(get("quotaBytes"), c.quota_bytes as f64);
+    assert_eq!(js_sys::Object::keys(&d).length(), 8);
 }
 
 #[wasm_bindgen_test]
@@ -272,7 +275,7 @@ fn the_scratch_view_empties_when_memory_grows() {
     let before = RawLessor::memory_bytes();
     // Values above the current memory force it to grow.
     let big = vec![7u8; before as usize];
-    let mut lessor = RawLessor::new(1.0, 1000.0, 4096.0, 2.0 * before, 10_000.0).unwrap();
+    let mut lessor = RawLessor::new(&config(&[("maxValueBytes", 2.0 * before)])).unwrap();
     hot!(lessor.put_bytes(T0, "big", &big, 0, 0, false, false)).unwrap();
     assert!(RawLessor::memory_bytes() > before);
     assert_eq!(view.length(), 0, "the old view is detached");
@@ -342,17 +345,7 @@ fn storage_gets_batches_and_a_throw_fails_the_operation() {
     set("batches", &Array::new());
     set("failWrites", &false.into());
 
-    let mut r = RawLessor::restore(
-        1.0,
-        1000.0,
-        4096.0,
-        1_048_576.0,
-        10_000.0,
-        Array::new(),
-        T0,
-        Some(write),
-    )
-    .unwrap();
+    let mut r = RawLessor::restore(&config(&[]), Array::new(), T0, Some(write)).unwrap();
     hot!(r.put_bytes(T0, "k", &[1, 2], 0, 0, false, false)).unwrap();
     let batches = Array::from(&Reflect::get(&global, &"batches".into()).unwrap());
     let last = batches.get(batches.length() - 1);

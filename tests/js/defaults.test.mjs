@@ -12,7 +12,16 @@ const read = (path) => readFileSync(new URL(`../../${path}`, import.meta.url), "
 const core = defaults();
 
 test("the core's defaults name the numeric Lessor options", () => {
-  assert.deepEqual(Object.keys(core).sort(), ["maxKeyBytes", "maxKeysPerLease", "maxValueBytes", "minTtl", "revokeRate"]);
+  assert.deepEqual(Object.keys(core).sort(), [
+    "history",
+    "maxKeyBytes",
+    "maxKeysPerLease",
+    "maxTxnOps",
+    "maxValueBytes",
+    "minTtl",
+    "quotaBytes",
+    "revokeRate",
+  ]);
   for (const v of Object.values(core)) assert.ok(Number.isInteger(v) && v > 0, String(v));
 });
 

@@ -1,0 +1,277 @@
+// The JS half of the byte format of src/wasm/codec.rs: etcd-shaped
+// requests written here, results read back, one copy each way. Varints
+// (zigzag for signed), byte strings as a varint length then the bytes.
+// Requests reach this module already checked (js/checks.js).
+
+const utf8 = new TextEncoder();
+
+/** Bytes of a key or value given as a string (UTF-8) or bytes. */
+export function bytesOf(v) {
+  return typeof v === "string" ? utf8.encode(v) : v;
+}
+
+export class Writer {
+  #buf = new Uint8Array(256);
+  #at = 0;
+
+  #room(n) {
+    if (this.#at + n <= this.#buf.length) return;
+    const next = new Uint8Array(Math.max(this.#buf.length * 2, this.#at + n));
+    next.set(this.#buf.subarray(0, this.#at));
+    this.#buf = next;
+  }
+
+  byte(b) {
+    this.#room(1);
+    this.#buf[this.#at++] = b;
+  }
+
+  // A count or length: unsigned.
+  uint(n) {
+    this.#room(8);
+    while (n >= 128) {
+      this.#buf[this.#at++] = (n % 128) | 128;
+      n = Math.floor(n / 128);
+    }
+    this.#buf[this.#at++] = n;
+  }
+
+  // A signed whole number up to 2^53 in magnitude (revisions, limits) or a
+  // bigint (lease ids), zigzag-encoded.
+  int(v) {
+    if (typeof v !== "bigint") {
+      // 2v or -2v-1 stays exact up to 2^54 (both even or below it).
+      this.uint(v >= 0 ? v * 2 : -v * 2 - 1);
+      return;
+    }
+    let z = BigInt.asUintN(64, (v << 1n) ^ (v >> 63n));
+    this.#room(10);
+    while (z >= 128n) {
+      this.#buf[this.#at++] = Number(z & 127n) | 128;
+      z >>= 7n;
+    }
+    this.#buf[this.#at++] = Number(z);
+  }
+
+  bytes(b) {
+    this.uint(b.length);
+    this.#room(b.length);
+    this.#buf.set(b, this.#at);
+    this.#at += b.length;
+  }
+
+  done() {
+    return this.#buf.subarray(0, this.#at);
+  }
+}
+
+export class Reader {
+  #buf;
+  #at = 0;
+
+  constructor(buf) {
+    this.#buf = buf;
+  }
+
+  byte() {
+    return this.#buf[this.#at++];
+  }
+
+  // A count or length.
+  uint() {
+    let n = 0;
+    let scale = 1;
+    for (;;) {
+      const b = this.#buf[this.#at++];
+      n += (b & 127) * scale;
+      if (b < 128) return n;
+      scale *= 128;
+    }
+  }
+
+  // A signed number; exact up to 2^53 (the core's counters stay below).
+  int() {
+    const n = this.uint();
+    return n % 2 === 0 ? n / 2 : -(n + 1) / 2;
+  }
+
+  // A signed 64-bit value (a lease id) as a bigint, exactly.
+  bigint() {
+    let z = 0n;
+    let shift = 0n;
+    for (;;) {
+      const b = this.#buf[this.#at++];
+      z |= BigInt(b & 127) << shift;
+      if (b < 128) break;
+      shift += 7n;
+    }
+    return (z >> 1n) ^ -(z & 1n);
+  }
+
+  bytes() {
+    const n = this.uint();
+    const b = this.#buf.slice(this.#at, this.#at + n);
+    this.#at += n;
+    return b;
+  }
+}
+
+// ---- requests (already checked and normalized by js/requests.js) ----------
+
+export function writeRange(w, r) {
+  w.bytes(r.key);
+  w.bytes(r.rangeEnd);
+  w.int(r.revision);
+  w.int(r.limit);
+  w.byte(r.sortOrder);
+  w.byte(r.sortTarget);
+  w.byte((r.keysOnly ? 1 : 0) | (r.countOnly ? 2 : 0));
+  w.int(r.minModRevision);
+  w.int(r.maxModRevision);
+  w.int(r.minCreateRevision);
+  w.int(r.maxCreateRevision);
+}
+
+export function writePut(w, p) {
+  w.bytes(p.key);
+  w.bytes(p.value);
+  w.int(p.lease);
+  w.byte((p.prevKv ? 1 : 0) | (p.ignoreValue ? 2 : 0) | (p.ignoreLease ? 4 : 0) | (p.text ? 8 : 0));
+}
+
+export function writeDelete(w, d) {
+  w.bytes(d.key);
+  w.bytes(d.rangeEnd);
+  w.byte(d.prevKv ? 1 : 0);
+}
+
+export function writeTxn(w, t) {
+  w.uint(t.compare.length);
+  for (const c of t.compare) {
+    w.bytes(c.key);
+    w.bytes(c.rangeEnd);
+    w.byte(c.target);
+    if (c.target === 3) w.bytes(c.value);
+    else w.int(c.value);
+    w.byte(c.result);
+  }
+  for (const ops of [t.success, t.failure]) {
+    w.uint(ops.length);
+    for (const op of ops) {
+      if (op.range) {
+        w.byte(0);
+        writeRange(w, op.range);
+      } else if (op.put) {
+        w.byte(1);
+        writePut(w, op.put);
+      } else if (op.deleteRange) {
+        w.byte(2);
+        writeDelete(w, op.deleteRange);
+      } else {
+        w.byte(3);
+        writeTxn(w, op.txn);
+      }
+    }
+  }
+}
+
+export function writeWatch(w, q) {
+  w.bytes(q.key);
+  w.bytes(q.rangeEnd);
+  w.int(q.startRevision);
+  w.byte((q.prevKv ? 1 : 0) | (q.noPut ? 2 : 0) | (q.noDelete ? 4 : 0));
+}
+
+// ---- results: `lease(bigint)` turns a lease id into the API's form -----------
+
+function readKv(r, lease) {
+  const key = r.bytes();
+  const value = r.bytes();
+  const createRevision = r.int();
+  const modRevision = r.int();
+  const version = r.int();
+  const id = lease(r.bigint());
+  r.byte(); // text: etcd-level results are bytes either way
+  return { key, value, createRevision, modRevision, version, lease: id };
+}
+
+function readKvs(r, lease) {
+  const n = r.uint();
+  const kvs = new Array(n);
+  for (let i = 0; i < n; i++) kvs[i] = readKv(r, lease);
+  return kvs;
+}
+
+function readPrev(r, lease) {
+  return r.byte() === 1 ? readKv(r, lease) : undefined;
+}
+
+export function readRange(r, lease) {
+  const revision = r.int();
+  const count = r.int();
+  const more = r.byte() === 1;
+  return { kvs: readKvs(r, lease), more, count, revision };
+}
+
+function readPut(r, lease) {
+  const revision = r.int();
+  const prevKv = readPrev(r, lease);
+  return prevKv ? { revision, prevKv } : { revision };
+}
+
+export function readDelete(r, lease) {
+  const revision = r.int();
+  const deleted = r.int();
+  return { deleted, revision, prevKvs: readKvs(r, lease) };
+}
+
+export function readTxn(r, lease) {
+  const revision = r.int();
+  const succeeded = r.byte() === 1;
+  const n = r.uint();
+  const responses = new Array(n);
+  for (let i = 0; i < n; i++) {
+    switch (r.byte()) {
+      case 0:
+        responses[i] = { range: readRange(r, lease) };
+        break;
+      case 1:
+        responses[i] = { put: readPut(r, lease) };
+        break;
+      case 2:
+        responses[i] = { deleteRange: readDelete(r, lease) };
+        break;
+      default:
+        responses[i] = { txn: readTxn(r, lease) };
+    }
+  }
+  return { succeeded, revision, responses };
+}
+
+/** `[{ id, compactRevision, revision, events }]`; a delete's kv has only key and modRevision. */
+export function readWatchBatches(r, lease) {
+  const n = r.uint();
+  const out = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const id = r.int();
+    const compactRevision = r.int();
+    const revision = r.int();
+    const count = r.uint();
+    const events = new Array(count);
+    for (let j = 0; j < count; j++) {
+      let ev;
+      if (r.byte() === 0) {
+        ev = { type: "put", kv: readKv(r, lease) };
+      } else {
+        const key = r.bytes();
+        const modRevision = r.int();
+        ev = { type: "delete", kv: { key, value: new Uint8Array(0), createRevision: 0, modRevision, version: 0, lease: null } };
+      }
+      const prevKv = readPrev(r, lease);
+      if (prevKv) ev.prevKv = prevKv;
+      events[j] = ev;
+    }
+    out[i] = { id, compactRevision, revision, events };
+  }
+  return out;
+}

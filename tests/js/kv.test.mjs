@@ -1,0 +1,309 @@
+// etcd's KV requests through the JS API: range with every option, history,
+// deleteRange, txn, compact, watch, the history and quota options, and the
+// typed errors of each. (The rules themselves are model-tested in the core,
+// tests/history.rs; this checks that they cross the binding intact.)
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Lessor } from "edge-lease";
+
+const T0 = 1_700_000_000_000;
+const td = new TextDecoder();
+const text = (b) => td.decode(b);
+const keys = (kvs) => kvs.map((kv) => text(kv.key));
+const code = (f) => {
+  try {
+    f();
+  } catch (e) {
+    return e.code;
+  }
+  return "no error";
+};
+
+function setup(opts = {}) {
+  const clock = { t: T0 };
+  const lessor = new Lessor({ now: () => clock.t, autoTick: false, ...opts });
+  return { clock, lessor };
+}
+
+test("range: prefix, rangeEnd, from-key, limit with more and count, sort, keysOnly, countOnly, filters", () => {
+  const { lessor } = setup();
+  for (const [k, v] of [["a", "3"], ["a/1", "1"], ["a/2", "2"], ["b", "0"]]) lessor.put(k, v);
+  lessor.put("a/1", "9"); // a/1: version 2, mod 6
+  assert.deepEqual(keys(lessor.range({ key: "a/", prefix: true }).kvs), ["a/1", "a/2"]);
+  assert.deepEqual(keys(lessor.range({ key: "a/1", rangeEnd: "b" }).kvs), ["a/1", "a/2"]);
+  assert.deepEqual(keys(lessor.range({ key: "a/", rangeEnd: "\0" }).kvs), ["a/1", "a/2", "b"]);
+  assert.deepEqual(keys(lessor.range({ key: "b", rangeEnd: "a" }).kvs), [], "an end before the key is empty");
+  const one = lessor.range({ key: "a/1" });
+  assert.equal(one.kvs.length, 1);
+  assert.deepEqual({ ...one.kvs[0], key: text(one.kvs[0].key), value: text(one.kvs[0].value) }, {
+    key: "a/1",
+    value: "9",
+    createRevision: 3,
+    modRevision: 6,
+    version: 2,
+    lease: null,
+  });
+  const limited = lessor.range({ key: "a", rangeEnd: "c", limit: 2 });
+  assert.deepEqual([keys(limited.kvs), limited.more, limited.count, limited.revision], [["a", "a/1"], true, 4, 6]);
+  const byValue = lessor.range({ key: "a", rangeEnd: "c", sortTarget: "value" });
+  assert.deepEqual(keys(byValue.kvs), ["b", "a/2", "a", "a/1"], "another target sorts ascending");
+  const desc = lessor.range({ key: "a", rangeEnd: "c", sortOrder: "descend", sortTarget: "mod" });
+  assert.deepEqual(keys(desc.kvs), ["a/1", "b", "a/2", "a"]);
+  const ko = lessor.range({ key: "a", prefix: true, keysOnly: true });
+  assert.ok(ko.kvs.every((kv) => kv.value.length === 0));
+  const co = lessor.range({ key: "a", prefix: true, countOnly: true });
+  assert.deepEqual([co.kvs, co.count], [[], 3]);
+  assert.deepEqual(keys(lessor.range({ key: "a", rangeEnd: "c", minModRevision: 5 }).kvs), ["a/1", "b"]);
+  assert.deepEqual(keys(lessor.range({ key: "a", rangeEnd: "c", maxCreateRevision: 3 }).kvs), ["a", "a/1"]);
+});
+
+test("range at past revisions reads history; compaction and the future are typed errors", () => {
+  const { lessor } = setup();
+  for (let v = 0; v < 5; v++) lessor.put("k", String(v)); // revisions 2..6
+  lessor.delete("k"); // 7
+  const at = (revision) => lessor.range({ key: "k", revision });
+  assert.equal(text(at(3).kvs[0].value), "1");
+  assert.equal(at(3).revision, 7, "the header is the current revision");
+  assert.equal(at(7).kvs.length, 0);
+  assert.throws(() => at(8), { code: "FutureRevision" });
+  assert.deepEqual(lessor.compact(5), { revision: 7 });
+  assert.equal(lessor.compactRevision, 5);
+  assert.throws(() => at(4), (e) => e.code === "Compacted" && e.compactRevision === 5);
+  assert.equal(text(at(5).kvs[0].value), "3");
+  assert.throws(() => lessor.compact(5), { code: "Compacted" });
+  assert.throws(() => lessor.compact(9), { code: "FutureRevision" });
+});
+
+test("keys and values are bytes too: any key, including ones that are not UTF-8", () => {
+  const { lessor } = setup();
+  const key = new Uint8Array([0xff, 0x00, 0x80]);
+  const r = lessor.txn({ success: [{ put: { key, value: new Uint8Array([1, 2]) } }] });
+  assert.equal(r.succeeded, true);
+  const got = lessor.range({ key }).kvs[0];
+  assert.deepEqual([...got.key], [0xff, 0x00, 0x80]);
+  assert.deepEqual([...got.value], [1, 2]);
+  assert.deepEqual(keys(lessor.range({ key: new Uint8Array([0xff]), prefix: true }).kvs).length, 1);
+});
+
+test("deleteRange removes every live key of a range in one revision; nothing to delete changes nothing", () => {
+  const { lessor } = setup();
+  const { id } = lessor.grant(10);
+  lessor.put("x/1", "a", { lease: id });
+  lessor.put("x/2", "b");
+  lessor.put("y", "c");
+  const r = lessor.deleteRange({ key: "x/", prefix: true, prevKv: true });
+  assert.deepEqual([r.deleted, r.revision, keys(r.prevKvs)], [2, 5, ["x/1", "x/2"]]);
+  assert.equal(r.prevKvs[0].lease, id);
+  assert.deepEqual(lessor.timeToLive(id, { keys: true }).keys, [], "the key left its lease");
+  const none = lessor.deleteRange({ key: "x/", prefix: true });
+  assert.deepEqual([none.deleted, none.revision, lessor.revision], [0, 5, 5]);
+});
+
+test("txn: compares on the state before it, one revision for all ops, later ops read earlier ones", () => {
+  const { lessor } = setup();
+  const lock = lessor.grant(10).id;
+  const t = lessor.txn({
+    compare: [{ key: "lock", target: "create", result: "=", value: 0 }],
+    success: [
+      { put: { key: "lock", value: "me", lease: lock } },
+      { put: { key: "count", value: "1", prevKv: true } },
+      { range: { key: "lock" } },
+    ],
+    failure: [{ range: { key: "lock" } }],
+  });
+  assert.equal(t.succeeded, true);
+  assert.equal(t.revision, 2);
+  assert.deepEqual(t.responses.map((r) => Object.keys(r)[0]), ["put", "put", "range"]);
+  assert.deepEqual(t.responses[0].put, { revision: 2 });
+  const seen = t.responses[2].range;
+  assert.deepEqual([text(seen.kvs[0].value), seen.kvs[0].createRevision, seen.revision], ["me", 2, 2]);
+  // Taken: the failure branch reads the holder; nothing changes.
+  const again = lessor.txn({
+    compare: [{ key: "lock", target: "create", result: "=", value: 0 }],
+    success: [{ put: { key: "lock", value: "other" } }],
+    failure: [{ range: { key: "lock" } }],
+  });
+  assert.deepEqual([again.succeeded, again.revision, text(again.responses[0].range.kvs[0].value)], [false, 2, "me"]);
+  // Compares on value, version, mod and lease; a missing key never matches a value.
+  const holds = (compare) => lessor.txn({ compare: [compare] }).succeeded;
+  assert.equal(holds({ key: "lock", target: "value", result: "=", value: "me" }), true);
+  assert.equal(holds({ key: "lock", target: "version", result: ">", value: 0 }), true);
+  assert.equal(holds({ key: "lock", target: "mod", result: "<", value: 2 }), false);
+  assert.equal(holds({ key: "lock", target: "lease", result: "=", value: lock }), true);
+  assert.equal(holds({ key: "nope", target: "value", result: "!=", value: "x" }), false);
+  assert.equal(holds({ key: "nope", target: "version", result: "=", value: 0 }), true);
+  // Nested: its compares also see the state before the outer txn.
+  const nested = lessor.txn({
+    success: [
+      { put: { key: "n", value: "1" } },
+      { txn: { compare: [{ key: "n", target: "version", result: "=", value: 0 }], success: [{ put: { key: "m", value: "2" } }] } },
+    ],
+  });
+  assert.deepEqual([nested.revision, nested.responses[1].txn.succeeded, nested.responses[1].txn.revision], [3, true, 0]);
+  assert.equal(text(lessor.range({ key: "m" }).kvs[0].value), "2");
+});
+
+test("txn refusals are typed and change nothing", () => {
+  const { lessor } = setup({ maxTxnOps: 3 });
+  lessor.put("k", "v");
+  const before = lessor.revision;
+  assert.equal(code(() => lessor.txn({ success: [{ put: { key: "a", value: "1" } }, { put: { key: "a", value: "2" } }] })), "DuplicateKey");
+  assert.equal(code(() => lessor.txn({ success: [{ deleteRange: { key: "a", prefix: true } }, { put: { key: "ab", value: "1" } }] })), "DuplicateKey");
+  const four = Array.from({ length: 4 }, (_, i) => ({ range: { key: `r${i}` } }));
+  assert.equal(code(() => lessor.txn({ success: four })), "TooManyOps");
+  assert.equal(code(() => lessor.txn({ success: [{ put: { key: "a", value: "1" } }, { put: { key: "b", value: "1", lease: "00000000000000ff" } }] })), "LeaseNotFound");
+  assert.equal(code(() => lessor.txn({ success: [{ put: { key: "nope", ignoreValue: true } }] })), "KeyNotFound");
+  assert.equal(code(() => lessor.txn({ success: [{ range: { key: "k", revision: 99 } }] })), "FutureRevision");
+  assert.equal(lessor.revision, before);
+  assert.equal(lessor.range({ key: "a" }).kvs.length, 0);
+  // ignoreValue keeps the value and may move the lease.
+  const id = lessor.grant(5).id;
+  lessor.txn({ success: [{ put: { key: "k", ignoreValue: true, lease: id } }] });
+  const kv = lessor.range({ key: "k" }).kvs[0];
+  assert.deepEqual([text(kv.value), kv.lease], ["v", id]);
+});
+
+test("bad requests are InvalidArgument, never a trap", () => {
+  const { lessor } = setup();
+  const bad = [
+    () => lessor.range({}),
+    () => lessor.range({ key: 5 }),
+    () => lessor.range({ key: "a", prefix: true, rangeEnd: "b" }),
+    () => lessor.range({ key: "a", limit: 1.5 }),
+    () => lessor.range({ key: "a", sortOrder: "sideways" }),
+    () => lessor.range({ key: "\uD800" }),
+    () => lessor.range(null),
+    () => lessor.deleteRange({ key: "" }),
+    () => lessor.txn({ compare: [{ key: "a", target: "colour", result: "=", value: 1 }] }),
+    () => lessor.txn({ compare: [{ key: "a", target: "version", result: "~", value: 1 }] }),
+    () => lessor.txn({ compare: [{ key: "a", target: "version", result: "=", value: "1" }] }),
+    () => lessor.txn({ success: [{}] }),
+    () => lessor.txn({ success: "nope" }),
+    () => lessor.txn({ success: [{ put: { key: "a", value: "1", lease: "xyz" } }] }),
+    () => lessor.compact(1.5),
+    () => lessor.watch({ key: "a" }),
+    () => lessor.watch({ key: "b", rangeEnd: "a" }, () => {}),
+  ];
+  for (const f of bad) assert.equal(code(f), "InvalidArgument", f.toString());
+  let deep = { success: [] };
+  for (let i = 0; i < 100; i++) deep = { success: [{ txn: deep }] };
+  assert.equal(code(() => lessor.txn(deep)), "InvalidArgument");
+  assert.equal(lessor.revision, 1);
+});
+
+test("watch: each revision's changes once and in order, prevKv, filters, expiry deletes, cancel", () => {
+  const { clock, lessor } = setup();
+  const got = [];
+  const w = lessor.watch({ key: "s/", prefix: true, prevKv: true }, (b) => got.push(b));
+  const puts = [];
+  lessor.watch({ key: "s/", prefix: true, noDelete: true }, (b) => puts.push(...b.events.map((e) => e.type)));
+  const { id } = lessor.grant(5);
+  lessor.put("s/a", "1", { lease: id });
+  lessor.put("s/b", "1", { lease: id });
+  lessor.put("s/a", "2", { lease: id });
+  lessor.put("other", "x");
+  lessor.txn({ success: [{ put: { key: "s/c", value: "1" } }, { deleteRange: { key: "s/b" } }] });
+  clock.t += 5_000;
+  lessor.tick();
+  const flat = got.map((b) => b.events.map((e) => `${e.type} ${text(e.kv.key)}@${e.kv.modRevision}${e.prevKv ? ` was ${text(e.prevKv.value)}` : ""}`));
+  assert.deepEqual(flat, [
+    ["put s/a@2"],
+    ["put s/b@3"],
+    ["put s/a@4 was 1"],
+    ["put s/c@6", "delete s/b@6 was 1"],
+    ["delete s/a@7 was 2"],
+  ]);
+  assert.deepEqual(puts, ["put", "put", "put", "put"]);
+  w.cancel();
+  lessor.put("s/z", "1");
+  assert.equal(got.length, 5, "no event after cancel");
+});
+
+test("watch from a past revision replays history in a microtask; a compacted start is cancelled", async () => {
+  const { lessor } = setup();
+  for (let v = 0; v < 4; v++) lessor.put("h", String(v)); // 2..5
+  const past = [];
+  lessor.watch({ key: "h", startRevision: 3 }, (b) => past.push(...b.events.map((e) => text(e.kv.value))));
+  assert.deepEqual(past, [], "not before the caller has the handle");
+  await Promise.resolve();
+  assert.deepEqual(past, ["1", "2", "3"]);
+  lessor.put("h", "4");
+  assert.deepEqual(past, ["1", "2", "3", "4"]);
+  lessor.compact(5);
+  const late = [];
+  lessor.watch({ key: "h", startRevision: 2 }, (b) => late.push(b));
+  await Promise.resolve();
+  assert.deepEqual(late.map((b) => [b.compactRevision, b.events.length]), [[5, 0]]);
+  lessor.put("h", "5");
+  assert.equal(late.length, 1, "the cancelled watcher gets nothing more");
+});
+
+test("a listener that writes gets its own change next, without re-entering", () => {
+  const { lessor } = setup();
+  const seen = [];
+  lessor.watch({ key: "c" }, (b) => {
+    for (const e of b.events) {
+      const n = Number(text(e.kv.value));
+      seen.push(n);
+      if (n < 3) lessor.put("c", String(n + 1));
+    }
+  });
+  lessor.put("c", "0");
+  assert.deepEqual(seen, [0, 1, 2, 3]);
+  // A listener that throws is reported as an error event, not thrown at the writer.
+  const errors = [];
+  lessor.addEventListener("error", (e) => errors.push(e.error.message));
+  lessor.watch({ key: "boom" }, () => {
+    throw new Error("listener failed");
+  });
+  lessor.put("boom", "1");
+  assert.deepEqual(errors, ["listener failed"]);
+});
+
+test("history option: at least that many revisions stay readable; watchers keep theirs", () => {
+  const { lessor } = setup({ history: 10 });
+  const got = [];
+  lessor.watch({ key: "k" }, (b) => got.push(...b.events));
+  for (let v = 0; v < 100; v++) lessor.put("k", String(v));
+  assert.equal(got.length, 100);
+  const rev = lessor.revision;
+  assert.equal(text(lessor.range({ key: "k", revision: rev - 10 }).kvs[0].value), "89");
+  assert.throws(() => lessor.range({ key: "k", revision: 2 }), { code: "Compacted" });
+  assert.equal(setup({ history: Infinity }).lessor.range({ key: "k" }).count, 0);
+  assert.equal(code(() => setup({ history: 0 })), "InvalidArgument");
+});
+
+test("quota: writes past it fail with NoSpace and change nothing; reads and deletes go on", () => {
+  const { lessor } = setup({ quotaBytes: 64 * 1024, maxValueBytes: 16 * 1024 });
+  const big = new Uint8Array(10 * 1024);
+  let n = 0;
+  for (; n < 100; n++) {
+    if (code(() => lessor.put(`k${n}`, big)) === "NoSpace") break;
+  }
+  assert.equal(n, 6);
+  assert.ok(lessor.sizeBytes > 6 * 10 * 1024 && lessor.sizeBytes <= 64 * 1024, String(lessor.sizeBytes));
+  const rev = lessor.revision;
+  assert.equal(code(() => lessor.txn({ success: [{ put: { key: "t", value: big } }] })), "NoSpace");
+  assert.equal(lessor.revision, rev);
+  assert.ok(lessor.get("k0"));
+  assert.equal(lessor.deleteRange({ key: "k", prefix: true }).deleted, 6);
+  lessor.put("again", big);
+  assert.equal(code(() => setup({ quotaBytes: 2 ** 40 })), "InvalidArgument", "more than wasm memory can hold");
+});
+
+test("history survives a restart from storage", () => {
+  const store = new Map();
+  const storage = {
+    write(batch) {
+      for (const k of batch.delete) store.delete(k);
+      for (const [k, v] of batch.put) store.set(k, v);
+    },
+  };
+  const { lessor } = setup({ storage });
+  for (let v = 0; v < 5; v++) lessor.put("k", String(v));
+  lessor.compact(3);
+  const back = new Lessor({ autoTick: false, now: () => T0, restore: store.entries() });
+  assert.equal(back.compactRevision, 3);
+  assert.equal(text(back.range({ key: "k", revision: 4 }).kvs[0].value), "2");
+  assert.throws(() => back.range({ key: "k", revision: 2 }), { code: "Compacted" });
+});

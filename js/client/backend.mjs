@@ -40,6 +40,13 @@
 //     client resumes it (watch.mjs). A compacted start is a response with
 //     `canceled` and `compactRevision`.
 // close() → stops everything in flight (Closed)
+//
+// Optional:
+// trackLease(id: bigint, onGone(why)) → { remainingMs(), stop() }: for a
+//   backend that knows a lease's fate exactly (local.mjs): its time left by
+//   the backend's own clock (-1 once gone), and a call when it expires or is
+//   revoked. A session then ends at that moment instead of at the deadline
+//   it estimates from its keepalives.
 
 export const BACKEND_METHODS = [
   "range",

@@ -5,6 +5,11 @@
 // a `lost` event goes with it. A keepalive answered with TTL 0 (the lease
 // is gone) ends the session at once. `close()` revokes the lease.
 //
+// In-process (connect(lessor)) the deadline is known exactly: a backend
+// with `trackLease` gives the lease's time left by the engine's own clock,
+// and says when the lessor expires or revokes it; the session ends at that
+// moment.
+//
 // Over the JSON gateway each keepalive is one short POST to
 // /v3/lease/keepalive (etcd's gateway answers a keepalive stream only once
 // its request body has ended, and browsers cannot stream request bodies over
@@ -34,6 +39,7 @@ export class Session extends EventTarget {
   #deadTimer = null;
   #lost = false;
   #closing = null;
+  #tracker = null; // the backend's view of the lease, when it has one (in-process)
 
   /** Use `client.session()`. */
   constructor(client, id, ttl, deadline) {
@@ -43,8 +49,15 @@ export class Session extends EventTarget {
     this.#id = id;
     this.#big = leaseBig(id);
     this.#ttl = ttl;
-    this.#setDeadline(deadline);
+    this.#tracker = this.#backend.trackLease?.(this.#big, (why) => this.#lose(why)) ?? null;
+    this.#setDeadline(this.#exact() ?? deadline);
     this.#schedule((ttl * 1000) / 3);
+  }
+
+  /** The deadline by the backend's own clock (performance.now() ms), if it knows it. */
+  #exact() {
+    if (this.#tracker === null) return undefined;
+    return now() + Math.max(0, this.#tracker.remainingMs());
   }
 
   static async create(client, { ttl = DEFAULT_TTL, lease, signal } = {}) {
@@ -124,6 +137,15 @@ export class Session extends EventTarget {
       this.#deadTimer = setTimeout(() => this.#onDeadline(), left);
       return;
     }
+    // In-process, the engine's clock decides (it may be a simulated one, or
+    // the lease renewed by someone else): end only once its lease is gone.
+    if (this.#tracker !== null) {
+      const rem = this.#tracker.remainingMs();
+      if (rem > 0) {
+        this.#setDeadline(now() + rem);
+        return;
+      }
+    }
     this.#lose(`the lease passed its deadline (${new Date(this.deadline).toISOString()}) with no successful keepalive`);
   }
 
@@ -140,7 +162,7 @@ export class Session extends EventTarget {
         return;
       }
       this.#ttl = ttl;
-      this.#setDeadline(sent + ttl * 1000);
+      this.#setDeadline(this.#exact() ?? sent + ttl * 1000);
       this.#schedule((ttl * 1000) / 3);
     } catch {
       if (this.#ctl.signal.aborted) return;
@@ -153,6 +175,7 @@ export class Session extends EventTarget {
   #stopTimers() {
     clearTimeout(this.#keepTimer);
     clearTimeout(this.#deadTimer);
+    this.#tracker?.stop();
   }
 
   #lose(why) {

@@ -1,6 +1,7 @@
-// The client's KV and lease operations, against a real etcd 3.4 and
-// edge-lease's server (servers.mjs): the engine's result shapes, strings by
-// default and bytes on request, etcd's txn semantics, errors as LeaseErrors.
+// The client's KV and lease operations, against a real etcd 3.4,
+// edge-lease's server and an in-process Lessor (servers.mjs): the engine's
+// result shapes, strings by default and bytes on request, etcd's txn
+// semantics, errors as LeaseErrors.
 
 import assert from "node:assert/strict";
 import { LeaseError } from "../../js/client/index.mjs";
@@ -181,9 +182,12 @@ eachBackend("leases: grant, keepAliveOnce, timeToLive with keys, leases, revoke"
 eachBackend("errors are LeaseErrors with the engine's codes", {}, async (t, { connect, url }) => {
   const etcd = connect();
   const gone = "0000000000000bad";
-  for (const p of [etcd.keepAliveOnce(gone), etcd.revoke(gone), etcd.put("kv8/a", "1", { lease: gone })]) {
-    await assert.rejects(p, (e) => e instanceof LeaseError && e.code === "LeaseNotFound");
-  }
+  // All three in flight at once, each one's rejection handled.
+  await Promise.all(
+    [etcd.keepAliveOnce(gone), etcd.revoke(gone), etcd.put("kv8/a", "1", { lease: gone })].map((p) =>
+      assert.rejects(p, (e) => e instanceof LeaseError && e.code === "LeaseNotFound"),
+    ),
+  );
   const g = await etcd.grant(10);
   await assert.rejects(etcd.grant(10, { id: g.id }), { code: "LeaseExists" });
   await assert.rejects(etcd.grant(9_000_000_001), { code: "LeaseTtlTooLarge" });
@@ -196,14 +200,46 @@ eachBackend("errors are LeaseErrors with the engine's codes", {}, async (t, { co
   lessor.close();
   await etcd.revoke(g.id);
 
-  // Nobody listening: Unavailable, quickly.
-  const { connect: connectTo } = await import("../../js/client/index.mjs");
-  const dead = connectTo("http://127.0.0.1:9", { timeout: 2000 });
-  await assert.rejects(dead.get("x"), { code: "Unavailable" });
+  if (url) {
+    // Nobody listening: Unavailable, quickly.
+    const { connect: connectTo } = await import("../../js/client/index.mjs");
+    const dead = connectTo("http://127.0.0.1:9", { timeout: 2000 });
+    await assert.rejects(dead.get("x"), { code: "Unavailable" });
+  }
   // An aborted signal: Aborted.
   await assert.rejects(etcd.get("kv8/a", { signal: AbortSignal.abort() }), { code: "Aborted" });
   // A closed client: Closed.
-  const c = connectTo(url);
+  const c = connect();
   await c.close();
+  await assert.rejects(c.get("x"), { code: "Closed" });
+});
+
+eachBackend("in-process errors: the engine's codes through the client, a standby is Unavailable", { backends: ["lessor"] }, async (t, { connect, lessor }) => {
+  const etcd = connect();
+  const p = await etcd.put("kv9/a", "1");
+  await etcd.put("kv9/a", "2");
+  await assert.rejects(etcd.get("kv9/a", { revision: p.revision + 100 }), { code: "FutureRevision" });
+  await etcd.compact(p.revision + 1);
+  await assert.rejects(etcd.get("kv9/a", { revision: p.revision }), (e) => e instanceof LeaseError && e.code === "Compacted" && e.compactRevision === p.revision + 1);
+  await assert.rejects(etcd.compact(p.revision), { code: "Compacted" });
+  const small = new Lessor({ maxTxnOps: 2, quotaBytes: 64 * 1024, maxValueBytes: 16 * 1024 });
+  t.after(() => small.close());
+  const c = (await import("../../js/client/index.mjs")).connect(small);
+  t.after(() => c.close());
+  await assert.rejects(c.txn({ success: [1, 2, 3].map((i) => ({ range: { key: `r${i}` } })) }), { code: "TooManyOps" });
+  await assert.rejects(c.txn({ success: [{ put: { key: "d", value: "1" } }, { deleteRange: { key: "d" } }] }), { code: "DuplicateKey" });
+  let n = 0;
+  await assert.rejects(async () => {
+    for (; n < 100; n++) await c.put(`big${n}`, new Uint8Array(10 * 1024));
+  }, { code: "NoSpace" });
+  assert.ok(n > 0 && n < 10, `${n} puts before NoSpace`);
+  // A standby renews nothing: Unavailable, as a server without a leader.
+  const g = await etcd.grant(10);
+  lessor.demote();
+  await assert.rejects(etcd.keepAliveOnce(g.id), (e) => e.code === "Unavailable" && e.cause?.code === "NotPrimary");
+  lessor.promote();
+  assert.equal(await etcd.keepAliveOnce(g.id), 10);
+  // A closed lessor: Closed.
+  small.close();
   await assert.rejects(c.get("x"), { code: "Closed" });
 });

@@ -55,7 +55,7 @@ function start(t, args) {
   };
 }
 
-eachBackend("seed 001: a frozen holder loses the lock at its deadline, and its late write is fenced off", { needs: ["txn", "watch", "sort"], timeout: 60_000 }, async (t, { url }) => {
+eachBackend("seed 001: a frozen holder loses the lock at its deadline, and its late write is fenced off", { needs: ["txn", "watch", "sort", "server"], timeout: 60_000 }, async (t, { url }) => {
   const resource = await fencedResource(t);
   const s3 = start(t, [url, "server-3", resource.url, "wait"]);
   const locked3 = await s3.step("locked");

@@ -1,16 +1,27 @@
 // Shared by the client tests: one real etcd 3.4 and one edge-lease server
-// per test file (tests/etcd/harness.mjs starts them), and `eachBackend`,
-// which runs a test once against each.
+// per test file (tests/etcd/harness.mjs starts them), an in-process Lessor
+// per test, and `eachBackend`, which runs a test once against each backend
+// of BACKENDS.
 //
 // EDGE_LACKS is the one list of server features edge-lease does not have
 // yet (they answer Unimplemented). A test declares the features it `needs`;
 // against edge-lease it is skipped (and says why) while one is listed here.
 // When the server gains a feature, delete its line: every test that needs
 // it then runs against edge-lease too.
+//
+// A test that needs "server" (a URL: proxies, etcdctl, other processes,
+// restarts) is about servers and runs against etcd and edge-lease only.
 
 import { after, before, test } from "node:test";
 import { connect } from "../../js/client/index.mjs";
+import { Lessor } from "../../js/node.mjs";
 import { startEdge, startEtcd } from "../etcd/harness.mjs";
+
+/** Every backend a client test runs against, unless it says otherwise. */
+export const BACKENDS = ["etcd", "edge-lease", "lessor"];
+
+/** The backends with a URL (for `backends:` in tests that need one beyond "server"). */
+export const SERVERS = ["etcd", "edge-lease"];
 
 export const EDGE_LACKS = new Set([
   "txn", // KV/Txn: put ifAbsent, txn(), every mutex and election operation
@@ -46,22 +57,59 @@ export function useServers(names = ["etcd", "edge-lease"]) {
   return started;
 }
 
-/** A client for `url`, closed when the test ends. */
-export function client(t, url, options) {
-  const c = connect(url, options);
+/** A client for `target` (a URL or a Lessor), closed when the test ends. */
+export function client(t, target, options) {
+  const c = connect(target, options);
   t.after(() => c.close());
   return c;
 }
 
 /**
- * `test(name [backend])` for each backend; `fn(t, { name, url, connect })`,
- * where `connect()` gives a client closed at the test's end.
+ * An in-process Lessor as etcd is configured in these tests (etcd's minimum
+ * TTL of 2 s), on a clock that runs with real time plus `clock.advance(ms)`:
+ * advancing moves the engine's time and ticks, so expiry needs no sleeping.
  */
-export function eachBackend(name, { needs = [], timeout = 30_000, backends = ["etcd", "edge-lease"] } = {}, fn) {
+export function lessorBackend(t) {
+  let offset = 0;
+  const lessor = new Lessor({ now: () => Date.now() + offset, minTtl: 2 });
+  const clock = {
+    now: () => Date.now() + offset,
+    /** Moves the lessor's clock `ms` ahead and expires what is due. */
+    advance(ms) {
+      offset += ms;
+      return lessor.tick();
+    },
+  };
+  const clients = [];
+  // One cleanup (t.after runs hooks in order): the clients, then the lessor.
+  t.after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    lessor.close();
+  });
+  const connectLocal = () => {
+    const c = connect(lessor);
+    clients.push(c);
+    return c;
+  };
+  return { lessor, clock, connect: connectLocal };
+}
+
+/**
+ * `test(name [backend])` for each backend; `fn(t, ctx)` with `ctx.name`,
+ * `ctx.connect()` (a client closed at the test's end: over the server's URL,
+ * or over the test's one Lessor), and `ctx.url`/`ctx.server` for servers or
+ * `ctx.lessor`/`ctx.clock` (lessorBackend) in-process.
+ */
+export function eachBackend(name, { needs = [], timeout = 30_000, backends = BACKENDS } = {}, fn) {
   for (const b of backends) {
+    if (b === "lessor" && needs.includes("server")) continue;
     const missing = b === "edge-lease" ? needs.filter((f) => EDGE_LACKS.has(f)) : [];
     const skip = missing.length ? `waits for edge-lease's server: ${missing.join(", ")} (EDGE_LACKS in tests/client/servers.mjs)` : false;
     test(`${name} [${b}]`, { timeout, skip }, (t) => {
+      if (b === "lessor") {
+        const { lessor, clock, connect: connectLocal } = lessorBackend(t);
+        return fn(t, { name: b, lessor, clock, connect: connectLocal });
+      }
       const server = started[b];
       return fn(t, { name: b, url: server.url, server, connect: (o) => client(t, server.url, o) });
     });

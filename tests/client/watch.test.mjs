@@ -2,6 +2,7 @@
 // a start revision; a dropped stream (connections cut, or the server killed
 // and restarted) resumes after the last revision delivered, so no event is
 // lost or repeated; a compacted start is a Compacted error; signals end it.
+// Against etcd, edge-lease's server and an in-process Lessor.
 
 import assert from "node:assert/strict";
 import { connect } from "../../js/client/index.mjs";
@@ -64,7 +65,7 @@ eachBackend("a revoke's deletes arrive together, in its one revision", { needs: 
   assert.deepEqual(events.map((e) => [e.type, e.key, e.modRevision]), ["a", "b", "c"].map((k) => ["delete", `w2/${k}`, r.revision]));
 });
 
-eachBackend("dropped streams resume after the last revision seen: nothing lost, nothing repeated", { needs: ["watch"], timeout: 30_000 }, async (t, { url, connect }) => {
+eachBackend("dropped streams resume after the last revision seen: nothing lost, nothing repeated", { needs: ["watch", "server"], timeout: 30_000 }, async (t, { url, connect }) => {
   const p = await proxy(t, url);
   const watcher = (await import("../../js/client/index.mjs")).connect(p.url);
   t.after(() => watcher.close());
@@ -87,7 +88,7 @@ eachBackend("dropped streams resume after the last revision seen: nothing lost, 
 });
 
 for (const kind of ["etcd", "edge-lease"]) {
-  eachBackend(`watch resumes across a server restart (${kind} killed with SIGKILL)`, { needs: ["watch"], timeout: 40_000, backends: [kind] }, async (t) => {
+  eachBackend(`watch resumes across a server restart (${kind} killed with SIGKILL)`, { needs: ["watch", "server"], timeout: 40_000, backends: [kind] }, async (t) => {
     const server = await restartable(t, kind);
     const etcd = connect(server.url, { timeout: 2000 });
     t.after(() => etcd.close());
@@ -120,7 +121,7 @@ eachBackend("a compacted start throws Compacted with the compact revision", { ne
   await assert.rejects(etcd.get("w5/a", { revision: p1.revision }), { code: "Compacted" });
 });
 
-eachBackend("signal and close end a watch; break releases it", { needs: ["watch"] }, async (t, { url, connect }) => {
+eachBackend("signal and close end a watch; break releases it", { needs: ["watch"] }, async (t, { connect }) => {
   const etcd = connect();
   const ctl = new AbortController();
   const w = etcd.watch("w6/", { prefix: true, signal: ctl.signal });
@@ -128,7 +129,7 @@ eachBackend("signal and close end a watch; break releases it", { needs: ["watch"
   const pending = take(w, 1);
   setTimeout(() => ctl.abort(), 50);
   await assert.rejects(pending, { code: "Aborted" });
-  const c = (await import("../../js/client/index.mjs")).connect(url);
+  const c = connect();
   const w2 = c.watch("w6/", { prefix: true });
   await w2.ready;
   const p2 = take(w2, 1);
@@ -148,4 +149,26 @@ eachBackend("signal and close end a watch; break releases it", { needs: ["watch"
 eachBackend("watch against a server without it: Unimplemented, not retried forever", { backends: ["edge-lease"] }, async (t, { connect }) => {
   const w = connect().watch("w7/");
   await assert.rejects(within(w.ready, 3000), { code: "Unimplemented" });
+});
+
+eachBackend("in-process: an expired lease's deletes, history then live events, the history option's compaction", { backends: ["lessor"] }, async (t, { connect, lessor, clock }) => {
+  const etcd = connect();
+  const g = await etcd.grant(5);
+  const p = await etcd.put("w8/a", "1", { lease: g.id });
+  await etcd.put("w8/b", "2", { lease: g.id });
+  const w = etcd.watch("w8/", { prefix: true, startRevision: p.revision, prevKv: true });
+  assert.equal(await w.ready, p.revision + 1);
+  const history = await take(w, 2);
+  assert.deepEqual(history.map((e) => [e.type, e.key, e.value]), [["put", "w8/a", "1"], ["put", "w8/b", "2"]]);
+  const [expired] = clock.advance(5000);
+  const deletes = await take(w, 2);
+  assert.deepEqual(deletes.map((e) => [e.type, e.key, e.modRevision, e.prev.value]), [["delete", "w8/a", expired.revision, "1"], ["delete", "w8/b", expired.revision, "2"]]);
+  await w.return();
+  // The lessor keeps at least `history` revisions (1000 by default) and
+  // compacts older ones in steps: starts before that are Compacted.
+  for (let i = 0; i < 5000 && lessor.compactRevision <= p.revision; i++) lessor.put("w8/c", String(i));
+  assert.ok(lessor.compactRevision > p.revision);
+  const old = etcd.watch("w8/", { prefix: true, startRevision: p.revision });
+  await assert.rejects(old.ready, (e) => e.code === "Compacted" && e.compactRevision === lessor.compactRevision);
+  await assert.rejects(take(old, 1), { code: "Compacted" });
 });

@@ -1,27 +1,19 @@
 // Types for edge-lease/client. They need only fetch's and AbortSignal's
 // types from the host, so they check with the DOM lib and with @types/node.
 
-import type { ErrorCode, LeaseId, Listener, ListenerOptions } from "../index.js";
+import type { ErrorCode, LeaseId, Lessor, Listener, ListenerOptions } from "../index.js";
 
 export type { LeaseId };
 
-/** The engine's codes, plus what a network and etcd's recipes add. */
-export type ClientErrorCode =
-  | ErrorCode
-  /** The server could not be reached or is not serving (retrying may help); a request timed out. */
-  | "Unavailable"
-  /** The caller's signal aborted the call (`cause` is the signal's reason). */
-  | "Aborted"
-  /** The server does not have the feature (edge-lease's server, for now: see its README). */
-  | "Unimplemented"
-  /** An election's proclaim after this candidate stopped leading. */
-  | "NotLeader"
-  /** A read or watch at a revision below the compaction point (`compactRevision`). */
-  | "Compacted"
-  | "FutureRevision"
-  | "KeyNotFound"
-  | "DuplicateKey"
-  | "TooManyOps";
+/**
+ * The package's codes (`ErrorCode`), which include what a network and etcd's
+ * recipes add: Unavailable (the server could not be reached or is not
+ * serving, a request timed out; in-process, a standby lessor), Aborted (the
+ * caller's signal; `cause` is its reason), Unimplemented (a server without
+ * the feature), NotLeader (an election's proclaim after losing), Compacted
+ * (a read or watch below the compaction point, with `compactRevision`).
+ */
+export type ClientErrorCode = ErrorCode;
 
 /** The package's LeaseError (the same class as `edge-lease`'s), as the client throws it. */
 export interface LeaseError extends Error {
@@ -252,12 +244,18 @@ export interface SessionEventMap {
  * aborts when the session ends: at the deadline as last known once
  * keepalives stop succeeding (reason LeaseNotFound, with a `lost` event), at
  * once when a keepalive finds the lease gone, or on close() (reason Closed).
+ * In-process (`connect(lessor)`) the deadline is the lessor's own, and the
+ * session ends the moment the lessor expires or revokes the lease.
  */
 export interface Session extends EventTarget, AsyncDisposableIfKnown {
   readonly lease: LeaseId;
   /** The granted TTL in seconds. */
   readonly ttl: number;
-  /** The lease's deadline as last known, epoch ms: the last successful keepalive's send time plus the TTL. */
+  /**
+   * The lease's deadline as last known, epoch ms: the last successful
+   * keepalive's send time plus the TTL (in-process: the lessor's deadline,
+   * as a time on this host's clock).
+   */
   readonly deadline: number;
   readonly signal: AbortSignal;
   /** The lease was lost (not closed). */
@@ -367,6 +365,13 @@ export interface Client extends AsyncDisposableIfKnown {
  * 3.4/3.5 or edge-lease's server), with fetch and web streams only.
  */
 export function connect(url: string | URL, options?: ConnectOptions): Client;
+/**
+ * The same client over an in-process Lessor: no network, the same results
+ * and error codes; writes resolve once the lessor's storage has them; a
+ * session's `signal` aborts when the lessor expires or revokes its lease.
+ * `close()` leaves the lessor open (it is the caller's).
+ */
+export function connect(lessor: Lessor): Client;
 
 export declare const Client: { readonly prototype: Client };
 export declare const Session: { readonly prototype: Session };

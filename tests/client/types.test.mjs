@@ -13,6 +13,27 @@ import { packedProject, repo } from "../pkg/packed.mjs";
 const usage = `
 import { connect, leaseId, LeaseError } from "edge-lease/client";
 import type { Client, ClientErrorCode, Entry, LeaseId, Mutex, Session, TxnResult, WatchEvent } from "edge-lease/client";
+import { Lessor, LeaseError as EngineError } from "edge-lease";
+import type { ErrorCode } from "edge-lease";
+
+// In-process: the same Client over a Lessor.
+const lessor = new Lessor({ now: () => Date.now(), minTtl: 2 });
+const local: Client = connect(lessor);
+const localLock: number = await local.withLock("job", { ttl: 10 }, async (lock) => lock.token ?? 0);
+const localSession = await local.session({ ttl: 10 });
+const localLease: LeaseId = localSession.lease;
+lessor.renew(localLease); // the client's ids are the engine's
+await local.close();
+// The engine's codes are the client's, and the other way round.
+const fromClient: ErrorCode = "Unavailable" as ClientErrorCode;
+const fromEngine: ClientErrorCode = "NotPrimary" as ErrorCode;
+try { lessor.renew(localLease); } catch (err) {
+  if (err instanceof EngineError && (err.code === "Compacted" || err.code === "Aborted")) {}
+}
+// @ts-expect-error connect(lessor) takes no network options
+connect(lessor, { timeout: 5 });
+// @ts-expect-error a Lessor or a URL, not a lessor's options
+connect({ minTtl: 2 });
 
 const etcd: Client = connect("http://127.0.0.1:2379", { timeout: 5000, headers: { authorization: "t" } });
 connect(new URL("http://127.0.0.1:2379"), { fetch: (input, init) => fetch(input, init) });

@@ -110,8 +110,9 @@ export function eachBackend(name, { needs = [], timeout = 30_000, backends = BAC
         const { lessor, clock, connect: connectLocal } = lessorBackend(t);
         return fn(t, { name: b, lessor, clock, connect: connectLocal });
       }
+      // (A test that starts its own server, restartable(), uses no started one.)
       const server = started[b];
-      return fn(t, { name: b, url: server.url, server, connect: (o) => client(t, server.url, o) });
+      return fn(t, { name: b, url: server?.url, server, connect: (o) => client(t, server.url, o) });
     });
   }
 }

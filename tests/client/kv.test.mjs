@@ -243,3 +243,20 @@ eachBackend("in-process errors: the engine's codes through the client, a standby
   small.close();
   await assert.rejects(c.get("x"), { code: "Closed" });
 });
+
+eachBackend("in-process writes resolve once the lessor's storage has them (an async store)", { backends: ["lessor"] }, async (t) => {
+  const pending = [];
+  const storage = { write: () => new Promise((resolve) => pending.push(resolve)) };
+  const lessor = new Lessor({ storage });
+  t.after(() => lessor.close());
+  const etcd = (await import("../../js/client/index.mjs")).connect(lessor);
+  t.after(() => etcd.close());
+  let done = false;
+  const put = etcd.put("kv10/a", "1").then((r) => ((done = true), r));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(done, false, "not before the store has it");
+  assert.equal((await etcd.get("kv10/a")).value, "1", "visible at once, as the engine's own put is");
+  for (const resolve of pending.splice(0)) resolve();
+  assert.equal((await put).revision, lessor.revision);
+  assert.equal(done, true);
+});

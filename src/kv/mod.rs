@@ -14,7 +14,7 @@ mod range;
 
 pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::lease::LeaseId;
@@ -193,41 +193,39 @@ impl Keyspace {
         self.live.insert(key, entry);
     }
 
-    /// Loads a restored superseded version.
-    pub(crate) fn load_old(&mut self, revision: i64, key: Key, entry: Option<Entry>) {
-        self.bytes += version_cost(&key, entry.as_ref());
-        self.index
-            .entry(key)
-            .or_default()
-            .push(Version { revision, entry });
+    /// Loads a restored superseded version, in revision order among the
+    /// key's; false if the key already has one at that revision.
+    pub(crate) fn load_old(&mut self, revision: i64, key: Key, entry: Option<Entry>) -> bool {
+        let cost = version_cost(&key, entry.as_ref());
+        let past = self.index.entry(key).or_default();
+        // Stores list entries in key order, so versions mostly come sorted.
+        match past.binary_search_by_key(&revision, |v| v.revision) {
+            Ok(_) => false,
+            Err(at) => {
+                past.insert(at, Version { revision, entry });
+                self.bytes += cost;
+                true
+            }
+        }
     }
 
     /// Ends a restore: history starts at `compacted`, and the log is rebuilt
-    /// from every version since (within a revision, in key order). Returns
-    /// a version loaded twice, if any.
-    pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) -> Option<(i64, Key)> {
+    /// from every version since (within a revision, in key order).
+    pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) {
         self.revision = revision;
         self.compacted = compacted;
-        let mut log = Vec::new();
-        for (k, past) in self.index.iter_mut() {
-            past.sort_unstable_by_key(|v| v.revision);
-            if let Some(w) = past.windows(2).find(|w| w[0].revision == w[1].revision) {
-                return Some((w[0].revision, k.clone()));
+        let mut log = BTreeSet::new();
+        for (k, past) in self.index.iter() {
+            for v in past.iter().filter(|v| v.revision >= compacted) {
+                log.insert((v.revision, k.clone()));
             }
-            log.extend(
-                past.iter()
-                    .filter(|v| v.revision >= compacted)
-                    .map(|v| (v.revision, k.clone())),
-            );
             if let Some(e) = self.live.get(&**k) {
                 if e.mod_revision >= compacted {
-                    log.push((e.mod_revision, k.clone()));
+                    log.insert((e.mod_revision, k.clone()));
                 }
             }
         }
-        log.sort_unstable();
-        self.log = log.into();
-        None
+        self.log = log.into_iter().collect();
     }
 
     /// Starts the changes of revision `revision` (the write path's).

@@ -14,7 +14,7 @@ mod range;
 
 pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{btree_map, BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::lease::LeaseId;
@@ -132,11 +132,9 @@ impl Keyspace {
     /// The key as the keyspace shares it: the stored copy if there is one,
     /// so each key's bytes are held once.
     pub fn key(&self, key: &[u8]) -> Key {
-        if let Some((k, _)) = self.live.get_key_value(key) {
-            return k.clone();
-        }
-        match self.index.get_key_value(key) {
+        match self.live.get_key_value(key) {
             Some((k, _)) => k.clone(),
+            // A key with history only is shared again when it is put.
             None => key.into(),
         }
     }
@@ -235,20 +233,23 @@ impl Keyspace {
 
     /// Sets a key's entry at the current revision; returns the shared key.
     pub(crate) fn put(&mut self, key: Key, entry: Entry) -> Key {
-        let (key, past) = match self.index.get_key_value(&*key) {
-            Some((k, _)) => (k.clone(), self.index.get_mut(&*key)),
-            None => {
-                self.index.insert(key.clone(), Vec::new());
-                (key.clone(), None)
+        self.bytes += version_cost(&key, Some(&entry));
+        // One search of the ordered index, whether the key is there or not.
+        let (key, past) = match self.index.entry(key) {
+            btree_map::Entry::Occupied(o) => (o.key().clone(), Some(o.into_mut())),
+            btree_map::Entry::Vacant(v) => {
+                let k = v.key().clone();
+                v.insert(Vec::new());
+                (k, None)
             }
         };
-        self.bytes += version_cost(&key, Some(&entry));
-        let old = self.live.insert(key.clone(), entry);
-        if let (Some(old), Some(past)) = (old, past) {
-            past.push(Version {
-                revision: old.mod_revision,
-                entry: Some(old),
-            });
+        if let Some(old) = self.live.insert(key.clone(), entry) {
+            if let Some(past) = past {
+                past.push(Version {
+                    revision: old.mod_revision,
+                    entry: Some(old),
+                });
+            }
         }
         self.log.push_back((self.revision, key.clone()));
         key
@@ -276,7 +277,6 @@ impl Keyspace {
     /// `revision` (a read there must still see it).
     pub fn dropped_by(&self, revision: i64) -> Vec<(i64, Key)> {
         let mut out = Vec::new();
-        let mut seen: Vec<&Key> = Vec::new();
         // A version to drop is followed by a change at or before `revision`
         // (else it would be the state there), and that change is still in
         // the log: earlier compactions only dropped changes before theirs.
@@ -287,10 +287,11 @@ impl Keyspace {
             let Some((k, past)) = self.index.get_key_value(&**key) else {
                 continue;
             };
-            if seen.contains(&k) {
+            // A key changed n times is visited n times: its drops repeat,
+            // which `compact` and a store's delete both take in their stride.
+            if past.is_empty() {
                 continue;
             }
-            seen.push(k);
             let n = past.partition_point(|v| v.revision < revision);
             // The state at `revision` is the live entry or a version at
             // `revision` if there is one, else the last version before it.

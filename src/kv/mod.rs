@@ -287,9 +287,17 @@ impl Keyspace {
             let Some((k, past)) = self.index.get_key_value(&**key) else {
                 continue;
             };
-            // A key changed n times is visited n times: its drops repeat,
-            // which `compact` and a store's delete both take in their stride.
             if past.is_empty() {
+                continue;
+            }
+            // Each key once: at its last change up to `revision`.
+            let after = past.partition_point(|v| v.revision <= *rev);
+            let later = past.get(after).is_some_and(|v| v.revision <= revision)
+                || self
+                    .live
+                    .get(&**k)
+                    .is_some_and(|e| e.mod_revision > *rev && e.mod_revision <= revision);
+            if later {
                 continue;
             }
             let n = past.partition_point(|v| v.revision < revision);

@@ -135,6 +135,12 @@ fn config_of(o: &Object) -> Config {
     }
 }
 
+/// Bytes of `pages` wasm pages, in f64: 65536 pages (4 GiB) overflow a
+/// 32-bit usize, which read 0.
+pub fn pages_to_bytes(pages: usize) -> f64 {
+    pages as f64 * 65536.0
+}
+
 /// Host time: the wrapper has already checked it is a finite number.
 fn ms(now: f64) -> i64 {
     now as i64
@@ -311,7 +317,7 @@ impl RawLessor {
 
     /// Bytes of wasm linear memory (for benchmarks).
     pub fn memory_bytes() -> f64 {
-        (core::arch::wasm32::memory_size(0) * 65536) as f64
+        pages_to_bytes(core::arch::wasm32::memory_size(0))
     }
 
     /// Keeps a hot path's error for `take_error` and returns NaN: a

@@ -4,7 +4,7 @@
 //! WASM_BINDGEN_USE_BROWSER=1, `wasm-pack test --headless --chrome`.
 #![cfg(target_arch = "wasm32")]
 
-use edge_lease::wasm::{defaults, RangeRow, RawLessor, RevokedRow, Slot};
+use edge_lease::wasm::{defaults, pages_to_bytes, RangeRow, RawLessor, RevokedRow, Slot};
 use edge_lease::Config;
 use js_sys::{Array, Float64Array, Function, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
@@ -368,4 +368,12 @@ fn storage_gets_batches_and_a_throw_fails_the_operation() {
         Some((vec![1, 2], false)),
         "the failed put changed nothing"
     );
+}
+
+// Issue 13, item 10: memoryBytes() read 0 at 4 GiB (65536 pages overflowed
+// a 32-bit usize).
+#[wasm_bindgen_test]
+fn memory_bytes_count_past_four_gib() {
+    assert_eq!(pages_to_bytes(65536), 4_294_967_296.0);
+    assert_eq!(pages_to_bytes(1), 65536.0);
 }

@@ -39,6 +39,7 @@ export type ErrorCode =
   | "Closed"
   | "Reentrant"
   | "NotInitialized"
+  | "Unavailable" | "Aborted" | "Unimplemented" | "NotLeader" // edge-lease/client's: a server away or timed out, a signal, a server without the feature, an election lost
   | "Internal";
 
 export class LeaseError extends Error {

@@ -1,0 +1,188 @@
+// etcd's concurrency.Election: candidates put `<name>/<lease id in Go's %x>`
+// with their session's lease; the oldest key by create revision is the
+// leader and its value the proclamation. campaign() waits until every older
+// candidate is gone; observe() follows the leader (and its proclamations)
+// as `etcdctl elect -l` does.
+
+import { keyBytes, toBytes, toText } from "./codec.mjs";
+import { entryOut } from "./entries.mjs";
+import { LeaseError, aborted } from "./errors.mjs";
+import { byCreate, waitDeletes } from "./mutex.mjs";
+import { linkSignals, signalOption } from "./signals.mjs";
+
+const concat = (a, b) => {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+};
+
+const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+const notLeader = () => new LeaseError("NotLeader", "election: not leader");
+
+export class Election {
+  #session;
+  #client;
+  #pfx;
+  #leaderKey = null; // bytes while a candidate or leader
+  #leaderRev = -1;
+
+  constructor(session, name) {
+    this.#session = session;
+    this.#client = session.client;
+    this.#pfx = concat(keyBytes(name), toBytes("/"));
+  }
+
+  /** This candidate's key while campaigning or leading, else undefined. */
+  get key() {
+    return this.#leaderKey === null ? undefined : toText(this.#leaderKey);
+  }
+
+  /** The key's create revision (a fencing token for the leader), else undefined. */
+  get token() {
+    return this.#leaderKey === null ? undefined : this.#leaderRev;
+  }
+
+  get session() {
+    return this.#session;
+  }
+
+  #lease() {
+    return BigInt.asIntN(64, BigInt("0x" + this.#session.lease));
+  }
+
+  /** Puts this candidate in and waits until it leads. An abort (or the session's end) withdraws it. */
+  async campaign(value, { signal } = {}) {
+    const val = toBytes(value, "value");
+    const link = linkSignals([signalOption(signal), this.#session.signal]);
+    const s = link.signal;
+    try {
+      if (s.aborted) throw aborted(s);
+      const key = concat(this.#pfx, toBytes(this.#session.keySuffix));
+      const r = await this.#client.backend.txn(
+        {
+          compare: [{ key, rangeEnd: null, target: "create", result: "=", value: 0 }],
+          success: [{ put: { key, value: val, lease: this.#lease(), prevKv: false } }],
+          failure: [{ range: { key, rangeEnd: null } }],
+        },
+        { signal: s },
+      );
+      this.#leaderKey = key;
+      this.#leaderRev = r.revision;
+      if (!r.succeeded) {
+        const kv = r.responses[0].range.kvs[0];
+        this.#leaderRev = kv.createRevision;
+        if (!sameBytes(kv.value, val)) {
+          try {
+            await this.proclaim(val, { signal: s });
+          } catch (e) {
+            await this.resign().catch(() => {});
+            throw e;
+          }
+        }
+      }
+      try {
+        await waitDeletes(this.#client, this.#pfx, this.#leaderRev - 1, s);
+      } catch (e) {
+        // Withdraw when the caller gave up; otherwise leave the key (Go does).
+        if (s.aborted) {
+          await this.resign().catch(() => {});
+          throw aborted(s);
+        }
+        this.#leaderKey = null;
+        throw e;
+      }
+    } finally {
+      link.dispose();
+    }
+  }
+
+  /** A new value from the leader, without a new election; NotLeader if this candidate no longer leads. */
+  async proclaim(value, { signal } = {}) {
+    if (this.#leaderKey === null) throw notLeader();
+    const key = this.#leaderKey;
+    const r = await this.#client.backend.txn(
+      {
+        compare: [{ key, rangeEnd: null, target: "create", result: "=", value: this.#leaderRev }],
+        success: [{ put: { key, value: toBytes(value, "value"), lease: this.#lease(), prevKv: false } }],
+        failure: [],
+      },
+      { signal: signalOption(signal) },
+    );
+    if (!r.succeeded) {
+      this.#leaderKey = null;
+      throw notLeader();
+    }
+  }
+
+  /** Steps down (deletes this candidate's key if it is still the one it created). */
+  async resign({ signal } = {}) {
+    if (this.#leaderKey === null) return;
+    const key = this.#leaderKey;
+    await this.#client.backend.txn(
+      {
+        compare: [{ key, rangeEnd: null, target: "create", result: "=", value: this.#leaderRev }],
+        success: [{ deleteRange: { key, rangeEnd: null, prevKv: false } }],
+        failure: [],
+      },
+      { signal: signalOption(signal) },
+    );
+    this.#leaderKey = null;
+    this.#leaderRev = -1;
+  }
+
+  /** The leader's entry (`value` is its proclamation), or undefined when there is none. */
+  async leader({ bytes = false, signal } = {}) {
+    const r = await this.#client.backend.range(byCreate(this.#pfx, "ascend"), { signal: signalOption(signal) });
+    return r.kvs.length ? entryOut(r.kvs[0], bytes) : undefined;
+  }
+
+  /**
+   * The leader and each new proclamation or leader, as an async iterator
+   * (etcd's Observe). Ends with Aborted when `signal` aborts.
+   */
+  async *observe({ bytes = false, signal } = {}) {
+    const link = linkSignals([signalOption(signal), this.#client.closed]);
+    const s = link.signal;
+    const backend = this.#client.backend;
+    try {
+      for (;;) {
+        if (s.aborted) throw aborted(s);
+        const r = await backend.range(byCreate(this.#pfx, "ascend"), { signal: s });
+        let kv;
+        let rev;
+        if (r.kvs.length === 0) {
+          // No leader yet: wait for the first candidate's put.
+          const w = this.#client.watch(this.#pfx, { prefix: true, startRevision: r.revision, noDelete: true, bytes: true, signal: s });
+          try {
+            for await (const ev of w) {
+              kv = ev;
+              rev = ev.modRevision;
+              break;
+            }
+          } finally {
+            await w.return();
+          }
+          if (kv === undefined) throw aborted(s);
+        } else {
+          kv = r.kvs[0];
+          rev = r.revision;
+        }
+        yield entryOut(kv, bytes);
+        // Follow this leader until its key goes.
+        const w = this.#client.watch(kv.key, { startRevision: rev + 1, bytes: true, signal: s });
+        try {
+          for await (const ev of w) {
+            if (ev.type === "delete") break;
+            yield entryOut(ev, bytes);
+          }
+        } finally {
+          await w.return();
+        }
+      }
+    } finally {
+      link.dispose();
+    }
+  }
+}

@@ -1,0 +1,30 @@
+// edge-lease/client: etcd's KV, leases, watch, and the concurrency recipes
+// (sessions, mutexes, elections) over etcd's JSON gateway (a real etcd
+// 3.4/3.5 or edge-lease's server) or an in-process Lessor, with the same
+// interface. Web standards only (fetch, web streams, AbortSignal).
+
+import { isBackend } from "./backend.mjs";
+import { Client } from "./client.mjs";
+import { invalid } from "./errors.mjs";
+import { GatewayBackend } from "./gateway.mjs";
+import { LocalBackend, isLessor } from "./local.mjs";
+
+export { LeaseError } from "./errors.mjs";
+export { leaseId } from "./codec.mjs";
+export { Client } from "./client.mjs";
+export { Session } from "./session.mjs";
+export { Mutex } from "./mutex.mjs";
+export { Election } from "./election.mjs";
+export { Watch } from "./watch.mjs";
+
+/**
+ * `connect("http://127.0.0.1:2379", { timeout, fetch, headers })` for a
+ * server (etcd's JSON gateway); `connect(lessor)` for an in-process Lessor;
+ * `connect(backend)` for anything implementing backend.mjs's interface.
+ */
+export function connect(target, options = {}) {
+  if (typeof target === "string" || target instanceof URL) return new Client(new GatewayBackend(target, options));
+  if (isLessor(target)) return new Client(new LocalBackend(target, options));
+  if (isBackend(target)) return new Client(target);
+  throw invalid("connect() takes a server URL, a Lessor or a backend");
+}

@@ -1,0 +1,88 @@
+// The seed-001 story with real processes: server-3 takes /locks/job with
+// withLock on a 2 s lease and is frozen (SIGSTOP) past its TTL; server-7
+// gets the lock after the lease expires, with a higher fencing token, and
+// writes; server-3, thawed, finds its session.signal aborted at the deadline
+// it last knew, and its late write is refused by the fenced resource.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createServer } from "node:http";
+import { fileURLToPath } from "node:url";
+import { eachBackend, sleep, until, useServers, within } from "./servers.mjs";
+
+useServers();
+
+const worker = fileURLToPath(new URL("./seed-worker.mjs", import.meta.url));
+
+/** The fenced resource: accepts a write only if its token is at least the highest seen. */
+async function fencedResource(t) {
+  let highest = 0;
+  const log = [];
+  const server = createServer((req, res) => {
+    const q = new URL(req.url, "http://x").searchParams;
+    const token = Number(q.get("token"));
+    const ok = token >= highest;
+    if (ok) highest = token;
+    log.push({ who: q.get("who"), token, ok });
+    res.writeHead(ok ? 200 : 409).end();
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => server.close());
+  return { url: `http://127.0.0.1:${server.address().port}`, log };
+}
+
+function start(t, args) {
+  const child = spawn(process.execPath, [worker, ...args], { stdio: ["pipe", "pipe", "inherit"] });
+  const steps = [];
+  let buf = "";
+  child.stdout.on("data", (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      steps.push(JSON.parse(buf.slice(0, nl)));
+      buf = buf.slice(nl + 1);
+    }
+  });
+  const exited = new Promise((r) => child.on("exit", r));
+  t.after(() => {
+    child.kill("SIGCONT");
+    child.kill("SIGKILL");
+  });
+  return {
+    child,
+    step: (name, ms = 10_000) => until(() => steps.find((s) => s.step === name), ms),
+    exited: (ms = 10_000) => within(exited, ms, "the worker's exit"),
+  };
+}
+
+eachBackend("seed 001: a frozen holder loses the lock at its deadline, and its late write is fenced off", { needs: ["txn", "watch", "sort", "server"], timeout: 60_000 }, async (t, { url }) => {
+  const resource = await fencedResource(t);
+  const s3 = start(t, [url, "server-3", resource.url, "wait"]);
+  const locked3 = await s3.step("locked");
+  s3.child.kill("SIGSTOP");
+  const frozenAt = Date.now();
+
+  const s7 = start(t, [url, "server-7", resource.url, "auto"]);
+  const locked7 = await s7.step("locked", 15_000);
+  const wrote7 = await s7.step("wrote");
+  await s7.step("released");
+  assert.equal((await s7.exited()), 0);
+  assert.ok(locked7.token > locked3.token, `server-7's token ${locked7.token} > server-3's ${locked3.token}`);
+  assert.ok(locked7.at >= locked3.deadline, "server-7 got the lock only after server-3's lease deadline");
+  assert.equal(wrote7.status, 200);
+
+  s3.child.kill("SIGCONT");
+  const thawedAt = Date.now();
+  await sleep(200); // the thawed process runs its overdue timers first
+  s3.child.stdin.write("write\n");
+  const wrote3 = await s3.step("wrote");
+  assert.equal(wrote3.aborted, true, "session.signal had aborted before the late write");
+  assert.equal(wrote3.reasonCode, "LeaseNotFound");
+  assert.equal(wrote3.reasonDeadline, locked3.deadline, "the deadline it last knew: nothing renewed it while frozen");
+  assert.ok(wrote3.abortedAt >= locked3.deadline && wrote3.abortedAt >= frozenAt && wrote3.abortedAt <= thawedAt + 200);
+  assert.equal(wrote3.status, 409, "the fenced resource refused the stale token");
+  const end3 = await s3.step("withLock-rejected");
+  assert.equal(end3.code, "LeaseNotFound");
+  await s3.exited();
+  assert.deepEqual(resource.log.map((w) => [w.who, w.ok]), [["server-7", true], ["server-3", false]]);
+});

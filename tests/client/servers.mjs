@@ -1,0 +1,240 @@
+// Shared by the client tests: one real etcd 3.4 and one edge-lease server
+// per test file (tests/etcd/harness.mjs starts them), an in-process Lessor
+// per test, and `eachBackend`, which runs a test once against each backend
+// of BACKENDS.
+//
+// EDGE_LACKS is the one list of server features edge-lease does not have
+// yet (they answer Unimplemented). A test declares the features it `needs`;
+// against edge-lease it is skipped (and says why) while one is listed here.
+// When the server gains a feature, delete its line: every test that needs
+// it then runs against edge-lease too.
+//
+// A test that needs "server" (a URL: proxies, etcdctl, other processes,
+// restarts) is about servers and runs against etcd and edge-lease only.
+
+import { after, before, test } from "node:test";
+import { connect } from "../../js/client/index.mjs";
+import { Lessor } from "../../js/node.mjs";
+import { startEdge, startEtcd } from "../etcd/harness.mjs";
+
+/** Every backend a client test runs against, unless it says otherwise. */
+export const BACKENDS = ["etcd", "edge-lease", "lessor"];
+
+/** The backends with a URL (for `backends:` in tests that need one beyond "server"). */
+export const SERVERS = ["etcd", "edge-lease"];
+
+export const EDGE_LACKS = new Set([
+  "txn", // KV/Txn: put ifAbsent, txn(), every mutex and election operation
+  "watch", // Watch: watch(), lock waits, observe()
+  "sort", // Range sort_order/sort_target: the recipes' oldest/newest key
+  "fromKey", // Range with a range_end other than a prefix's end
+  "deleteMany", // DeleteRange of more than one key
+  "pastRevision", // Range at a past revision
+  "compact", // KV/Compact (and so Compacted watches)
+]);
+
+/** A `t` for the harness's helpers at file level: cleanups run in after(). */
+function fileScope() {
+  const cleanups = [];
+  after(async () => {
+    for (const fn of cleanups.reverse()) await fn();
+  });
+  return { after: (fn) => cleanups.push(fn) };
+}
+
+const scope = fileScope();
+const started = {};
+
+/** Starts the servers this file's tests use (`etcd`, `edge-lease`), once. */
+export function useServers(names = ["etcd", "edge-lease"]) {
+  before(async () => {
+    await Promise.all(
+      names.map(async (n) => {
+        started[n] = n === "etcd" ? await startEtcd(scope) : await startEdge(scope);
+      }),
+    );
+  });
+  return started;
+}
+
+/** A client for `target` (a URL or a Lessor), closed when the test ends. */
+export function client(t, target, options) {
+  const c = connect(target, options);
+  t.after(() => c.close());
+  return c;
+}
+
+/**
+ * An in-process Lessor as etcd is configured in these tests (etcd's minimum
+ * TTL of 2 s), on a clock that runs with real time plus `clock.advance(ms)`:
+ * advancing moves the engine's time and ticks, so expiry needs no sleeping.
+ */
+export function lessorBackend(t) {
+  let offset = 0;
+  const lessor = new Lessor({ now: () => Date.now() + offset, minTtl: 2 });
+  const clock = {
+    now: () => Date.now() + offset,
+    /** Moves the lessor's clock `ms` ahead and expires what is due. */
+    advance(ms) {
+      offset += ms;
+      return lessor.tick();
+    },
+  };
+  const clients = [];
+  // One cleanup (t.after runs hooks in order): the clients, then the lessor.
+  t.after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    lessor.close();
+  });
+  const connectLocal = () => {
+    const c = connect(lessor);
+    clients.push(c);
+    return c;
+  };
+  return { lessor, clock, connect: connectLocal };
+}
+
+/**
+ * `test(name [backend])` for each backend; `fn(t, ctx)` with `ctx.name`,
+ * `ctx.connect()` (a client closed at the test's end: over the server's URL,
+ * or over the test's one Lessor), and `ctx.url`/`ctx.server` for servers or
+ * `ctx.lessor`/`ctx.clock` (lessorBackend) in-process.
+ */
+export function eachBackend(name, { needs = [], timeout = 30_000, backends = BACKENDS } = {}, fn) {
+  for (const b of backends) {
+    if (b === "lessor" && needs.includes("server")) continue;
+    const missing = b === "edge-lease" ? needs.filter((f) => EDGE_LACKS.has(f)) : [];
+    const skip = missing.length ? `waits for edge-lease's server: ${missing.join(", ")} (EDGE_LACKS in tests/client/servers.mjs)` : false;
+    test(`${name} [${b}]`, { timeout, skip }, (t) => {
+      if (b === "lessor") {
+        const { lessor, clock, connect: connectLocal } = lessorBackend(t);
+        return fn(t, { name: b, lessor, clock, connect: connectLocal });
+      }
+      // (A test that starts its own server, restartable(), uses no started one.)
+      const server = started[b];
+      return fn(t, { name: b, url: server?.url, server, connect: (o) => client(t, server.url, o) });
+    });
+  }
+}
+
+/** Polls `fn` until it returns truthy, at most `ms`. */
+export async function until(fn, ms = 5000, every = 20) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+/** Rejects if `p` does not settle within `ms`. */
+export function within(p, ms, what = "operation") {
+  let timer;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A TCP proxy on loopback in front of `target` (a URL): `cut()` drops every
+ * connection through it, `block()` makes it drop new ones at once (the
+ * server looks unreachable) until `unblock()`.
+ */
+export async function proxy(t, target) {
+  const { createServer, connect: dial } = await import("node:net");
+  const to = new URL(target);
+  const sockets = new Set();
+  let blocked = false;
+  const server = createServer((client) => {
+    if (blocked) return client.destroy();
+    const upstream = dial(Number(to.port), to.hostname);
+    sockets.add(client).add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on("error", drop).on("close", drop);
+    upstream.on("error", drop).on("close", drop);
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const p = {
+    url: `http://127.0.0.1:${server.address().port}`,
+    cut() {
+      for (const s of sockets) s.destroy();
+      sockets.clear();
+    },
+    block() {
+      blocked = true;
+      p.cut();
+    },
+    unblock() {
+      blocked = false;
+    },
+  };
+  t.after(() => {
+    p.cut();
+    server.close();
+  });
+  return p;
+}
+
+/**
+ * A server of `kind` ("etcd" or "edge-lease") on fixed ports and a data dir
+ * that survive `restart()` (SIGKILL, then the same command line).
+ */
+export async function restartable(t, kind) {
+  const { spawn } = await import("node:child_process");
+  const { freePort, root, tempDir } = await import("../etcd/harness.mjs");
+  const { join } = await import("node:path");
+  const url = `http://127.0.0.1:${await freePort()}`;
+  const peer = `http://127.0.0.1:${await freePort()}`;
+  const name = kind === "etcd" ? "etcd-node" : "edge-node";
+  const args = [
+    "--name", name,
+    "--data-dir", join(tempDir(t, "edge-lease-client-"), "data"),
+    "--listen-client-urls", url,
+    "--advertise-client-urls", url,
+    "--listen-peer-urls", peer,
+    "--initial-advertise-peer-urls", peer,
+    "--initial-cluster", `${name}=${peer}`,
+    "--initial-cluster-token", "etcd-cluster-1",
+    "--initial-cluster-state", "new",
+  ];
+  let child = null;
+  let log = "";
+  async function start() {
+    child = kind === "etcd"
+      ? spawn("etcd", args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+      : spawn(process.execPath, ["server/main.mjs", ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    for (let i = 0; i < 100; i++) {
+      try {
+        const r = await fetch(url + "/health");
+        if (r.ok && (await r.json()).health === "true") return;
+      } catch {}
+      await sleep(100);
+    }
+    throw new Error(`${kind} did not become healthy:\n${log.slice(-2000)}`);
+  }
+  async function stop() {
+    if (!child) return;
+    const c = child;
+    child = null;
+    const exited = new Promise((r) => c.once("exit", r));
+    c.kill("SIGKILL");
+    await exited;
+  }
+  t.after(stop);
+  await start();
+  return { url, start, stop, async restart() { await stop(); await start(); }, log: () => log };
+}

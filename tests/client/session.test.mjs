@@ -1,0 +1,144 @@
+// Sessions against a real etcd 3.4, edge-lease's server and an in-process
+// Lessor: keepalives every TTL/3 keep the lease past its TTL; when they stop
+// succeeding, `signal` aborts at the deadline the client last knew (not
+// later) with a `lost` event; a revoked lease ends the session at the next
+// keepalive (in-process: at once); close() revokes. In-process the Lessor's
+// clock is moved instead of sleeping for TTLs.
+
+import assert from "node:assert/strict";
+import { connect } from "../../js/client/index.mjs";
+import { eachBackend, proxy, sleep, until, useServers, within } from "./servers.mjs";
+
+useServers();
+
+eachBackend("a session outlives its TTL while kept alive; close() revokes", { timeout: 20_000 }, async (t, { connect, lessor, clock }) => {
+  const etcd = connect();
+  const s = await etcd.session({ ttl: 2 });
+  assert.match(s.lease, /^[0-9a-f]{16}$/);
+  assert.equal(s.ttl, 2);
+  await etcd.put("s1/key", "v", { lease: s.lease });
+  if (clock) {
+    // 5 s of the lessor's time, in steps the keepalives (every TTL/3 of
+    // real time) keep up with: half a TTL ahead, then wait for a renewal.
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1000);
+      await until(() => lessor.timeToLive(s.lease).ttlMs > 1500, 2000);
+    }
+  } else {
+    await sleep(4500); // more than two TTLs
+  }
+  assert.equal(s.signal.aborted, false);
+  assert.equal((await etcd.get("s1/key")).value, "v");
+  const ttl = await etcd.timeToLive(s.lease);
+  assert.ok(ttl.ttl >= 1, `remaining ${ttl.ttl}`);
+  assert.ok(s.deadline > Date.now() + 1000 && s.deadline <= Date.now() + 2000, "the deadline moves with each keepalive");
+  await s.close();
+  assert.equal(s.signal.aborted, true);
+  assert.equal(s.signal.reason.code, "Closed");
+  assert.equal(s.lost, false);
+  assert.equal((await etcd.timeToLive(s.lease)).ttl, -1);
+  assert.equal(await etcd.get("s1/key"), undefined);
+  await s.close(); // idempotent
+});
+
+eachBackend("keepalives failing: signal aborts at the last known deadline, with a lost event", { needs: ["server"], timeout: 20_000 }, async (t, { url }) => {
+  const p = await proxy(t, url);
+  const etcd = connect(p.url, { timeout: 1000 });
+  t.after(() => etcd.close());
+  const s = await etcd.session({ ttl: 3 });
+  await sleep(1200); // at least one keepalive through
+  const lost = new Promise((resolve) => s.addEventListener("lost", (e) => resolve({ at: Date.now(), reason: e.reason })));
+  p.block();
+  const deadline = s.deadline;
+  assert.ok(deadline > Date.now());
+  const { at, reason } = await within(lost, 5000, "the lost event");
+  assert.ok(at >= deadline - 5, `aborted ${deadline - at} ms before the deadline`);
+  assert.ok(at <= deadline + 150, `aborted ${at - deadline} ms after the deadline`);
+  assert.equal(s.signal.aborted, true);
+  assert.equal(s.signal.reason, reason);
+  assert.equal(reason.code, "LeaseNotFound");
+  assert.equal(reason.lease, s.lease);
+  assert.equal(s.lost, true);
+  p.unblock();
+  await s.close();
+});
+
+eachBackend("a lease revoked behind the session's back ends it at the next keepalive (in-process: at once)", { timeout: 20_000 }, async (t, { connect, name }) => {
+  const etcd = connect();
+  const s = await etcd.session({ ttl: 3 });
+  const lost = new Promise((resolve) => s.addEventListener("lost", (e) => resolve(e.reason)));
+  const revokedAt = Date.now();
+  await connect().revoke(s.lease);
+  const reason = await within(lost, 2500, "the lost event");
+  assert.equal(reason.code, "LeaseNotFound");
+  if (name === "lessor") {
+    assert.match(reason.message, /revoked/);
+    assert.ok(Date.now() - revokedAt < 100, "the lessor says so at once");
+  } else {
+    assert.match(reason.message, /TTL 0/);
+    assert.ok(Date.now() - revokedAt < 1000 + 300, "within one keepalive interval (TTL/3)");
+  }
+});
+
+eachBackend("session({ lease }) adopts a lease; Symbol.asyncDispose closes", {}, async (t, { connect }) => {
+  const etcd = connect();
+  const g = await etcd.grant(10);
+  const s = await etcd.session({ lease: g.id });
+  assert.equal(s.lease, g.id);
+  assert.equal(s.ttl, 10);
+  await s[Symbol.asyncDispose]();
+  assert.equal((await etcd.timeToLive(g.id)).ttl, -1);
+  await assert.rejects(etcd.session({ lease: g.id }), { code: "LeaseNotFound" });
+});
+
+eachBackend("client.close() closes its sessions (their leases revoked)", {}, async (t, { connect }) => {
+  const other = connect();
+  const etcd = connect();
+  const [a, b] = [await etcd.session({ ttl: 30 }), await etcd.session({ ttl: 30 })];
+  await etcd.close();
+  assert.ok(a.signal.aborted && b.signal.aborted);
+  for (const s of [a, b]) assert.equal((await other.timeToLive(s.lease)).ttl, -1);
+  await until(async () => !(await other.leases()).includes(a.lease), 1000);
+});
+
+eachBackend("in-process: the session's deadline is the lessor's, to the millisecond", { backends: ["lessor"] }, async (t, { connect, lessor, clock }) => {
+  const etcd = connect();
+  const s = await etcd.session({ ttl: 10 });
+  const exact = () => Date.now() + lessor.timeToLive(s.lease).ttlMs;
+  assert.ok(Math.abs(s.deadline - exact()) <= 2, `${s.deadline} vs ${exact()}`);
+  // Someone else renews the lease: the session follows the engine.
+  clock.advance(4000);
+  await etcd.keepAliveOnce(s.lease);
+  await until(() => Math.abs(s.deadline - exact()) <= 2 || s.signal.aborted, 5000);
+  assert.equal(s.signal.aborted, false);
+  await s.close();
+});
+
+eachBackend("in-process: the lessor expires the lease; the session ends then, and the lock goes to the next with a higher token", { backends: ["lessor"], timeout: 10_000 }, async (t, { connect, lessor, clock }) => {
+  const etcd = connect();
+  const holder = await etcd.session({ ttl: 5 });
+  const waiter = await connect().session({ ttl: 60 });
+  const m1 = holder.mutex("s5");
+  await m1.lock();
+  const token1 = m1.token;
+  const m2 = waiter.mutex("s5");
+  let holderAbortedFirst = null;
+  const locking = m2.lock().then(() => (holderAbortedFirst = m1.signal.aborted));
+  const lost = new Promise((resolve) => holder.addEventListener("lost", (e) => resolve(e.reason)));
+  await sleep(50);
+  // Past the holder's TTL by the lessor's clock: no keepalive can come in between.
+  const expired = clock.advance(5000);
+  assert.deepEqual(expired.map((e) => e.id), [holder.lease]);
+  assert.deepEqual(expired[0].keys, [m1.key]);
+  const reason = await within(lost, 1000, "the lost event");
+  assert.equal(reason.code, "LeaseNotFound");
+  assert.match(reason.message, /expired/);
+  assert.equal(reason.lease, holder.lease);
+  assert.equal(holder.lost, true);
+  assert.equal(m1.signal.reason, reason);
+  await within(locking, 2000, "the waiter's lock");
+  assert.equal(holderAbortedFirst, true, "the old holder's signal aborted before the new one got the lock");
+  assert.ok(m2.token > token1, `${m2.token} > ${token1}`);
+  assert.equal(waiter.signal.aborted, false);
+  await m2.unlock();
+});

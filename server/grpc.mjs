@@ -47,14 +47,42 @@ function codec(root, typeName) {
 const status = (e) =>
   e instanceof GrpcError ? { code: e.code, details: e.message } : (console.error(e), { code: Code.Unknown, details: String(e?.message ?? e) });
 
+/** An AbortSignal that fires when the client cancels or its deadline passes. */
+function cancelSignal(call) {
+  const ac = new AbortController();
+  if (call.cancelled) ac.abort();
+  else call.once("cancelled", () => ac.abort());
+  return ac.signal;
+}
+
 function unary(handler) {
   return async (call, callback) => {
     const req = call.request;
     if (req[FAILED]) return callback(status(req[FAILED]));
     try {
-      callback(null, await handler(req, { size: req[SIZE] }));
+      callback(null, await handler(req, { size: req[SIZE], signal: cancelSignal(call) }));
     } catch (e) {
       callback(status(e));
+    }
+  };
+}
+
+// A server stream: the handler's async iterable, one message per value,
+// ended OK when it is done; a cancel aborts the signal it was given.
+function serverStream(handler) {
+  return async (call) => {
+    const req = call.request;
+    call.on("error", () => {});
+    try {
+      if (req[FAILED]) throw req[FAILED];
+      const signal = cancelSignal(call);
+      for await (const res of handler.stream(req, { size: req[SIZE], signal })) {
+        if (signal.aborted) return;
+        if (!call.write(res)) await new Promise((ok) => (call.once("drain", ok), signal.addEventListener("abort", ok)));
+      }
+      if (!signal.aborted) call.end();
+    } catch (e) {
+      if (!call.cancelled) call.emit("error", status(e));
     }
   };
 }
@@ -111,6 +139,7 @@ export function createGrpcServer(services) {
       const handler = services.get(name);
       if (!handler) implementation[rpc] = missing(name, streaming !== "");
       else if (handler.each) implementation[rpc] = each(handler);
+      else if (handler.stream) implementation[rpc] = serverStream(handler);
       else implementation[rpc] = unary(handler);
     }
     server.addService(definition, implementation);

@@ -8,16 +8,20 @@ import { guard } from "./guard.mjs";
 
 const GATEWAY = /^\/(v3|v3beta|v3alpha)\/|^\/(version|health)$/;
 
-function toRequest(req) {
+function toRequest(req, res) {
   // Origin-form targets only ("/path"); "//[" must not become a host.
   if (!req.url.startsWith("/")) return null;
+  // Aborted when the client goes before the answer is sent (a blocked Lock
+  // or Campaign then cleans up, as etcd's do when their context ends).
+  const ac = new AbortController();
+  res.once("close", () => ac.abort());
   const url = new URL("http://localhost" + req.url);
   const headers = new Headers();
   for (const [k, v] of Object.entries(req.headers)) {
     for (const x of Array.isArray(v) ? v : [v]) headers.append(k, x);
   }
   const body = req.method === "GET" || req.method === "HEAD" ? undefined : Readable.toWeb(req);
-  return new Request(url, { method: req.method, headers, body, duplex: "half" });
+  return new Request(url, { method: req.method, headers, body, duplex: "half", signal: ac.signal });
 }
 
 async function send(res, response, head) {
@@ -49,7 +53,7 @@ export function createHttpServer({ gateway, hosts, serveFile }) {
       try {
         let request;
         try {
-          request = toRequest(req);
+          request = toRequest(req, res);
         } catch {
           request = null;
         }

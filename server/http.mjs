@@ -44,12 +44,38 @@ async function send(res, response, head) {
   res.end();
 }
 
-/** `hosts`: the Host names accepted (guard.mjs); `serveFile`: static.mjs's, or null. */
-export function createHttpServer({ gateway, hosts, serveFile }) {
+// The request a connection is answering, if any (see busy()).
+const INFLIGHT = Symbol("inflight");
+
+/**
+ * Whether an HTTP/1.1 connection is serving a request: one fully received
+ * and not yet answered (a blocked Lock, a stream). One still arriving, or
+ * none (keep-alive), is not (listen.mjs may evict it at the cap).
+ */
+export function busy(socket) {
+  const r = socket[INFLIGHT];
+  return Boolean(r && r.req.complete);
+}
+
+/**
+ * `hosts`: the Host names accepted (guard.mjs); `serveFile`: static.mjs's,
+ * or null; `headersTimeoutMs`, `requestTimeoutMs`: how long a client has to
+ * send a request's headers, and the whole request (body included).
+ */
+export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs = 5_000, requestTimeoutMs = 30_000 }) {
   const server = createServer(
-    // Slow clients get bounded time to send headers and the request.
-    { headersTimeout: 10_000, requestTimeout: 60_000 },
+    {
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      // How often Node checks the two above (its default is 30 s).
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
+    },
     async (req, res) => {
+      const inflight = { req, res };
+      req.socket[INFLIGHT] = inflight;
+      res.once("close", () => {
+        if (req.socket[INFLIGHT] === inflight) req.socket[INFLIGHT] = null;
+      });
       try {
         let request;
         try {
@@ -78,8 +104,21 @@ export function createHttpServer({ gateway, hosts, serveFile }) {
       }
     },
   );
-  server.on("clientError", (_err, socket) => {
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+  // A malformed request or one too slow: a status line if nothing was sent
+  // yet, then the connection goes (bounded: a peer that reads nothing
+  // cannot hold it open).
+  server.on("clientError", (err, socket) => {
+    const answered = socket[INFLIGHT]?.res.headersSent;
+    if (socket.writable && !answered) {
+      const status = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : "400 Bad Request";
+      socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
+    }
+    socket.destroySoon();
+    setTimeout(() => socket.destroy(), 1000).unref();
   });
+  // Node enforces headersTimeout and requestTimeout only for servers that
+  // emitted "listening" (that starts its connection checks); this one is
+  // handed its connections by listen.mjs and never listens itself.
+  server.emit("listening");
   return server;
 }

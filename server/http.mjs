@@ -57,23 +57,42 @@ export function busy(socket) {
   return Boolean(r && r.req.complete);
 }
 
+// The gateway's streams, whose request body may carry messages for as long
+// as the stream lasts (a keepalive every TTL/3 s): no time limit on it.
+const STREAMING = /^\/v3(beta)?\/(watch|lease\/keepalive)$/;
+
+/** Answers `status` (if nothing was sent yet) and closes the connection, bounded. */
+function refuse(socket, status) {
+  if (socket.writable && !socket[INFLIGHT]?.res.headersSent) socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
+  socket.destroySoon();
+  // A peer that reads nothing cannot hold it open.
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
 /**
  * `hosts`: the Host names accepted (guard.mjs); `serveFile`: static.mjs's,
- * or null; `headersTimeoutMs`, `requestTimeoutMs`: how long a client has to
- * send a request's headers, and the whole request (body included).
+ * or null; `headersTimeoutMs`: how long a client has to send a request's
+ * headers; `requestTimeoutMs`: then its body (except on the streaming
+ * endpoints, whose bodies are bounded by the connection cap instead).
  */
 export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs = 5_000, requestTimeoutMs = 30_000 }) {
   const server = createServer(
     {
       headersTimeout: headersTimeoutMs,
-      requestTimeout: requestTimeoutMs,
-      // How often Node checks the two above (its default is 30 s).
+      // The body's time is checked below, per endpoint.
+      requestTimeout: 0,
+      // How often Node checks headersTimeout (its default is 30 s).
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
     },
     async (req, res) => {
       const inflight = { req, res };
       req.socket[INFLIGHT] = inflight;
+      let bodyTimer = null;
+      if (!req.complete && !STREAMING.test(req.url.split("?")[0])) {
+        bodyTimer = setTimeout(() => req.complete || refuse(req.socket, "408 Request Timeout"), requestTimeoutMs);
+      }
       res.once("close", () => {
+        clearTimeout(bodyTimer);
         if (req.socket[INFLIGHT] === inflight) req.socket[INFLIGHT] = null;
       });
       try {
@@ -104,21 +123,14 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
       }
     },
   );
-  // A malformed request or one too slow: a status line if nothing was sent
-  // yet, then the connection goes (bounded: a peer that reads nothing
-  // cannot hold it open).
+  // A malformed request, or headers too slow: a status line if nothing was
+  // sent yet, then the connection goes.
   server.on("clientError", (err, socket) => {
-    const answered = socket[INFLIGHT]?.res.headersSent;
-    if (socket.writable && !answered) {
-      const status = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : "400 Bad Request";
-      socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
-    }
-    socket.destroySoon();
-    setTimeout(() => socket.destroy(), 1000).unref();
+    refuse(socket, err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : "400 Bad Request");
   });
-  // Node enforces headersTimeout and requestTimeout only for servers that
-  // emitted "listening" (that starts its connection checks); this one is
-  // handed its connections by listen.mjs and never listens itself.
+  // Node enforces headersTimeout only for servers that emitted "listening"
+  // (that starts its connection checks); this one is handed its
+  // connections by listen.mjs and never listens itself.
   server.emit("listening");
   return server;
 }

@@ -83,6 +83,22 @@ test("slow headers, a slow body and a silent connection are cut off in bounded t
   assert.equal((await fetch(server.url + "/version")).status, 200);
 });
 
+test("a gateway stream's request body may stay open past the request timeout (bounded by the cap instead)", async (t) => {
+  const server = await startServer({ env: { EDGE_LEASE_HEADERS_TIMEOUT_MS: "500", EDGE_LEASE_REQUEST_TIMEOUT_MS: "1000" } });
+  t.after(() => server.stop());
+  const { ID } = await (await fetch(server.url + "/v3/lease/grant", { method: "POST", body: '{"TTL":60}' })).json();
+  const ka = rawSocket(server.port, `POST /v3/lease/keepalive HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nTransfer-Encoding: chunked\r\n\r\n`);
+  const msg = JSON.stringify({ ID });
+  const chunk = `${msg.length.toString(16)}\r\n${msg}\r\n`;
+  const tick = setInterval(() => ka.socket.write(chunk), 250);
+  t.after(() => clearInterval(tick));
+  await sleep(2000);
+  assert.equal(ka.closedAt, null, "still open");
+  assert.ok((ka.data.match(/"TTL":"60"/g) ?? []).length >= 5, ka.data);
+  clearInterval(tick);
+  ka.socket.end("0\r\n\r\n");
+});
+
 test("at the connection cap the oldest idle connection makes room; busy ones stay; all busy: refused", async (t) => {
   const server = await startServer({ env: { EDGE_LEASE_MAX_CONNECTIONS: "4" } });
   t.after(() => server.stop());

@@ -85,15 +85,17 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
     },
     async (req, res) => {
+      // (req.socket is null once the response is done: keep it here)
+      const socket = req.socket;
       const inflight = { req, res };
-      req.socket[INFLIGHT] = inflight;
+      socket[INFLIGHT] = inflight;
       let bodyTimer = null;
       if (!req.complete && !STREAMING.test(req.url.split("?")[0])) {
-        bodyTimer = setTimeout(() => req.complete || refuse(req.socket, "408 Request Timeout"), requestTimeoutMs);
+        bodyTimer = setTimeout(() => req.complete || refuse(socket, "408 Request Timeout"), requestTimeoutMs);
       }
       res.once("close", () => {
         clearTimeout(bodyTimer);
-        if (req.socket[INFLIGHT] === inflight) req.socket[INFLIGHT] = null;
+        if (socket[INFLIGHT] === inflight) socket[INFLIGHT] = null;
       });
       try {
         let request;

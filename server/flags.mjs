@@ -13,6 +13,8 @@ const DEFAULTS = {
   "initial-cluster-token": "etcd-cluster",
   "initial-cluster-state": "new",
   "election-timeout": "1000",
+  // etcd's default is unlimited (2^32-1); calls past it wait in the client.
+  "max-concurrent-streams": "1000",
 };
 // Accepted and without effect here (logging, raft timing that has no
 // counterpart in one process).
@@ -89,8 +91,14 @@ export function parseFlags(argv) {
   const electionMs = Number(v["election-timeout"]);
   if (!Number.isInteger(electionMs) || electionMs <= 0) throw new FlagError("--election-timeout must be a positive number of ms");
 
+  const streams = Number(v["max-concurrent-streams"]);
+  if (!Number.isInteger(streams) || streams <= 0 || streams > 2 ** 32 - 1) {
+    throw new FlagError("--max-concurrent-streams must be a positive number (at most 4294967295)");
+  }
+
   return {
     name: v.name,
+    maxConcurrentStreams: streams,
     dataDir: v["data-dir"],
     listen: listen.map((u) => new URL(u)),
     clientURLs: advertise,

@@ -190,6 +190,51 @@ async function eachStream(request, m, handler) {
   return new Response(body, { status: 200, headers: JSON_TYPE });
 }
 
+/**
+ * A server stream (Election/Observe): the request body is one message; 200
+ * and one `{"result":...}\n` chunk per response, for as long as the handler
+ * yields. A cancel (the client gone) aborts the handler's signal.
+ */
+async function serverStream(request, m, handler) {
+  let msg;
+  let size;
+  try {
+    const body = await readText(request, MAX_BODY_BYTES);
+    if (body === null) throw tooLargeMessage(`more than ${MAX_BODY_BYTES}`, MAX_MESSAGE_BYTES);
+    ({ msg, size } = decode(m.request, parseBody(body)));
+  } catch (e) {
+    return errorResponse(e);
+  }
+  const ac = new AbortController();
+  const stop = () => ac.abort();
+  if (request.signal?.aborted) stop();
+  request.signal?.addEventListener("abort", stop, { once: true });
+  const it = handler.stream(msg, { size, signal: ac.signal })[Symbol.asyncIterator]();
+  const encoder = new TextEncoder();
+  const body = new ReadableStream({
+    async pull(controller) {
+      try {
+        const r = await it.next();
+        if (r.done) controller.close();
+        else controller.enqueue(encoder.encode(JSON.stringify({ result: toJson(m.response, r.value) }) + "\n"));
+      } catch (e) {
+        const code = e instanceof GrpcError ? e.code : Code.Unknown;
+        const message = e instanceof GrpcError ? e.message : String(e?.message ?? e);
+        // grpc-gateway v1's streamChunk for an error.
+        const http = httpStatus(code);
+        const statusText = { 400: "Bad Request", 404: "Not Found", 412: "Precondition Failed", 499: "", 500: "Internal Server Error", 503: "Service Unavailable" }[http] ?? "";
+        controller.enqueue(encoder.encode(JSON.stringify({ error: { grpc_code: code, http_code: http, message, http_status: statusText } }) + "\n"));
+        controller.close();
+      }
+    },
+    cancel() {
+      stop();
+      it.return?.().catch(() => {});
+    },
+  });
+  return new Response(body, { status: 200, headers: JSON_TYPE });
+}
+
 /** `services`: the table from server/services/index.mjs. */
 export function createGateway({ services }) {
   async function health() {
@@ -225,11 +270,13 @@ export function createGateway({ services }) {
       return errorResponse(unimplemented(name));
     }
     if (handler.each) return eachStream(request, meta, handler);
+    if (handler.stream) return serverStream(request, meta, handler);
     try {
       const body = await readText(request, MAX_BODY_BYTES);
       if (body === null) throw tooLargeMessage(`more than ${MAX_BODY_BYTES}`, MAX_MESSAGE_BYTES);
       const { msg, size } = decode(meta.request, parseBody(body));
-      const res = await handler(msg, { size });
+      // The request's signal aborts when the client goes (a blocked Lock cleans up).
+      const res = await handler(msg, { size, signal: request.signal });
       return json(200, toJson(meta.response, res));
     } catch (e) {
       return errorResponse(e);

@@ -47,14 +47,42 @@ function codec(root, typeName) {
 const status = (e) =>
   e instanceof GrpcError ? { code: e.code, details: e.message } : (console.error(e), { code: Code.Unknown, details: String(e?.message ?? e) });
 
+/** An AbortSignal that fires when the client cancels or its deadline passes. */
+function cancelSignal(call) {
+  const ac = new AbortController();
+  if (call.cancelled) ac.abort();
+  else call.once("cancelled", () => ac.abort());
+  return ac.signal;
+}
+
 function unary(handler) {
   return async (call, callback) => {
     const req = call.request;
     if (req[FAILED]) return callback(status(req[FAILED]));
     try {
-      callback(null, await handler(req, { size: req[SIZE] }));
+      callback(null, await handler(req, { size: req[SIZE], signal: cancelSignal(call) }));
     } catch (e) {
       callback(status(e));
+    }
+  };
+}
+
+// A server stream: the handler's async iterable, one message per value,
+// ended OK when it is done; a cancel aborts the signal it was given.
+function serverStream(handler) {
+  return async (call) => {
+    const req = call.request;
+    call.on("error", () => {});
+    try {
+      if (req[FAILED]) throw req[FAILED];
+      const signal = cancelSignal(call);
+      for await (const res of handler.stream(req, { size: req[SIZE], signal })) {
+        if (signal.aborted) return;
+        if (!call.write(res)) await new Promise((ok) => (call.once("drain", ok), signal.addEventListener("abort", ok)));
+      }
+      if (!signal.aborted) call.end();
+    } catch (e) {
+      if (!call.cancelled) call.emit("error", status(e));
     }
   };
 }
@@ -83,14 +111,55 @@ function missing(name, streaming) {
   return (call) => call.emit("error", err);
 }
 
-/** A grpc-js Server with every service of the protos, backed by `services`. */
-export function createGrpcServer(services) {
+// Calls in progress per connection: a connection with none may be evicted
+// when connections run out (listen.mjs).
+const CALLS = Symbol("calls");
+
+/** How many calls `connection` (the stream listen.mjs handed us) has in progress. */
+export function activeCalls(connection) {
+  return connection?.[CALLS] ?? 0;
+}
+
+// The connection a call came on. grpc-js keeps the HTTP/2 stream on the call
+// it wraps, and node:http2 wraps a connection that is not a net.Socket
+// (listen.mjs's replay stream) in a socket whose `stream` is that
+// connection. Both are internals: should they move, calls go uncounted
+// (their connections then look idle at the cap) and
+// tests/server/slow-clients.test.mjs fails.
+function connectionOf(call) {
+  try {
+    return call.call?.stream?.session?.socket?.stream ?? null;
+  } catch {
+    return null;
+  }
+}
+
+// Counts the call until its HTTP/2 stream closes (grpc-js then emits
+// "cancelled" on every call, finished or not).
+function tracked(fn) {
+  return (call, callback) => {
+    const conn = connectionOf(call);
+    if (conn) {
+      conn[CALLS] = (conn[CALLS] ?? 0) + 1;
+      call.once("cancelled", () => conn[CALLS]--);
+    }
+    return fn(call, callback);
+  };
+}
+
+/**
+ * A grpc-js Server with every service of the protos, backed by `services`.
+ * `maxConcurrentStreams`: calls one connection may have open at once (the
+ * HTTP/2 setting; clients queue the rest), etcd's --max-concurrent-streams.
+ */
+export function createGrpcServer(services, { maxConcurrentStreams } = {}) {
   const root = loadRoot();
   const server = new grpc.Server({
     // Above etcd's 2 MiB, so deserialize() can answer with etcd's message.
     "grpc.max_receive_message_length": 2 * MAX_MESSAGE_BYTES,
     // A connection with no call for this long is closed (clients reconnect).
     "grpc.max_connection_idle_ms": 5 * 60 * 1000,
+    ...(maxConcurrentStreams ? { "grpc.max_concurrent_streams": maxConcurrentStreams } : {}),
   });
   for (const [service, methods] of Object.entries(schema)) {
     const definition = {};
@@ -111,8 +180,10 @@ export function createGrpcServer(services) {
       const handler = services.get(name);
       if (!handler) implementation[rpc] = missing(name, streaming !== "");
       else if (handler.each) implementation[rpc] = each(handler);
+      else if (handler.stream) implementation[rpc] = serverStream(handler);
       else implementation[rpc] = unary(handler);
     }
+    for (const rpc of Object.keys(implementation)) implementation[rpc] = tracked(implementation[rpc]);
     server.addService(definition, implementation);
   }
   return server;

@@ -8,16 +8,20 @@ import { guard } from "./guard.mjs";
 
 const GATEWAY = /^\/(v3|v3beta|v3alpha)\/|^\/(version|health)$/;
 
-function toRequest(req) {
+function toRequest(req, res) {
   // Origin-form targets only ("/path"); "//[" must not become a host.
   if (!req.url.startsWith("/")) return null;
+  // Aborted when the client goes before the answer is sent (a blocked Lock
+  // or Campaign then cleans up, as etcd's do when their context ends).
+  const ac = new AbortController();
+  res.once("close", () => ac.abort());
   const url = new URL("http://localhost" + req.url);
   const headers = new Headers();
   for (const [k, v] of Object.entries(req.headers)) {
     for (const x of Array.isArray(v) ? v : [v]) headers.append(k, x);
   }
   const body = req.method === "GET" || req.method === "HEAD" ? undefined : Readable.toWeb(req);
-  return new Request(url, { method: req.method, headers, body, duplex: "half" });
+  return new Request(url, { method: req.method, headers, body, duplex: "half", signal: ac.signal });
 }
 
 async function send(res, response, head) {
@@ -40,16 +44,63 @@ async function send(res, response, head) {
   res.end();
 }
 
-/** `hosts`: the Host names accepted (guard.mjs); `serveFile`: static.mjs's, or null. */
-export function createHttpServer({ gateway, hosts, serveFile }) {
+// The request a connection is answering, if any (see busy()).
+const INFLIGHT = Symbol("inflight");
+
+/**
+ * Whether an HTTP/1.1 connection is serving a request: one fully received
+ * and not yet answered (a blocked Lock, a stream). One still arriving, or
+ * none (keep-alive), is not (listen.mjs may evict it at the cap).
+ */
+export function busy(socket) {
+  const r = socket[INFLIGHT];
+  return Boolean(r && r.req.complete);
+}
+
+// The gateway's streams, whose request body may carry messages for as long
+// as the stream lasts (a keepalive every TTL/3 s): no time limit on it.
+const STREAMING = /^\/v3(beta)?\/(watch|lease\/keepalive)$/;
+
+/** Answers `status` (if nothing was sent yet) and closes the connection, bounded. */
+function refuse(socket, status) {
+  if (socket.writable && !socket[INFLIGHT]?.res.headersSent) socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
+  socket.destroySoon();
+  // A peer that reads nothing cannot hold it open.
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+/**
+ * `hosts`: the Host names accepted (guard.mjs); `serveFile`: static.mjs's,
+ * or null; `headersTimeoutMs`: how long a client has to send a request's
+ * headers; `requestTimeoutMs`: then its body (except on the streaming
+ * endpoints, whose bodies are bounded by the connection cap instead).
+ */
+export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs = 5_000, requestTimeoutMs = 30_000 }) {
   const server = createServer(
-    // Slow clients get bounded time to send headers and the request.
-    { headersTimeout: 10_000, requestTimeout: 60_000 },
+    {
+      headersTimeout: headersTimeoutMs,
+      // The body's time is checked below, per endpoint.
+      requestTimeout: 0,
+      // How often Node checks headersTimeout (its default is 30 s).
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
+    },
     async (req, res) => {
+      // (req.socket is null once the response is done: keep it here)
+      const socket = req.socket;
+      const inflight = { req, res };
+      socket[INFLIGHT] = inflight;
+      let bodyTimer = null;
+      if (!req.complete && !STREAMING.test(req.url.split("?")[0])) {
+        bodyTimer = setTimeout(() => req.complete || refuse(socket, "408 Request Timeout"), requestTimeoutMs);
+      }
+      res.once("close", () => {
+        clearTimeout(bodyTimer);
+        if (socket[INFLIGHT] === inflight) socket[INFLIGHT] = null;
+      });
       try {
         let request;
         try {
-          request = toRequest(req);
+          request = toRequest(req, res);
         } catch {
           request = null;
         }
@@ -74,8 +125,14 @@ export function createHttpServer({ gateway, hosts, serveFile }) {
       }
     },
   );
-  server.on("clientError", (_err, socket) => {
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+  // A malformed request, or headers too slow: a status line if nothing was
+  // sent yet, then the connection goes.
+  server.on("clientError", (err, socket) => {
+    refuse(socket, err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : "400 Bad Request");
   });
+  // Node enforces headersTimeout only for servers that emitted "listening"
+  // (that starts its connection checks); this one is handed its
+  // connections by listen.mjs and never listens itself.
+  server.emit("listening");
   return server;
 }

@@ -1,18 +1,106 @@
 // One port for both transports, as etcd serves them: a TCP server that looks
 // at the first bytes of each connection and hands HTTP/2 (the client
 // preface, "PRI * HTTP/2.0...") to gRPC and anything else to HTTP/1.1.
+//
+// It also caps the connections (issue 13 item 11: slow clients must not
+// starve the others). etcd caps its client listener at the file limit less
+// 150 and leaves the excess in the kernel's backlog; Node cannot stop
+// accepting, so past the cap a new connection evicts the oldest one that is
+// not serving anything (still sniffing, an HTTP/1.1 request not yet fully
+// received or an idle keep-alive, an HTTP/2 connection with no call in
+// progress), and is refused (closed) only when every connection is busy.
 import { createServer } from "node:net";
 import { Duplex } from "node:stream";
+import { readFileSync } from "node:fs";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-// A connection that has not said which protocol it speaks by then is closed.
-const SNIFF_TIMEOUT_MS = 10_000;
+// etcd's reservedInternalFDNum: file descriptors kept for everything else.
+const RESERVED_FDS = 150;
 
-export function sniffingServer({ http1, http2 }) {
+/** The soft limit on open files (Linux), or null when unknown or unlimited. */
+export function fileLimit() {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+const positive = (v, name) => {
+  if (v === undefined || v === "") return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, not ${JSON.stringify(v)}`);
+  return n;
+};
+
+/**
+ * The transports' limits: the connection cap (the file limit less etcd's
+ * reserve of 150, or half the limit below 300; EDGE_LEASE_MAX_CONNECTIONS
+ * lowers it), the
+ * time to send a request's headers (also the time to say which protocol a
+ * connection speaks) and the time to send a whole HTTP/1.1 request
+ * (EDGE_LEASE_HEADERS_TIMEOUT_MS, EDGE_LEASE_REQUEST_TIMEOUT_MS).
+ */
+export function limitsFrom(env = process.env, files = fileLimit()) {
+  const fromFiles = files ? files - Math.min(RESERVED_FDS, Math.floor(files / 2)) : Infinity;
+  const max = positive(env.EDGE_LEASE_MAX_CONNECTIONS, "EDGE_LEASE_MAX_CONNECTIONS") ?? Infinity;
+  return {
+    maxConnections: Math.min(fromFiles, max),
+    headersTimeoutMs: positive(env.EDGE_LEASE_HEADERS_TIMEOUT_MS, "EDGE_LEASE_HEADERS_TIMEOUT_MS") ?? 5_000,
+    requestTimeoutMs: positive(env.EDGE_LEASE_REQUEST_TIMEOUT_MS, "EDGE_LEASE_REQUEST_TIMEOUT_MS") ?? 30_000,
+  };
+}
+
+/**
+ * The connections of every listener, oldest first, capped at
+ * `maxConnections`. `busy(connection)`: whether a connection ({ kind:
+ * "http1"|"http2", socket, and for HTTP/2 the stream gRPC was given }) is
+ * serving something and must not be evicted.
+ */
+export function connectionPool({ maxConnections = Infinity, busy = () => false } = {}) {
+  const open = new Map(); // a Map keeps insertion order: oldest first
+  const stats = { evicted: 0, refused: 0 };
+  function evictOne() {
+    for (const c of open.values()) {
+      if (c.kind !== "sniff" && busy(c)) continue;
+      open.delete(c.socket);
+      c.socket.destroy();
+      stats.evicted++;
+      return true;
+    }
+    return false;
+  }
+  return {
+    /** The new connection's entry, or null if it was refused (and closed). */
+    admit(socket) {
+      if (open.size >= maxConnections && !evictOne()) {
+        stats.refused++;
+        socket.destroy();
+        return null;
+      }
+      const conn = { kind: "sniff", socket, stream: null };
+      open.set(socket, conn);
+      socket.once("close", () => open.delete(socket));
+      return conn;
+    },
+    /** Open connections, and how many were evicted or refused at the cap. */
+    stats: () => ({ open: open.size, ...stats }),
+  };
+}
+
+/**
+ * `http1(socket)`, `http2(stream)`: where a connection goes once sniffed;
+ * `pool`: connectionPool()'s, shared by every listener.
+ */
+export function sniffingServer({ http1, http2, pool = connectionPool(), sniffTimeoutMs = 5_000 }) {
   return createServer((socket) => {
-    let seen = Buffer.alloc(0);
-    socket.setTimeout(SNIFF_TIMEOUT_MS, () => socket.destroy());
     socket.on("error", () => {});
+    const conn = pool.admit(socket);
+    if (!conn) return;
+    let seen = Buffer.alloc(0);
+    // A connection that has not said which protocol it speaks by then is closed.
+    socket.setTimeout(sniffTimeoutMs, () => socket.destroy());
     const onData = (chunk) => {
       seen = Buffer.concat([seen, chunk]);
       const n = Math.min(seen.length, PREFACE.length);
@@ -21,8 +109,11 @@ export function sniffingServer({ http1, http2 }) {
       socket.off("data", onData);
       socket.setTimeout(0);
       if (h2) {
-        http2(replay(socket, seen));
+        conn.kind = "http2";
+        conn.stream = replay(socket, seen);
+        http2(conn.stream);
       } else {
+        conn.kind = "http1";
         socket.pause();
         socket.unshift(seen);
         http1(socket);

@@ -9,10 +9,10 @@ import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "./services/index.mjs";
 import { createGateway } from "./gateway.mjs";
-import { createGrpcServer, connectionInjector } from "./grpc.mjs";
-import { createHttpServer } from "./http.mjs";
+import { createGrpcServer, connectionInjector, activeCalls } from "./grpc.mjs";
+import { createHttpServer, busy as httpBusy } from "./http.mjs";
 import { createStatic } from "./static.mjs";
-import { sniffingServer } from "./listen.mjs";
+import { connectionPool, sniffingServer, limitsFrom } from "./listen.mjs";
 import { allowedHosts } from "./guard.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -48,13 +48,27 @@ const grpcServer = { current: null };
 const gatewayProxy = (request) => gateway(request);
 let gateway = null;
 const hosts = allowedHosts(flags.listen.map((u) => u.hostname));
-const http = createHttpServer({ gateway: gatewayProxy, hosts, serveFile: createStatic(root) });
+let limits;
+try {
+  limits = limitsFrom(process.env);
+} catch (e) {
+  console.error(`edge-lease: ${e.message}`);
+  process.exit(2);
+}
+const http = createHttpServer({ gateway: gatewayProxy, hosts, serveFile: createStatic(root), ...limits });
 
+// One connection cap for every listener (listen.mjs says what happens past it).
+const pool = connectionPool({
+  maxConnections: limits.maxConnections,
+  busy: (c) => (c.kind === "http1" ? httpBusy(c.socket) : activeCalls(c.stream) > 0),
+});
 const servers = [];
 for (const url of flags.listen) {
   const server = sniffingServer({
     http1: (socket) => http.emit("connection", socket),
     http2: (socket) => grpcServer.current.injectConnection(socket),
+    pool,
+    sniffTimeoutMs: limits.headersTimeoutMs,
   });
   await new Promise((ok, fail) => {
     server.once("error", fail);
@@ -97,7 +111,7 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
   });
 }
 gateway = createGateway({ services });
-const grpc = createGrpcServer(services);
+const grpc = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams });
 grpcServer.current = connectionInjector(grpc);
 
 for (const s of servers) {

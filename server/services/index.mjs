@@ -1,7 +1,9 @@
 // The service layer both transports share: "package.Service/Method" -> a
-// handler. A unary handler is (request, call) => response, where call.size
-// is the request's encoded size; a bidirectional stream that answers each
-// request with one response is { each(request) }. Messages are plain objects
+// handler. A unary handler is (request, call) => response (or a promise of
+// it), where call.size is the request's encoded size and call.signal aborts
+// when the client cancels or goes; a bidirectional stream that answers each
+// request with one response is { each(request) }; a server stream is
+// { stream(request, call) } returning an async iterable. Messages are plain objects
 // (server/json.mjs says how). Methods with no handler here answer
 // Unimplemented: they wait for engine features (server/README.md).
 import { headers } from "./common.mjs";
@@ -10,6 +12,8 @@ import { leaseService } from "./lease.mjs";
 import { clusterService } from "./cluster.mjs";
 import { maintenanceService } from "./maintenance.mjs";
 import { authService } from "./auth.mjs";
+import { lockService } from "./lock.mjs";
+import { electionService } from "./election.mjs";
 
 export { memberIds } from "./cluster.mjs";
 
@@ -25,6 +29,8 @@ export function createServices({ lessor, store = null, member }) {
     "etcdserverpb.Cluster": clusterService(ctx),
     "etcdserverpb.Maintenance": maintenanceService(ctx),
     "etcdserverpb.Auth": authService(ctx),
+    "v3lockpb.Lock": lockService(ctx),
+    "v3electionpb.Election": electionService(ctx),
   };
   const table = new Map();
   for (const [service, methods] of Object.entries(services)) {

@@ -89,7 +89,7 @@ test("what needs engine features answers gRPC Unimplemented with a clear message
       client.makeUnaryRequest(path, (x) => x, (x) => x, Buffer.alloc(0), (err) => ok(err && [err.code, err.details])),
     );
   assert.deepEqual(await call("/etcdserverpb.KV/Txn"), [12, "edge-lease: etcdserverpb.KV/Txn is not implemented yet"]);
-  assert.deepEqual(await call("/v3lockpb.Lock/Lock"), [12, "edge-lease: v3lockpb.Lock/Lock is not implemented yet"]);
+  assert.deepEqual(await call("/etcdserverpb.Maintenance/Hash"), [12, "edge-lease: etcdserverpb.Maintenance/Hash is not implemented yet"]);
   const txn = await post(edge.url, "/v3/kv/txn", {});
   assert.deepEqual([txn.status, txn.body.code], [501, 12]);
 });

@@ -1,0 +1,144 @@
+// What etcd 3.4's v3lock and v3election servers run: Go's
+// clientv3/concurrency recipes (Session, Mutex, Election, waitDeletes),
+// step for step, against the engine instead of etcd's in-process client.
+// Their observable side effects are etcd's: a request without a lease
+// grants a 60 s lease that nobody keeps alive, keys are `name/<lease %x>`,
+// and every error comes back as Unknown (2) with etcd's message, because
+// the in-process client turns etcd's status errors into plain Go errors.
+import { Code, Etcd, GrpcError } from "../errors.mjs";
+import { engine } from "./common.mjs";
+
+// concurrency.defaultSessionTTL
+const SESSION_TTL = 60;
+
+/** An engine call as the concurrency package sees it: errors are Unknown. */
+export function recipe(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof GrpcError) throw new GrpcError(Code.Unknown, e.message);
+    // etcd's check of an empty key comes before anything else.
+    if (e?.code === "InvalidArgument" && /key must not be empty/.test(e.message)) throw new GrpcError(Code.Unknown, Etcd.keyNotProvided().message);
+    try {
+      engine(() => {
+        throw e;
+      });
+    } catch (mapped) {
+      throw new GrpcError(Code.Unknown, mapped.message);
+    }
+  }
+}
+
+/** Go's `%x` of an int64 (a LeaseID). */
+export function goHex(id) {
+  return id < 0n ? "-" + (-id).toString(16) : id.toString(16);
+}
+
+/** The wire's int64 (a decimal string) as a BigInt. */
+export const int64 = (v) => BigInt(v ?? 0);
+
+/**
+ * concurrency.NewSession(WithLease(lease)) then Orphan(): lease 0 grants a
+ * lease of 60 s that is never kept alive; any other id is taken as it is.
+ */
+export function session(lessor, lease) {
+  const id = int64(lease);
+  if (id !== 0n) return id;
+  const g = recipe(() => lessor.grant(SESSION_TTL));
+  return BigInt.asIntN(64, BigInt("0x" + g.id));
+}
+
+/** What a canceled context gives (the client has gone; nobody reads it). */
+export function canceled() {
+  return new GrpcError(Code.Canceled, "context canceled");
+}
+
+/** Go's v3.WithFirstCreate / WithLastCreate on `pfx`: the oldest or newest key. */
+export const firstCreate = (pfx) => ({ key: pfx, prefix: true, sortTarget: "create", sortOrder: "ascend", limit: 1 });
+const lastCreate = (pfx, maxCreateRevision) => ({
+  key: pfx,
+  prefix: true,
+  sortTarget: "create",
+  sortOrder: "descend",
+  limit: 1,
+  maxCreateRevision,
+});
+
+/**
+ * A watch whose batches queue until read: `next()` resolves with the next
+ * batch, rejects once `signal` aborts; `cancel()` ends it. A start that was
+ * compacted rejects with etcd's error (Go's `wr.Err()`).
+ */
+export function watchQueue(lessor, request, signal) {
+  const queue = [];
+  let waiting = null;
+  let failed = null;
+  let cancelled = false;
+  const fail = (e) => {
+    failed ??= e;
+    if (waiting) {
+      waiting.reject(failed);
+      waiting = null;
+    }
+  };
+  const onAbort = () => fail(canceled());
+  if (signal?.aborted) failed = canceled();
+  else signal?.addEventListener("abort", onAbort, { once: true });
+  const w = failed
+    ? null
+    : lessor.watch(request, (batch) => {
+        if (cancelled) return;
+        if (batch.compactRevision) {
+          fail(new GrpcError(Code.Unknown, "etcdserver: mvcc: required revision has been compacted"));
+          return;
+        }
+        if (waiting) {
+          waiting.resolve(batch);
+          waiting = null;
+        } else queue.push(batch);
+      });
+  return {
+    next() {
+      if (queue.length) return Promise.resolve(queue.shift());
+      if (failed) return Promise.reject(failed);
+      return new Promise((resolve, reject) => (waiting = { resolve, reject }));
+    },
+    cancel() {
+      if (cancelled) return;
+      cancelled = true;
+      signal?.removeEventListener("abort", onAbort);
+      w?.cancel();
+    },
+  };
+}
+
+/** concurrency.waitDelete: until `key` is deleted after `rev`. */
+async function waitDelete(lessor, key, rev, signal) {
+  const q = watchQueue(lessor, { key, startRevision: rev }, signal);
+  try {
+    for (;;) {
+      const batch = await q.next();
+      if (batch.events.some((e) => e.type === "delete")) return;
+    }
+  } finally {
+    q.cancel();
+  }
+}
+
+/**
+ * concurrency.waitDeletes: until no key under `pfx` was created at or
+ * before `maxCreateRev`, waiting on the newest such key each time (not all
+ * of them: only the one just before is watched). Returns the last Range's
+ * revision (the header etcd's Lock answers with).
+ */
+export async function waitDeletes(lessor, pfx, maxCreateRev, signal) {
+  for (;;) {
+    if (signal?.aborted) throw canceled();
+    const r = recipe(() => lessor.range(lastCreate(pfx, maxCreateRev)));
+    if (r.kvs.length === 0) return r.revision;
+    await waitDelete(lessor, new TextDecoder().decode(r.kvs[0].key), r.revision, signal);
+  }
+}
+
+/** A key's create-revision compare (Go's v3.Compare(v3.CreateRevision(k), "=", rev)). */
+export const created = (key, rev) => ({ key, target: "create", result: "=", value: rev });

@@ -1,0 +1,52 @@
+// v3lockpb.Lock as etcd 3.4's v3lock server does it (concurrency.Mutex
+// run server-side, see concurrency.mjs): Lock puts `name/<lease %x>` if it
+// is absent and blocks until no key under `name/` was created before it,
+// watching only its predecessor's delete; a canceled or timed-out Lock
+// deletes its key (its lease stays). Unlock deletes the key it is given.
+import { bytesOf, text } from "./common.mjs";
+import { canceled, created, firstCreate, goHex, recipe, session, waitDeletes } from "./concurrency.mjs";
+
+const encoder = new TextEncoder();
+
+export function lockService({ lessor, header }) {
+  return {
+    async Lock(req, call) {
+      const signal = call?.signal;
+      if (signal?.aborted) throw canceled();
+      const lease = session(lessor, req.lease);
+      const pfx = text(bytesOf(req.name)) + "/";
+      const myKey = pfx + goHex(lease);
+      // Mutex.Lock: one txn puts the key if absent and reads the holder.
+      const owner = { range: firstCreate(pfx) };
+      const r = recipe(() =>
+        lessor.txn({
+          compare: [created(myKey, 0)],
+          success: [{ put: { key: myKey, value: "", lease } }, owner],
+          failure: [{ range: { key: myKey } }, owner],
+        }),
+      );
+      const myRev = r.succeeded ? r.revision : r.responses[0].range.kvs[0].createRevision;
+      const holder = r.responses[1].range.kvs;
+      if (holder.length === 0 || holder[0].createRevision === myRev) {
+        return { header: { ...header(), revision: r.revision }, key: encoder.encode(myKey) };
+      }
+      let revision;
+      try {
+        revision = await waitDeletes(lessor, pfx, myRev - 1, signal);
+      } catch (e) {
+        // Mutex.Unlock with the client's context: the key goes, errors ignored.
+        try {
+          lessor.deleteRange({ key: myKey });
+        } catch {}
+        throw e;
+      }
+      return { header: { ...header(), revision }, key: encoder.encode(myKey) };
+    },
+
+    Unlock(req) {
+      const key = text(bytesOf(req.key));
+      const r = recipe(() => lessor.deleteRange({ key }));
+      return { header: { ...header(), revision: r.revision } };
+    },
+  };
+}

@@ -43,7 +43,7 @@ export async function startWorker(t, options = {}) {
     },
     url: (namespace) => (namespace ? `${origin}/n/${namespace}` : origin),
     async restart() {
-      await mf.dispose();
+      await mf?.dispose();
       mf = new Miniflare(leaseWorkerOptions({ ...options, persist, port }));
       await mf.ready;
     },

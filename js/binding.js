@@ -8,6 +8,7 @@
 import { defaults as coreDefaults, RangeRow, RawLessor, RevokedRow, Slot } from "../pkg/edge_lease.js";
 import { invalid, LeaseError, leaseError } from "./errors.js";
 import {
+  packEntries,
   Reader,
   Writer,
   readDelete,
@@ -165,7 +166,9 @@ export class Binding {
    */
   constructor(config, restore) {
     try {
-      this.#raw = restore ? RawLessor.restore(config, restore.entries, restore.now, restore.write) : new RawLessor(config);
+      this.#raw = restore
+        ? RawLessor.restore(config, packEntries(restore.entries), restore.now, restore.write)
+        : new RawLessor(config);
     } catch (e) {
       throw leaseError(e);
     }

@@ -23,11 +23,29 @@ function checkText(s, what) {
   if (!wellFormed(s)) throw invalid(`${what} has a lone surrogate (not valid Unicode)`);
 }
 
+// UTF-8 bytes of a well-formed string.
+function utf8Length(s) {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4; // a surrogate pair: one 4-byte character
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
 export function checkKey(key, max, what = "key") {
   if (typeof key !== "string") throw invalid(`${what} must be a string, got ${typeof key}`);
   // UTF-8 is never shorter than the UTF-16 length: refuse huge keys before copying them.
   if (key.length > max) throw invalid(`${what} is longer than ${max} bytes`);
   checkText(key, what);
+  // Up to 3 bytes per UTF-16 unit: count only when the bytes may be over
+  // (reads check here; a get of a key too long to exist was quietly empty).
+  if (key.length * 3 > max && utf8Length(key) > max) throw invalid(`${what} is longer than ${max} bytes`);
 }
 
 export function checkValue(value, max) {

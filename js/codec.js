@@ -116,6 +116,50 @@ export class Reader {
   }
 }
 
+/**
+ * Stored `[key, value]` entries as one buffer for the binding's restore:
+ * each string or bytes as a u32 (little-endian) length, then its UTF-8 or
+ * bytes. Written in place: a restore packs hundreds of thousands of them.
+ */
+export function packEntries(entries) {
+  let buf = new Uint8Array(1 << 16);
+  let at = 0;
+  const room = (n) => {
+    if (at + n <= buf.length) return;
+    const next = new Uint8Array(Math.max(buf.length * 2, at + n));
+    next.set(buf.subarray(0, at));
+    buf = next;
+  };
+  const put = (v) => {
+    if (typeof v === "string") {
+      room(4 + v.length * 3);
+      const start = at + 4;
+      let end = start;
+      for (let i = 0; i < v.length; i++) {
+        const c = v.charCodeAt(i);
+        if (c >= 128) {
+          // Not ASCII: let the encoder write the rest.
+          end += utf8.encodeInto(v.slice(i), buf.subarray(end)).written;
+          break;
+        }
+        buf[end++] = c;
+      }
+      new DataView(buf.buffer).setUint32(at, end - start, true);
+      at = end;
+    } else {
+      room(4 + v.length);
+      new DataView(buf.buffer).setUint32(at, v.length, true);
+      buf.set(v, at + 4);
+      at += 4 + v.length;
+    }
+  };
+  for (const [k, v] of entries) {
+    put(k);
+    put(v);
+  }
+  return buf.subarray(0, at);
+}
+
 // ---- requests (already checked and normalized by js/requests.js) ----------
 
 export function writeRange(w, r) {

@@ -186,7 +186,12 @@ impl Lessor {
             return live.collect();
         }
         // Overlay what the write staged in the range.
-        let mut merged: BTreeMap<&Key, Option<&Entry>> = live.map(|(k, e)| (k, Some(e))).collect();
+        // Inserted one by one: collecting into a BTreeMap sorts, and each
+        // sort instance costs kilobytes of wasm.
+        let mut merged: BTreeMap<&Key, Option<&Entry>> = BTreeMap::new();
+        for (k, e) in live {
+            merged.insert(k, Some(e));
+        }
         for k in w.staged_keys() {
             if **k >= *key && end.admits(k) {
                 merged.insert(k, w.staged(k).flatten());

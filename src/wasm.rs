@@ -135,6 +135,12 @@ fn config_of(o: &Object) -> Config {
     }
 }
 
+/// Bytes of `pages` wasm pages, in f64: 65536 pages (4 GiB) overflow a
+/// 32-bit usize, which read 0.
+pub fn pages_to_bytes(pages: usize) -> f64 {
+    pages as f64 * 65536.0
+}
+
 /// Host time: the wrapper has already checked it is a finite number.
 fn ms(now: f64) -> i64 {
     now as i64
@@ -262,25 +268,16 @@ impl RawLessor {
         Ok(RawLessor::wrap(inner))
     }
 
-    /// Rebuilds from stored `[key, value]` pairs (values Uint8Array or
-    /// string); with `write`, every later change is first handed to it.
+    /// Rebuilds from stored entries, packed in one buffer by the JS half
+    /// (`packEntries` in js/codec.js: one copy in, instead of two JS calls
+    /// per entry); with `write`, every later change is first handed to it.
     pub fn restore(
         config: &Object,
-        entries: Array,
+        packed: &[u8],
         now: f64,
         write: Option<Function>,
     ) -> Result<RawLessor, JsValue> {
-        let mut pairs: Vec<(String, Vec<u8>)> = Vec::with_capacity(entries.length() as usize);
-        for item in entries.iter() {
-            let pair: Array = item.unchecked_into();
-            let key = pair.get(0).as_string().unwrap_or_default();
-            let v = pair.get(1);
-            let bytes = match v.as_string() {
-                Some(s) => s.into_bytes(),
-                None => v.unchecked_into::<Uint8Array>().to_vec(),
-            };
-            pairs.push((key, bytes));
-        }
+        let pairs = codec::entries(packed).map_err(|e| js_error(&e))?;
         let storage = write.map(|f| Box::new(JsStorage(f)) as Box<dyn Storage>);
         let inner = Lessor::restore(config_of(config), pairs, now as i64, storage)
             .map_err(|e| js_error(&e))?;
@@ -311,7 +308,7 @@ impl RawLessor {
 
     /// Bytes of wasm linear memory (for benchmarks).
     pub fn memory_bytes() -> f64 {
-        (core::arch::wasm32::memory_size(0) * 65536) as f64
+        pages_to_bytes(core::arch::wasm32::memory_size(0))
     }
 
     /// Keeps a hot path's error for `take_error` and returns NaN: a

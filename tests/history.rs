@@ -699,3 +699,40 @@ fn compaction_is_stored_and_history_survives_a_restart() {
     l.watch(&start).unwrap();
     assert_eq!(back.poll_watches(), l.poll_watches());
 }
+
+#[test]
+fn compaction_drops_each_version_once() {
+    #[derive(Clone, Default)]
+    struct Batches(Rc<RefCell<Vec<Batch>>>);
+    impl Storage for Batches {
+        fn write(&mut self, batch: &Batch) -> Result<(), String> {
+            self.0.borrow_mut().push(batch.clone());
+            Ok(())
+        }
+    }
+    let rec = Batches::default();
+    let config = Config {
+        history: 40,
+        ..Default::default()
+    };
+    let mut l = Lessor::with_storage(config, Box::new(rec.clone())).unwrap();
+    for v in 0..200u32 {
+        l.put(T0, b"hot", &v.to_le_bytes(), PutOptions::default())
+            .unwrap();
+    }
+    let batches = rec.0.borrow();
+    let mut dropped = 0;
+    for b in batches.iter() {
+        let mut d = b.delete.clone();
+        d.sort();
+        d.dedup();
+        assert_eq!(
+            d.len(),
+            b.delete.len(),
+            "a version dropped twice in one batch"
+        );
+        dropped += d.len();
+    }
+    // Every version older than the kept history went, once.
+    assert!(dropped >= 200 - 40 - 11, "{dropped}");
+}

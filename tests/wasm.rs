@@ -4,7 +4,7 @@
 //! WASM_BINDGEN_USE_BROWSER=1, `wasm-pack test --headless --chrome`.
 #![cfg(target_arch = "wasm32")]
 
-use edge_lease::wasm::{defaults, RangeRow, RawLessor, RevokedRow, Slot};
+use edge_lease::wasm::{defaults, pages_to_bytes, RangeRow, RawLessor, RevokedRow, Slot};
 use edge_lease::Config;
 use js_sys::{Array, Float64Array, Function, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
@@ -141,10 +141,22 @@ fn errors_are_error_objects_with_a_code() {
     assert_eq!(code(&bad.err().unwrap()), "InvalidArgument");
 }
 
+/// Stored entries packed as js/codec.js's packEntries does.
+fn pack(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, v) in entries {
+        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v);
+    }
+    out
+}
+
 #[wasm_bindgen_test]
 fn a_corrupt_entry_names_its_key() {
-    let entries = Array::of1(&Array::of2(&"v1/lease/zz".into(), &"junk".into()));
-    let e = RawLessor::restore(&config(&[]), entries, T0, None)
+    let entries = pack(&[("v1/lease/zz", b"junk")]);
+    let e = RawLessor::restore(&config(&[]), &entries, T0, None)
         .err()
         .unwrap();
     assert_eq!(code(&e), "CorruptEntry");
@@ -345,7 +357,7 @@ fn storage_gets_batches_and_a_throw_fails_the_operation() {
     set("batches", &Array::new());
     set("failWrites", &false.into());
 
-    let mut r = RawLessor::restore(&config(&[]), Array::new(), T0, Some(write)).unwrap();
+    let mut r = RawLessor::restore(&config(&[]), &[], T0, Some(write)).unwrap();
     hot!(r.put_bytes(T0, "k", &[1, 2], 0, 0, false, false)).unwrap();
     let batches = Array::from(&Reflect::get(&global, &"batches".into()).unwrap());
     let last = batches.get(batches.length() - 1);
@@ -368,4 +380,12 @@ fn storage_gets_batches_and_a_throw_fails_the_operation() {
         Some((vec![1, 2], false)),
         "the failed put changed nothing"
     );
+}
+
+// Issue 13, item 10: memoryBytes() read 0 at 4 GiB (65536 pages overflowed
+// a 32-bit usize).
+#[wasm_bindgen_test]
+fn memory_bytes_count_past_four_gib() {
+    assert_eq!(pages_to_bytes(65536), 4_294_967_296.0);
+    assert_eq!(pages_to_bytes(1), 65536.0);
 }

@@ -14,7 +14,7 @@ mod range;
 
 pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{btree_map, BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::lease::LeaseId;
@@ -132,11 +132,9 @@ impl Keyspace {
     /// The key as the keyspace shares it: the stored copy if there is one,
     /// so each key's bytes are held once.
     pub fn key(&self, key: &[u8]) -> Key {
-        if let Some((k, _)) = self.live.get_key_value(key) {
-            return k.clone();
-        }
-        match self.index.get_key_value(key) {
+        match self.live.get_key_value(key) {
             Some((k, _)) => k.clone(),
+            // A key with history only is shared again when it is put.
             None => key.into(),
         }
     }
@@ -193,41 +191,39 @@ impl Keyspace {
         self.live.insert(key, entry);
     }
 
-    /// Loads a restored superseded version.
-    pub(crate) fn load_old(&mut self, revision: i64, key: Key, entry: Option<Entry>) {
-        self.bytes += version_cost(&key, entry.as_ref());
-        self.index
-            .entry(key)
-            .or_default()
-            .push(Version { revision, entry });
+    /// Loads a restored superseded version, in revision order among the
+    /// key's; false if the key already has one at that revision.
+    pub(crate) fn load_old(&mut self, revision: i64, key: Key, entry: Option<Entry>) -> bool {
+        let cost = version_cost(&key, entry.as_ref());
+        let past = self.index.entry(key).or_default();
+        // Stores list entries in key order, so versions mostly come sorted.
+        match past.binary_search_by_key(&revision, |v| v.revision) {
+            Ok(_) => false,
+            Err(at) => {
+                past.insert(at, Version { revision, entry });
+                self.bytes += cost;
+                true
+            }
+        }
     }
 
     /// Ends a restore: history starts at `compacted`, and the log is rebuilt
-    /// from every version since (within a revision, in key order). Returns
-    /// a version loaded twice, if any.
-    pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) -> Option<(i64, Key)> {
+    /// from every version since (within a revision, in key order).
+    pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) {
         self.revision = revision;
         self.compacted = compacted;
-        let mut log = Vec::new();
-        for (k, past) in self.index.iter_mut() {
-            past.sort_unstable_by_key(|v| v.revision);
-            if let Some(w) = past.windows(2).find(|w| w[0].revision == w[1].revision) {
-                return Some((w[0].revision, k.clone()));
+        let mut log = BTreeSet::new();
+        for (k, past) in self.index.iter() {
+            for v in past.iter().filter(|v| v.revision >= compacted) {
+                log.insert((v.revision, k.clone()));
             }
-            log.extend(
-                past.iter()
-                    .filter(|v| v.revision >= compacted)
-                    .map(|v| (v.revision, k.clone())),
-            );
             if let Some(e) = self.live.get(&**k) {
                 if e.mod_revision >= compacted {
-                    log.push((e.mod_revision, k.clone()));
+                    log.insert((e.mod_revision, k.clone()));
                 }
             }
         }
-        log.sort_unstable();
-        self.log = log.into();
-        None
+        self.log = log.into_iter().collect();
     }
 
     /// Starts the changes of revision `revision` (the write path's).
@@ -237,20 +233,23 @@ impl Keyspace {
 
     /// Sets a key's entry at the current revision; returns the shared key.
     pub(crate) fn put(&mut self, key: Key, entry: Entry) -> Key {
-        let (key, past) = match self.index.get_key_value(&*key) {
-            Some((k, _)) => (k.clone(), self.index.get_mut(&*key)),
-            None => {
-                self.index.insert(key.clone(), Vec::new());
-                (key.clone(), None)
+        self.bytes += version_cost(&key, Some(&entry));
+        // One search of the ordered index, whether the key is there or not.
+        let (key, past) = match self.index.entry(key) {
+            btree_map::Entry::Occupied(o) => (o.key().clone(), Some(o.into_mut())),
+            btree_map::Entry::Vacant(v) => {
+                let k = v.key().clone();
+                v.insert(Vec::new());
+                (k, None)
             }
         };
-        self.bytes += version_cost(&key, Some(&entry));
-        let old = self.live.insert(key.clone(), entry);
-        if let (Some(old), Some(past)) = (old, past) {
-            past.push(Version {
-                revision: old.mod_revision,
-                entry: Some(old),
-            });
+        if let Some(old) = self.live.insert(key.clone(), entry) {
+            if let Some(past) = past {
+                past.push(Version {
+                    revision: old.mod_revision,
+                    entry: Some(old),
+                });
+            }
         }
         self.log.push_back((self.revision, key.clone()));
         key
@@ -278,7 +277,6 @@ impl Keyspace {
     /// `revision` (a read there must still see it).
     pub fn dropped_by(&self, revision: i64) -> Vec<(i64, Key)> {
         let mut out = Vec::new();
-        let mut seen: Vec<&Key> = Vec::new();
         // A version to drop is followed by a change at or before `revision`
         // (else it would be the state there), and that change is still in
         // the log: earlier compactions only dropped changes before theirs.
@@ -289,10 +287,19 @@ impl Keyspace {
             let Some((k, past)) = self.index.get_key_value(&**key) else {
                 continue;
             };
-            if seen.contains(&k) {
+            if past.is_empty() {
                 continue;
             }
-            seen.push(k);
+            // Each key once: at its last change up to `revision`.
+            let after = past.partition_point(|v| v.revision <= *rev);
+            let later = past.get(after).is_some_and(|v| v.revision <= revision)
+                || self
+                    .live
+                    .get(&**k)
+                    .is_some_and(|e| e.mod_revision > *rev && e.mod_revision <= revision);
+            if later {
+                continue;
+            }
             let n = past.partition_point(|v| v.revision < revision);
             // The state at `revision` is the live entry or a version at
             // `revision` if there is one, else the last version before it.

@@ -1,6 +1,7 @@
 //! Range reads with etcd's options: which keys (`key`, `range_end`), as of
 //! which revision, filtered, sorted and limited as etcd's Range does.
 
+use std::cmp::Ordering;
 use std::ops::Bound as B;
 
 use super::{Entry, Key};
@@ -150,13 +151,16 @@ impl RangeRequest {
         }
         if order != SortOrder::None {
             let target = self.sort_target;
-            // Stable: ties keep key order.
-            kvs.sort_by(|(ka, a), (kb, b)| match target {
-                SortTarget::Key => ka.cmp(kb),
-                SortTarget::Version => a.version.cmp(&b.version),
-                SortTarget::Create => a.create_revision.cmp(&b.create_revision),
-                SortTarget::Mod => a.mod_revision.cmp(&b.mod_revision),
-                SortTarget::Value => a.value.cmp(&b.value),
+            // Ties in key order.
+            kvs.sort_unstable_by(|(ka, a), (kb, b)| {
+                match target {
+                    SortTarget::Key => Ordering::Equal,
+                    SortTarget::Version => a.version.cmp(&b.version),
+                    SortTarget::Create => a.create_revision.cmp(&b.create_revision),
+                    SortTarget::Mod => a.mod_revision.cmp(&b.mod_revision),
+                    SortTarget::Value => a.value.cmp(&b.value),
+                }
+                .then_with(|| ka.cmp(kb))
             });
             if order == SortOrder::Descend {
                 kvs.reverse();

@@ -128,15 +128,26 @@ fn parse_hex_id(key: &str, s: &str) -> Result<LeaseId> {
 
 fn parse_hex(key: &str, what: &str, s: &str) -> Result<i64> {
     // Only the form the encoder writes: one number, one name.
-    if s.len() != 16 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+    let mut v = 0u64;
+    for b in s.bytes() {
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            _ => 16,
+        };
+        if d == 16 {
+            v = u64::MAX;
+            break;
+        }
+        v = v << 4 | u64::from(d);
+    }
+    if s.len() != 16 || (v == u64::MAX && s != "ffffffffffffffff") {
         return Err(corrupt(
             key,
             format!("{what} \"{s}\" is not 16 lowercase hex digits"),
         ));
     }
-    u64::from_str_radix(s, 16)
-        .map(|v| v as i64)
-        .map_err(|e| corrupt(key, e.to_string()))
+    Ok(v as i64)
 }
 
 fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
@@ -192,8 +203,18 @@ fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Res
 }
 
 fn num(key: &str, name: &str, s: &str) -> Result<i64> {
-    s.parse::<i64>()
-        .map_err(|_| corrupt(key, format!("field {name}=\"{s}\" is not an integer")))
+    // The encoder's form: an optional '-' then 1 to 18 digits (no '+', no
+    // leading zeros check needed; up to 18 digits cannot overflow).
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || digits.len() > 18 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<i64>()
+            .map_err(|_| corrupt(key, format!("field {name}=\"{s}\" is not an integer")));
+    }
+    let v = digits
+        .bytes()
+        .fold(0i64, |v, b| v * 10 + i64::from(b - b'0'));
+    Ok(if digits.len() < s.len() { -v } else { v })
 }
 
 fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {

@@ -66,8 +66,12 @@ impl<'a> Reader<'a> {
     }
 
     fn bytes(&mut self) -> Result<Vec<u8>> {
+        self.slice().map(<[u8]>::to_vec)
+    }
+
+    fn slice(&mut self) -> Result<&'a [u8]> {
         let n = self.len()?;
-        let v = self.buf[self.at..self.at + n].to_vec();
+        let v = &self.buf[self.at..self.at + n];
         self.at += n;
         Ok(v)
     }
@@ -219,6 +223,28 @@ impl<'a> Reader<'a> {
             no_delete: flags & 4 != 0,
         })
     }
+}
+
+/// Stored entries as packed by `packEntries` (key, value; each a u32
+/// little-endian length, then the bytes), borrowed from the buffer.
+pub fn entries(packed: &[u8]) -> Result<Vec<(&str, &[u8])>> {
+    fn next<'a>(rest: &mut &'a [u8]) -> Result<&'a [u8]> {
+        let (len, tail) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
+        let n = u32::from_le_bytes(*len) as usize;
+        if n > tail.len() {
+            return Err(bad());
+        }
+        let (v, tail) = tail.split_at(n);
+        *rest = tail;
+        Ok(v)
+    }
+    let mut rest = packed;
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let key = std::str::from_utf8(next(&mut rest)?).map_err(|_| bad())?;
+        out.push((key, next(&mut rest)?));
+    }
+    Ok(out)
 }
 
 #[derive(Default)]

@@ -190,6 +190,11 @@ describe("put, get, range, delete", () => {
         ["range prefix 17 chars", ({ lessor }) => lessor.range("k".repeat(17))],
         // 9 chars, 18 bytes: only the core's byte count catches it.
         ["put key 18 UTF-8 bytes", ({ lessor }) => lessor.put("é".repeat(9), "v")],
+        // Issue 13, item 7: reads of such keys answered "nothing there".
+        ["get key 18 UTF-8 bytes", ({ lessor }) => lessor.get("é".repeat(9))],
+        ["get key 20 UTF-8 bytes in pairs", ({ lessor }) => lessor.get("😀".repeat(5))],
+        ["delete key 18 UTF-8 bytes", ({ lessor }) => lessor.delete("é".repeat(9))],
+        ["range prefix 18 UTF-8 bytes", ({ lessor }) => lessor.range("é".repeat(9))],
         ["put value 33 chars", ({ lessor }) => lessor.put("k", "v".repeat(33))],
         ["put value 34 UTF-8 bytes", ({ lessor }) => lessor.put("k", "é".repeat(17))],
         ["put value 33 bytes", ({ lessor }) => lessor.put("k", new Uint8Array(33))],

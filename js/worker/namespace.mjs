@@ -145,7 +145,13 @@ export class LeaseNamespace {
         },
       }),
     );
-    return new Response(gated, { status: response.status, headers: response.headers });
+    // Cloudflare compresses JSON answers for clients that accept gzip or br,
+    // and a compressor holds small chunks back: a watch event or a keepalive
+    // answer would wait for more to come. A stream goes out as it is.
+    const headers = new Headers(response.headers);
+    headers.set("content-encoding", "identity");
+    headers.set("cache-control", "no-transform");
+    return new Response(gated, { status: response.status, headers });
   }
 
   async alarm() {

@@ -201,6 +201,36 @@ test("WebSocket keepalive: answers each request as the gateway stream, keeps a l
   assert.equal(other.status, 404);
 });
 
+test("an open HTTP keepalive stream gets each answer at once (not held back by compression)", { timeout: 60_000 }, async (t) => {
+  const w = await startWorker(t);
+  const url = w.url("stream");
+  const lease = (await ok(url, "/v3/lease/grant", { TTL: 30 })).ID;
+  let push;
+  const body = new ReadableStream({ start: (c) => (push = c) });
+  const enc = new TextEncoder();
+  // The gateway answers once the first request is in (as etcd's).
+  push.enqueue(enc.encode(JSON.stringify({ ID: lease }) + "\n"));
+  const res = await fetch(url + "/v3/lease/keepalive", {
+    method: "POST",
+    body,
+    duplex: "half",
+    // What etcd's and most HTTP clients send.
+    headers: { "accept-encoding": "gzip, br" },
+    signal: AbortSignal.timeout(20_000),
+  });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-encoding"), "identity");
+  const reader = res.body.getReader();
+  for (let i = 0; i < 3; i++) {
+    if (i > 0) push.enqueue(enc.encode(JSON.stringify({ ID: lease }) + "\n"));
+    const chunk = await Promise.race([reader.read(), sleep(3000).then(() => null)]);
+    assert.ok(chunk && !chunk.done, `answer ${i} came while the stream is open`);
+    assert.equal(JSON.parse(new TextDecoder().decode(chunk.value)).result.TTL, "30");
+  }
+  push.close();
+  await reader.cancel();
+});
+
 test("20 namespaces x 5 clients under load: no errors, each namespace's state exact", { timeout: 180_000 }, async (t) => {
   const w = await startWorker(t);
   const ROUNDS = 10;

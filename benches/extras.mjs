@@ -1,5 +1,5 @@
 // edge-lease-specific measurements for BENCHMARKS.md: wasm size, cold
-// starts, batch gain. benches/run.mjs calls them after the churn runs and
+// starts, batch gain, edge-lease/worker cycles (benches/worker.mjs). benches/run.mjs calls them after the churn runs and
 // renders their results; the "goals" section reads wasmSize().gzipBytes.
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -10,6 +10,8 @@ import { spawnSync } from "node:child_process";
 import { workerOptions } from "../tests/workerd/worker-options.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
+
+export { workerThroughput } from "./worker.mjs";
 
 // Release wasm size -> { file, rawBytes, gzipBytes }
 export async function wasmSize() {

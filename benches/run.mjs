@@ -152,6 +152,7 @@ const extra = {
   coldStartNode: await hook("coldStartNode"),
   coldStartWorkerd: await hook("coldStartWorkerd"),
   batchGain: await hook("batchGain"),
+  workerThroughput: await hook("workerThroughput"),
 };
 
 const totalSeconds = (Date.now() - started) / 1000;
@@ -411,6 +412,16 @@ function markdown() {
     ),
     "",
   );
+
+  out.push("## edge-lease/worker in Miniflare", "");
+  out.push(
+    "Whole client cycles through the Worker and its Durable Objects (benches/worker.mjs): workerd under Miniflare, " +
+      "SQLite-backed objects on a temp dir, 20 concurrent clients over loopback HTTP (Node's fetch) for 3 s per row, " +
+      "all on 1 namespace or one per namespace over 20. Every write is confirmed by storage before its answer (the output gate). " +
+      "Client and runtime share this machine's cores, so 20 objects cannot run in parallel here as they would across Cloudflare's machines.",
+    "",
+  );
+  out.push(hookText(extra.workerThroughput, (w) => w.markdown), "");
 
   out.push("## Goals", "");
   out.push(mdTable(["goal", "status", "detail"], goals().map(([name, r]) => [name, r.status, r.detail])), "");

@@ -15,11 +15,29 @@ export { LeaseError } from "./errors.js";
 export { LeaseEvent } from "./events.js";
 
 /**
+ * True at the global scope of a Cloudflare Worker (workerd), where
+ * crypto.getRandomValues throws ("Disallowed operation called within global
+ * scope"). Elsewhere false, so the core is made (and a missing crypto is
+ * NoEntropy, a bad restore CorruptEntry) in the constructor, as always.
+ */
+function atWorkerGlobalScope() {
+  if (globalThis.navigator?.userAgent !== "Cloudflare-Workers") return false;
+  const c = globalThis.crypto;
+  if (typeof c?.getRandomValues !== "function") return false;
+  try {
+    c.getRandomValues(new Uint8Array(1));
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
  * An etcd-style lessor: leases with TTLs, keys attached to them, revisions,
  * and expiry driven by the host's clock.
  */
 export class Lessor extends EventTarget {
-  #b;
+  #b = null;
   #now;
   #closed = false;
   #maxKey;
@@ -29,6 +47,9 @@ export class Lessor extends EventTarget {
   #timer = new ExpiryTimer(() => this.#fire());
   #clock = () => this.#time();
   #writes = null;
+  // Set while the core's creation waits for the first call (a Worker's
+  // global scope, where workerd allows no random values): makes the core.
+  #create = null;
   // Watchers by id, and whether their changes are being handed out.
   #watchers = new Map();
   #delivering = false;
@@ -42,7 +63,35 @@ export class Lessor extends EventTarget {
     this.#autoTick = o.autoTick;
     if (o.storage) this.#writes = new WriteQueue(o.storage, () => this.#timer.clear());
     const write = this.#writes ? (batch) => this.#writes.write(batch) : undefined;
-    this.#b = new Binding(o.config, o.restore && { entries: o.restore, now: this.#time(), write });
+    const create = () => new Binding(o.config, o.restore && { entries: o.restore, now: this.#time(), write });
+    if (atWorkerGlobalScope()) {
+      // The core seeds its hash maps from the OS's randomness, and workerd
+      // refuses random values (and timers) at a Worker's global scope: make
+      // it on the first call instead, inside a handler. Never a fixed seed.
+      this.#create = create;
+      return;
+    }
+    this.#b = create();
+    this.#schedule();
+  }
+
+  // The core, made on the first call when its creation was deferred. A
+  // failure (NoEntropy, a restore's CorruptEntry) is thrown by that call and
+  // by each later one until the core can be made.
+  #open() {
+    try {
+      this.#b = this.#create();
+    } catch (e) {
+      if (e?.code === "NoEntropy" && atWorkerGlobalScope()) {
+        throw new LeaseError(
+          "NoEntropy",
+          "no randomness at a Worker's global scope: workerd gives random values only inside a handler " +
+            "(fetch, alarm, ...). Constructing a Lessor at module scope is fine; call it from a handler.",
+        );
+      }
+      throw e;
+    }
+    this.#create = null;
     this.#schedule();
   }
 
@@ -58,6 +107,7 @@ export class Lessor extends EventTarget {
 
   #enter() {
     if (this.#closed) throw new LeaseError("Closed", "the lessor is closed");
+    if (this.#b === null) this.#open();
     if (this.#b.busy) {
       throw new LeaseError("Reentrant", "the lessor was called from inside its own storage callback");
     }
@@ -331,6 +381,12 @@ export class Lessor extends EventTarget {
   /** Stops the timer and frees the wasm memory. Later calls throw code "Closed". */
   close() {
     if (this.#closed) return;
+    if (this.#b === null) {
+      // Never made (a deferred creation that no call reached).
+      this.#closed = true;
+      this.#create = null;
+      return;
+    }
     // Freeing the wasm object while the core is inside an operation fails
     // half-way (and would leak it): refuse, like every other re-entrant call.
     if (this.#b.busy) {
@@ -348,7 +404,7 @@ export class Lessor extends EventTarget {
   // later, so they never reschedule: an early wake-up just ticks nothing and
   // sets the timer again.
   #schedule() {
-    if (this.#autoTick && !this.#closed && !this.#writes?.failed) {
+    if (this.#autoTick && !this.#closed && this.#b !== null && !this.#writes?.failed) {
       this.#timer.schedule(this.#b.nextDeadline(), this.#clock);
     }
   }

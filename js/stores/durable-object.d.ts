@@ -8,20 +8,35 @@ export interface DurableObjectStorageLike {
     put(entries: Record<string, unknown>): Promise<void>;
     delete(keys: string[]): Promise<number>;
   }) => Promise<T>): Promise<T>;
+  /** Used with `outputGate` only. */
+  put?(entries: Record<string, unknown>): Promise<void>;
+  /** Used with `outputGate` only. */
+  delete?(keys: string[]): Promise<number>;
   getAlarm(): Promise<number | null>;
   setAlarm(scheduledTime: number | Date): Promise<void>;
 }
 
 /** Each batch is one storage transaction, in calls of at most 128 keys; keys live under `prefix`. */
 export class DurableObjectStore implements Storage {
-  constructor(storage: DurableObjectStorageLike, prefix?: string);
+  /** `outputGate`: issue each batch's calls at once (one atomic write) and return nothing; see `DurableLessorOptions`. */
+  constructor(storage: DurableObjectStorageLike, prefix?: string, options?: { outputGate?: boolean });
   entries(): Promise<[string, Uint8Array][]>;
-  write(batch: Batch): Promise<void>;
+  write(batch: Batch): Promise<void> | void;
+  /** Resolves when every write issued so far is confirmed; rejects if one failed. */
+  settled(): Promise<void>;
 }
 
 export interface DurableLessorOptions extends Omit<LessorOptions, "storage" | "restore" | "autoTick"> {
   /** Prefix of the lessor's keys in the object's storage. Default "edge-lease/". */
   prefix?: string;
+  /**
+   * Rely on the object's output gate: each change's put()/delete() calls are
+   * issued at once (committed as one atomic write), and answers sent after
+   * them wait until the write is confirmed, so handlers need not await
+   * `sync()` (call `arm()` after a change). Default false: one transaction
+   * per change, `await sync()` before answering.
+   */
+  outputGate?: boolean;
 }
 
 /** A lessor persisted in a Durable Object, expiring leases from the object's (one) alarm. */
@@ -32,6 +47,8 @@ export class DurableLessor {
   readonly lessor: Lessor;
   /** Resolves when every change is durable and the alarm is set no later than the next deadline. */
   sync(): Promise<void>;
+  /** Output-gate mode: sets the alarm (without waiting) if the next deadline is earlier than it. */
+  arm(): void;
   /** Call from the object's `alarm()`: idempotent tick, then sync. */
   alarm(): Promise<void>;
 }

@@ -17,6 +17,26 @@
 //     }
 //   }
 
+//
+// With `outputGate: true` (what edge-lease/worker's LeaseNamespace uses) a
+// handler need not await anything before answering:
+//
+//     const { id } = this.dl.lessor.grant(30);
+//     this.dl.arm();                 // the alarm, if the lease needs one
+//     return Response.json({ id });  // held by the output gate until durable
+//
+// Each batch's put()/delete() calls are issued at once, in the same turn as
+// the operation and without an await between them, so the storage commits
+// them as one atomic write (write coalescing on KV-backed objects, the
+// implicit transaction on SQLite-backed ones), and the object's output gate
+// holds every response and outgoing message sent after them until that write
+// is confirmed. A failed write breaks the output gate: the runtime resets the
+// object, nothing sent after the write leaves, and the next event opens the
+// lessor from storage again. (The default mode, one explicit transaction per
+// batch written one after another, needs `await sync()` before answering:
+// a batch queued behind another is not yet issued when the response goes,
+// so the output gate would not wait for it.)
+
 import { Lessor } from "../workerd.mjs";
 
 // The storage API takes at most 128 keys per put() or delete() call.
@@ -33,10 +53,28 @@ const DEFAULT_MAX_VALUE_BYTES = 128 * 1024 - 1024;
 export class DurableObjectStore {
   #storage;
   #prefix;
+  #gated;
+  // Output-gate mode: writes issued and not yet confirmed, and the first
+  // failure (after which every write is refused).
+  #pending = new Set();
+  #failed = null;
 
-  constructor(storage, prefix = "edge-lease/") {
+  /**
+   * `options.outputGate`: issue each batch's calls at once and return
+   * nothing (the lessor sees a synchronous store; the output gate makes
+   * answers wait for the write); default: one transaction per batch, as a
+   * promise.
+   */
+  constructor(storage, prefix = "edge-lease/", options = {}) {
     this.#storage = storage;
     this.#prefix = prefix;
+    this.#gated = Boolean(options.outputGate);
+  }
+
+  /** Resolves when every write issued so far is confirmed; rejects if one failed. */
+  async settled() {
+    while (this.#pending.size > 0) await Promise.all(this.#pending);
+    if (this.#failed) throw this.#failed;
   }
 
   /** Every stored entry, without the prefix, read in pages. */
@@ -54,6 +92,7 @@ export class DurableObjectStore {
 
   write(batch) {
     const p = this.#prefix;
+    if (this.#gated) return this.#issue(batch);
     return this.#storage.transaction(async (txn) => {
       for (let i = 0; i < batch.delete.length; i += MAX_KEYS_PER_CALL) {
         await txn.delete(batch.delete.slice(i, i + MAX_KEYS_PER_CALL).map((k) => p + k));
@@ -65,6 +104,31 @@ export class DurableObjectStore {
       }
     });
   }
+
+  // Every call of the batch, issued in this turn with no await between them:
+  // one atomic write for the storage, covered by the output gate.
+  #issue(batch) {
+    if (this.#failed) throw this.#failed; // the operation fails: StorageFailed
+    const s = this.#storage;
+    const p = this.#prefix;
+    const calls = [];
+    for (let i = 0; i < batch.delete.length; i += MAX_KEYS_PER_CALL) {
+      calls.push(s.delete(batch.delete.slice(i, i + MAX_KEYS_PER_CALL).map((k) => p + k)));
+    }
+    for (let i = 0; i < batch.put.length; i += MAX_KEYS_PER_CALL) {
+      const chunk = {};
+      for (const [k, v] of batch.put.slice(i, i + MAX_KEYS_PER_CALL)) chunk[p + k] = v;
+      calls.push(s.put(chunk));
+    }
+    const done = Promise.all(calls).then(
+      () => {},
+      (e) => {
+        this.#failed ??= e instanceof Error ? e : new Error(String(e));
+      },
+    );
+    this.#pending.add(done);
+    done.then(() => this.#pending.delete(done));
+  }
 }
 
 /**
@@ -74,6 +138,7 @@ export class DurableObjectStore {
  */
 export class DurableLessor {
   #storage;
+  #store = null;
   /** The alarm time this object has set, or null. */
   #alarmAt = null;
 
@@ -84,8 +149,8 @@ export class DurableLessor {
    * `maxValueBytes` defaults to 127 KiB to fit a stored value.
    */
   static async open(storage, options = {}) {
-    const { prefix, ...rest } = options;
-    const store = new DurableObjectStore(storage, prefix);
+    const { prefix, outputGate, ...rest } = options;
+    const store = new DurableObjectStore(storage, prefix, { outputGate });
     const lessor = new Lessor({
       maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
       ...rest,
@@ -94,6 +159,7 @@ export class DurableLessor {
       restore: await store.entries(),
     });
     const dl = new DurableLessor(storage, lessor);
+    dl.#store = store;
     dl.#alarmAt = await storage.getAlarm();
     await dl.sync();
     return dl;
@@ -114,10 +180,26 @@ export class DurableLessor {
    */
   async sync() {
     await this.lessor.flush();
+    await this.#store?.settled();
     const next = this.lessor.nextDeadline();
     if (next !== null && (this.#alarmAt === null || next < this.#alarmAt)) {
       await this.#storage.setAlarm(next);
       this.#alarmAt = next;
+    }
+  }
+
+  /**
+   * Output-gate mode: sets the alarm, without waiting, if the next deadline
+   * is earlier than it. Call it after a change and before answering: the
+   * output gate holds the answer until the alarm is stored too.
+   */
+  arm() {
+    const next = this.lessor.nextDeadline();
+    if (next !== null && (this.#alarmAt === null || next < this.#alarmAt)) {
+      this.#alarmAt = next;
+      this.#storage.setAlarm(next).catch(() => {
+        // The output gate is broken and the object reset: nothing to keep.
+      });
     }
   }
 

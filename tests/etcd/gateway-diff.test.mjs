@@ -44,7 +44,8 @@ test("JSON gateway: the same calls to etcd 3.4 and edge-lease answer the same", 
     for (const [i, s] of sides.entries()) {
       const b = typeof body === "function" ? body(ids[i]) : body;
       const r = await post(s.url, path, b);
-      out.push({ status: r.status, body: tweak(s.norm(r.body)) });
+      const normed = s.norm(r.body);
+      out.push({ status: r.status, body: tweak(s.known ? s.known(path, normed) : normed) });
     }
     assert.deepEqual(out[1], out[0], `${path} ${JSON.stringify(typeof body === "function" ? body(ids[0]) : body)}`);
     return out;

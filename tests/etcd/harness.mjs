@@ -107,10 +107,27 @@ export async function startEdge(t, { dataDir, flags } = {}) {
   return { ...p, url: f.url, peer: f.peer, flags: f };
 }
 
-/** Both, started side by side. */
+/**
+ * Both, started side by side. With EDGE_LEASE_SERVER=worker the edge-lease
+ * side is edge-lease/worker under Miniflare (tests/workerd/harness.mjs),
+ * at the namespace "edge-node" (its member name, as the server's).
+ */
 export async function startBoth(t) {
-  const [etcd, edge] = await Promise.all([startEtcd(t), startEdge(t)]);
+  const edgeSide = process.env.EDGE_LEASE_SERVER === "worker" ? startWorkerSide(t) : startEdge(t);
+  const [etcd, edge] = await Promise.all([startEtcd(t), edgeSide]);
   return { etcd, edge };
+}
+
+async function startWorkerSide(t) {
+  const { startWorker } = await import("../workerd/harness.mjs");
+  const w = await startWorker(t);
+  const url = w.url("edge-node");
+  // No peers: the member's peer URL is its own URL, where etcd has a port.
+  const known = (path, body) =>
+    path.endsWith("/cluster/member/list") && body?.members
+      ? { ...body, members: body.members.map((m) => ({ ...m, peerURLs: ["<own 1>"] })) }
+      : body;
+  return { name: "edge-lease", url, peer: `${url}#peer`, worker: w, known };
 }
 
 /** etcdctl against `url`: { code, stdout, stderr }, bounded by `timeout` ms. */

@@ -12,6 +12,7 @@ import { workerOptions } from "../tests/workerd/worker-options.mjs";
 const root = new URL("..", import.meta.url).pathname;
 
 export { workerThroughput } from "./worker.mjs";
+export { serverBench } from "./server.mjs";
 
 // Release wasm size -> { file, rawBytes, gzipBytes }
 export async function wasmSize() {

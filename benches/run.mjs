@@ -153,6 +153,7 @@ const extra = {
   coldStartWorkerd: await hook("coldStartWorkerd"),
   batchGain: await hook("batchGain"),
   workerThroughput: await hook("workerThroughput"),
+  serverBench: await hook("serverBench"),
 };
 
 const totalSeconds = (Date.now() - started) / 1000;
@@ -422,6 +423,9 @@ function markdown() {
     "",
   );
   out.push(hookText(extra.workerThroughput, (w) => w.markdown), "");
+
+  // The server benchmark writes its own section (benches/server.mjs).
+  out.push(hookText(extra.serverBench, (md) => md), "");
 
   out.push("## Goals", "");
   out.push(mdTable(["goal", "status", "detail"], goals().map(([name, r]) => [name, r.status, r.detail])), "");

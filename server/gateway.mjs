@@ -190,6 +190,65 @@ async function eachStream(request, m, handler) {
   return new Response(body, { status: 200, headers: JSON_TYPE });
 }
 
+/**
+ * A session stream (/v3/watch): 200, one `{"result":...}\n` chunk per
+ * response, as they come. The body may hold several requests; the stream
+ * stays open once it ends, until the client goes. As etcd's gateway: a
+ * first request that does not parse is an error response (code 2, HTTP
+ * 500); a later one stops the reading, not the stream.
+ */
+async function sessionStream(request, m, handler) {
+  const it = values(request);
+  let first;
+  try {
+    const r = await it.next();
+    first = r.done ? null : decode(m.request, r.value).msg;
+  } catch (e) {
+    await it.return();
+    return errorResponse(new GrpcError(Code.Unknown, e.message));
+  }
+  const encoder = new TextEncoder();
+  let session = null;
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    session?.close();
+    it.return().catch(() => {});
+  };
+  const body = new ReadableStream(
+    {
+      start(controller) {
+        session = handler.open((msg) => {
+          if (closed) return false;
+          controller.enqueue(encoder.encode(JSON.stringify({ result: toJson(m.response, msg) }) + "\n"));
+          return controller.desiredSize > 0;
+        });
+        if (first) session.request(first);
+        (async () => {
+          try {
+            for (;;) {
+              const r = await it.next();
+              if (r.done || closed) break;
+              session.request(decode(m.request, r.value).msg);
+            }
+          } catch {
+            // A request that does not parse ends the reading.
+          }
+          if (!closed) session.end?.();
+        })();
+      },
+      pull() {
+        session?.drain?.();
+      },
+      cancel: close,
+    },
+    // Bytes buffered before the session is asked to wait.
+    new ByteLengthQueuingStrategy({ highWaterMark: 1024 * 1024 }),
+  );
+  return new Response(body, { status: 200, headers: JSON_TYPE });
+}
+
 /** `services`: the table from server/services/index.mjs. */
 export function createGateway({ services }) {
   async function health() {
@@ -225,6 +284,7 @@ export function createGateway({ services }) {
       return errorResponse(unimplemented(name));
     }
     if (handler.each) return eachStream(request, meta, handler);
+    if (handler.open) return sessionStream(request, meta, handler);
     try {
       const body = await readText(request, MAX_BODY_BYTES);
       if (body === null) throw tooLargeMessage(`more than ${MAX_BODY_BYTES}`, MAX_MESSAGE_BYTES);

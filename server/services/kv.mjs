@@ -200,6 +200,7 @@ function txnOut(r, header, req) {
 
 export function kvService({ lessor, header, maxTxnOps = 128 }) {
   const top = (revision) => ({ ...header(), revision });
+  let compactedZero = false;
   return {
     Range(req) {
       keyOf(req.key);
@@ -230,7 +231,11 @@ export function kvService({ lessor, header, maxTxnOps = 128 }) {
 
     Compact(req, call) {
       checkSize(call);
-      engine(() => lessor.compact(int(req.revision)));
+      const rev = int(req.revision);
+      // etcd's compaction point starts at -1: compacting at 0 succeeds once
+      // (and changes nothing) on a store never compacted.
+      if (rev === 0 && !compactedZero && lessor.compactRevision === 0) compactedZero = true;
+      else engine(() => lessor.compact(rev));
       return { header: header() };
     },
   };

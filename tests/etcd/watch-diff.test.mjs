@@ -6,34 +6,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startBoth } from "./harness.mjs";
-import { connect, norm, until } from "./grpc-client.mjs";
+import { byWatcher, connect, norm, settle, until } from "./grpc-client.mjs";
 
 const B = (s) => Buffer.from(s);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * A stream's responses by watch id, in order within each: etcd hands one
- * revision's events to the watchers of a stream in Go map order.
- */
-export function byWatcher(messages) {
-  const out = {};
-  for (const m of norm(messages)) (out[m.watch_id ?? "0"] ??= []).push(m);
-  return out;
-}
-
-/** Waits (bounded) until no stream of `streams` got anything for `quietMs`. */
-export async function settle(streams, quietMs = 250, maxMs = 5000) {
-  const count = () => streams.reduce((n, s) => n + s.messages.length, 0);
-  let last = count();
-  let since = Date.now();
-  const end = Date.now() + maxMs;
-  while (Date.now() < end) {
-    await sleep(20);
-    const n = count();
-    if (n !== last) [last, since] = [n, Date.now()];
-    else if (Date.now() - since >= quietMs) return;
-  }
-}
 
 test("Watch over gRPC: creates, history, filters, ids, cancels, progress and compaction as etcd 3.4 sequences them", async (t) => {
   const { etcd, edge } = await startBoth(t);

@@ -79,7 +79,11 @@ const TEXT = { "content-type": "text/plain; charset=utf-8", "x-content-type-opti
 const JSON_TYPE = { "content-type": "application/json" };
 
 const text = (status, body, headers = {}) => new Response(body, { status, headers: { ...TEXT, ...headers } });
-const json = (status, body) => new Response(JSON.stringify(body), { status, headers: JSON_TYPE });
+// With its length, as etcd's gateway sends whole answers (not chunked).
+const json = (status, body) => {
+  const bytes = new TextEncoder().encode(JSON.stringify(body));
+  return new Response(bytes, { status, headers: { ...JSON_TYPE, "content-length": String(bytes.length) } });
+};
 
 /** grpc-gateway's error body, with the HTTP status of the gRPC code. */
 export function errorResponse(e) {

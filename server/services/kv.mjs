@@ -211,7 +211,11 @@ export function kvService({ lessor, header, maxTxnOps = 128 }) {
     Put(req, call) {
       checkPut(req);
       checkSize(call);
-      const r = engine(() => lessor.txn({ success: [{ put: putIn(req) }] }));
+      const put = putIn(req);
+      // A Put outside a Txn looks its lease up before the key that
+      // ignore_value needs (apply.go); inside a Txn the key comes first.
+      if (put.ignoreValue && put.lease !== null && engine(() => lessor.timeToLive(put.lease)).ttl === -1) throw Etcd.leaseNotFound();
+      const r = engine(() => lessor.txn({ success: [{ put }] }));
       return putOut(r.responses[0].put, top(r.revision));
     },
 

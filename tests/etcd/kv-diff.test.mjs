@@ -35,6 +35,8 @@ export async function scripted(call) {
   kv("Put", { key: B("a"), value: B("x"), ignore_value: true });
   kv("Put", { key: B("a"), lease: 1000, ignore_lease: true });
   kv("Put", { key: B("a"), value: B("x"), lease: 777 });
+  kv("Put", { key: B("nope"), ignore_value: true, lease: 777 }); // the lease is looked up first
+  kv("Txn", { success: [{ request_put: { key: B("nope"), ignore_value: true, lease: 777 } }] }); // the key first
   kv("Put", { key: B(""), value: B("x") });
   kv("Put", { key: B("e"), value: B("") });
   kv("Put", { key: B("e"), value: B("E"), prev_kv: true });

@@ -41,7 +41,7 @@ function generator(seed) {
     if (r === 1) {
       const end = Buffer.from(k);
       for (let i = end.length - 1; i >= 0; i--) if (end[i] < 0xff) return Buffer.concat([end.subarray(0, i), Buffer.from([end[i] + 1])]);
-      return Buffer.from([0]);
+      return fromKey ? Buffer.from([0]) : undefined;
     }
     if (r === 2 && fromKey) return Buffer.from([0]);
     const end = key(); // may be before the key: an empty range

@@ -5,7 +5,7 @@
 // share server/services/. The Host/Origin guard is the caller's (guard.mjs).
 import { services as schema } from "./proto/schema.mjs";
 import { Code, GrpcError, httpStatus, tooLargeMessage, unimplemented } from "./errors.mjs";
-import { fromJson, parseBody, parseValue, scanValue, toJson } from "./json.mjs";
+import { fromJson, parseBody, parseValue, scanValue, toJson, toJsonPieces } from "./json.mjs";
 import { encodedSize } from "./size.mjs";
 import { CLUSTER_VERSION, SERVER_VERSION } from "./services/common.mjs";
 
@@ -84,6 +84,39 @@ const json = (status, body) => {
   const bytes = new TextEncoder().encode(JSON.stringify(body));
   return new Response(bytes, { status, headers: { ...JSON_TYPE, "content-length": String(bytes.length) } });
 };
+
+// Answers larger than this (as protobuf) are sent in chunks as they are
+// encoded, not built as one string first (issue 13: a 109 MiB range).
+const STREAM_ANSWER_BYTES = 1024 * 1024;
+const PIECE_BYTES = 64 * 1024;
+
+/** 200 with the JSON of `msg`, encoded piece by piece as the client reads. */
+function streamed(type, msg) {
+  const pieces = toJsonPieces(type, msg);
+  const encoder = new TextEncoder();
+  const body = new ReadableStream(
+    {
+      pull(controller) {
+        let text = "";
+        while (text.length < PIECE_BYTES) {
+          const r = pieces.next();
+          if (r.done) {
+            if (text) controller.enqueue(encoder.encode(text));
+            controller.close();
+            return;
+          }
+          text += r.value;
+        }
+        controller.enqueue(encoder.encode(text));
+      },
+      cancel() {
+        pieces.return();
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: 4 * PIECE_BYTES }),
+  );
+  return new Response(body, { status: 200, headers: JSON_TYPE });
+}
 
 /** grpc-gateway's error body, with the HTTP status of the gRPC code. */
 export function errorResponse(e) {
@@ -294,6 +327,8 @@ export function createGateway({ services }) {
       if (body === null) throw tooLargeMessage(`more than ${MAX_BODY_BYTES}`, MAX_MESSAGE_BYTES);
       const { msg, size } = decode(meta.request, parseBody(body));
       const res = await handler(msg, { size });
+      // A big answer (a Range of many keys) goes out as it is encoded.
+      if (encodedSize(meta.response, res) > STREAM_ANSWER_BYTES) return streamed(meta.response, res);
       return json(200, toJson(meta.response, res));
     } catch (e) {
       return errorResponse(e);

@@ -50,6 +50,12 @@ export const Etcd = {
   leaseExist: e(Code.FailedPrecondition, "etcdserver: lease already exists"),
   leaseTtlTooLarge: e(Code.OutOfRange, "etcdserver: too large lease TTL"),
   futureRev: e(Code.OutOfRange, "etcdserver: mvcc: required revision is a future revision"),
+  compacted: e(Code.OutOfRange, "etcdserver: mvcc: required revision has been compacted"),
+  noSpace: e(Code.ResourceExhausted, "etcdserver: mvcc: database space exceeded"),
+  tooManyOps: e(Code.InvalidArgument, "etcdserver: too many operations in txn request"),
+  duplicateKey: e(Code.InvalidArgument, "etcdserver: duplicate key given in txn request"),
+  // etcd 3.5's answer; 3.4 panics on an unknown sort target (the process dies).
+  invalidSortOption: e(Code.InvalidArgument, "etcdserver: invalid sort option"),
   authNotEnabled: e(Code.FailedPrecondition, "etcdserver: authentication is not enabled"),
   rootUserNotExist: e(Code.FailedPrecondition, "etcdserver: root user does not exist"),
   userNotFound: e(Code.FailedPrecondition, "etcdserver: user name not found"),

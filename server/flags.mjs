@@ -15,12 +15,53 @@ const DEFAULTS = {
   "election-timeout": "1000",
   // etcd's default is unlimited (2^32-1); calls past it wait in the client.
   "max-concurrent-streams": "1000",
+  "quota-backend-bytes": "0",
+  "max-txn-ops": "128",
+  "auto-compaction-mode": "periodic",
+  "auto-compaction-retention": "0",
+  "experimental-watch-progress-notify-interval": "10m",
 };
 // Accepted and without effect here (logging, raft timing that has no
 // counterpart in one process).
 const IGNORED = new Set(["logger", "log-level", "log-outputs", "debug", "heartbeat-interval", "enable-v2"]);
 
 export class FlagError extends Error {}
+
+const UNITS = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Go's time.ParseDuration, in ms (null if it does not parse). */
+export function parseDuration(text) {
+  if (text === "0") return 0;
+  const m = /^([+-]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h))+$/.exec(text);
+  if (!m) return null;
+  let ms = 0;
+  for (const [, n, unit] of text.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/g)) ms += Number(n) * UNITS[unit];
+  return m[1] === "-" ? -ms : ms;
+}
+
+/** A whole number flag: etcd's integer parse, with a lower bound. */
+function integerFlag(v, flag, min) {
+  if (!/^[+-]?\d+$/.test(v) || Number(v) < min || !Number.isSafeInteger(Number(v))) {
+    throw new FlagError(`invalid value ${JSON.stringify(v)} for flag --${flag}`);
+  }
+  return Number(v);
+}
+
+/**
+ * --auto-compaction-mode/--auto-compaction-retention as etcd reads them:
+ * null (off, retention 0), { revisions } or { periodMs } (a bare number is
+ * hours in periodic mode).
+ */
+function autoCompaction(mode, retention) {
+  if (mode === "revision") {
+    const n = integerFlag(retention, "auto-compaction-retention", 0);
+    return n === 0 ? null : { revisions: n };
+  }
+  if (mode !== "periodic") throw new FlagError(`unknown auto-compaction-mode ${JSON.stringify(mode)}`);
+  const ms = /^\d+$/.test(retention) ? Number(retention) * 3_600_000 : parseDuration(retention);
+  if (ms === null || ms < 0) throw new FlagError(`invalid auto-compaction-retention ${JSON.stringify(retention)}`);
+  return ms === 0 ? null : { periodMs: ms };
+}
 
 const urls = (s) => s.split(",").map((u) => u.trim()).filter(Boolean);
 
@@ -95,6 +136,8 @@ export function parseFlags(argv) {
   if (!Number.isInteger(streams) || streams <= 0 || streams > 2 ** 32 - 1) {
     throw new FlagError("--max-concurrent-streams must be a positive number (at most 4294967295)");
   }
+  const progressMs = parseDuration(v["experimental-watch-progress-notify-interval"]);
+  if (progressMs === null) throw new FlagError("--experimental-watch-progress-notify-interval must be a duration (e.g. 10m)");
 
   return {
     name: v.name,
@@ -106,5 +149,10 @@ export function parseFlags(argv) {
     token: v["initial-cluster-token"],
     // etcd's minimum lease TTL: 1.5 election timeouts, rounded up to seconds.
     minTtl: Math.ceil((3 * electionMs) / 2 / 1000),
+    // 0: etcd's default (2 GiB), which main.mjs clamps to what the engine holds.
+    quotaBytes: integerFlag(v["quota-backend-bytes"], "quota-backend-bytes", Number.MIN_SAFE_INTEGER),
+    maxTxnOps: integerFlag(v["max-txn-ops"], "max-txn-ops", 1),
+    autoCompaction: autoCompaction(v["auto-compaction-mode"], v["auto-compaction-retention"]),
+    progressIntervalMs: progressMs,
   };
 }

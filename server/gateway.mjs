@@ -5,7 +5,7 @@
 // share server/services/. The Host/Origin guard is the caller's (guard.mjs).
 import { services as schema } from "./proto/schema.mjs";
 import { Code, GrpcError, httpStatus, tooLargeMessage, unimplemented } from "./errors.mjs";
-import { fromJson, parseBody, parseValue, scanValue, toJson } from "./json.mjs";
+import { fromJson, parseBody, parseValue, scanValue, toJson, toJsonPieces } from "./json.mjs";
 import { encodedSize } from "./size.mjs";
 import { CLUSTER_VERSION, SERVER_VERSION } from "./services/common.mjs";
 
@@ -79,7 +79,44 @@ const TEXT = { "content-type": "text/plain; charset=utf-8", "x-content-type-opti
 const JSON_TYPE = { "content-type": "application/json" };
 
 const text = (status, body, headers = {}) => new Response(body, { status, headers: { ...TEXT, ...headers } });
-const json = (status, body) => new Response(JSON.stringify(body), { status, headers: JSON_TYPE });
+// With its length, as etcd's gateway sends whole answers (not chunked).
+const json = (status, body) => {
+  const bytes = new TextEncoder().encode(JSON.stringify(body));
+  return new Response(bytes, { status, headers: { ...JSON_TYPE, "content-length": String(bytes.length) } });
+};
+
+// Answers larger than this (as protobuf) are sent in chunks as they are
+// encoded, not built as one string first (issue 13: a 109 MiB range).
+const STREAM_ANSWER_BYTES = 1024 * 1024;
+const PIECE_BYTES = 64 * 1024;
+
+/** 200 with the JSON of `msg`, encoded piece by piece as the client reads. */
+function streamed(type, msg) {
+  const pieces = toJsonPieces(type, msg);
+  const encoder = new TextEncoder();
+  const body = new ReadableStream(
+    {
+      pull(controller) {
+        let text = "";
+        while (text.length < PIECE_BYTES) {
+          const r = pieces.next();
+          if (r.done) {
+            if (text) controller.enqueue(encoder.encode(text));
+            controller.close();
+            return;
+          }
+          text += r.value;
+        }
+        controller.enqueue(encoder.encode(text));
+      },
+      cancel() {
+        pieces.return();
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: 4 * PIECE_BYTES }),
+  );
+  return new Response(body, { status: 200, headers: JSON_TYPE });
+}
 
 /** grpc-gateway's error body, with the HTTP status of the gRPC code. */
 export function errorResponse(e) {
@@ -235,6 +272,65 @@ async function serverStream(request, m, handler) {
   return new Response(body, { status: 200, headers: JSON_TYPE });
 }
 
+/**
+ * A session stream (/v3/watch): 200, one `{"result":...}\n` chunk per
+ * response, as they come. The body may hold several requests; the stream
+ * stays open once it ends, until the client goes. As etcd's gateway: a
+ * first request that does not parse is an error response (code 2, HTTP
+ * 500); a later one stops the reading, not the stream.
+ */
+async function sessionStream(request, m, handler) {
+  const it = values(request);
+  let first;
+  try {
+    const r = await it.next();
+    first = r.done ? null : decode(m.request, r.value).msg;
+  } catch (e) {
+    await it.return();
+    return errorResponse(new GrpcError(Code.Unknown, e.message));
+  }
+  const encoder = new TextEncoder();
+  let session = null;
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    session?.close();
+    it.return().catch(() => {});
+  };
+  const body = new ReadableStream(
+    {
+      start(controller) {
+        session = handler.open((msg) => {
+          if (closed) return false;
+          controller.enqueue(encoder.encode(JSON.stringify({ result: toJson(m.response, msg) }) + "\n"));
+          return controller.desiredSize > 0;
+        });
+        if (first) session.request(first);
+        (async () => {
+          try {
+            for (;;) {
+              const r = await it.next();
+              if (r.done || closed) break;
+              session.request(decode(m.request, r.value).msg);
+            }
+          } catch {
+            // A request that does not parse ends the reading.
+          }
+          if (!closed) session.end?.();
+        })();
+      },
+      pull() {
+        session?.drain?.();
+      },
+      cancel: close,
+    },
+    // Bytes buffered before the session is asked to wait.
+    new ByteLengthQueuingStrategy({ highWaterMark: 1024 * 1024 }),
+  );
+  return new Response(body, { status: 200, headers: JSON_TYPE });
+}
+
 /** `services`: the table from server/services/index.mjs. */
 export function createGateway({ services }) {
   async function health() {
@@ -271,12 +367,15 @@ export function createGateway({ services }) {
     }
     if (handler.each) return eachStream(request, meta, handler);
     if (handler.stream) return serverStream(request, meta, handler);
+    if (handler.open) return sessionStream(request, meta, handler);
     try {
       const body = await readText(request, MAX_BODY_BYTES);
       if (body === null) throw tooLargeMessage(`more than ${MAX_BODY_BYTES}`, MAX_MESSAGE_BYTES);
       const { msg, size } = decode(meta.request, parseBody(body));
       // The request's signal aborts when the client goes (a blocked Lock cleans up).
       const res = await handler(msg, { size, signal: request.signal });
+      // A big answer (a Range of many keys) goes out as it is encoded.
+      if (encodedSize(meta.response, res) > STREAM_ANSWER_BYTES) return streamed(meta.response, res);
       return json(200, toJson(meta.response, res));
     } catch (e) {
       return errorResponse(e);

@@ -12,7 +12,8 @@ const SIZE = Symbol("size");
 const FAILED = Symbol("failed");
 
 // proto3 leaves zero values off the wire (protobufjs would write the ones
-// set explicitly); oneof members are kept, as Go sends them.
+// set explicitly, enums named by their zero value too); oneof members are
+// kept, as Go sends them.
 function zeroless(T, obj) {
   const out = {};
   for (const f of T.fieldsArray) {
@@ -21,7 +22,7 @@ function zeroless(T, obj) {
     if (f.repeated) {
       if (v.length) out[f.name] = f.resolvedType?.fieldsArray ? v.map((x) => zeroless(f.resolvedType, x)) : v;
     } else if (f.resolvedType?.fieldsArray) out[f.name] = zeroless(f.resolvedType, v);
-    else if (f.partOf || !(v === 0 || v === "0" || v === false || v === "" || (v instanceof Uint8Array && v.length === 0))) out[f.name] = v;
+    else if (f.partOf || !(v === 0 || v === "0" || v === false || v === "" || (v instanceof Uint8Array && v.length === 0) || f.resolvedType?.values?.[v] === 0)) out[f.name] = v;
   }
   return out;
 }
@@ -105,6 +106,36 @@ function each(handler) {
   };
 }
 
+// A session stream (Watch): requests and responses are independent; the
+// session says what to send, and hears when the stream can take more and
+// when it is gone. A client's half-close leaves it open, as etcd's does.
+function session(handler) {
+  return (call) => {
+    let closed = false;
+    const s = handler.open((msg) => (closed ? false : call.write(msg)));
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      s.close();
+    };
+    call.on("drain", () => s.drain?.());
+    call.on("data", (req) => {
+      if (closed) return;
+      try {
+        if (req[FAILED]) throw req[FAILED];
+        s.request(req);
+      } catch (e) {
+        close();
+        call.emit("error", status(e));
+      }
+    });
+    call.on("end", () => s.end?.());
+    call.on("cancelled", close);
+    call.on("close", close);
+    call.on("error", close);
+  };
+}
+
 function missing(name, streaming) {
   const err = status(unimplemented(name));
   if (!streaming) return (_call, callback) => callback(err);
@@ -181,6 +212,7 @@ export function createGrpcServer(services, { maxConcurrentStreams } = {}) {
       if (!handler) implementation[rpc] = missing(name, streaming !== "");
       else if (handler.each) implementation[rpc] = each(handler);
       else if (handler.stream) implementation[rpc] = serverStream(handler);
+      else if (handler.open) implementation[rpc] = session(handler);
       else implementation[rpc] = unary(handler);
     }
     for (const rpc of Object.keys(implementation)) implementation[rpc] = tracked(implementation[rpc]);

@@ -77,10 +77,32 @@ export function decodeBase64(s) {
   return out;
 }
 
+const ALPHABET = new TextEncoder().encode("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+const ascii = new TextDecoder();
+
+/** Standard base64 with padding: the runtime's encoder when it has one, else a table. */
 export function encodeBase64(bytes) {
-  let bin = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(bin);
+  if (typeof bytes.toBase64 === "function") return bytes.toBase64();
+  if (globalThis.Buffer) return globalThis.Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("base64");
+  const n = bytes.length;
+  const out = new Uint8Array(Math.ceil(n / 3) * 4);
+  let o = 0;
+  let i = 0;
+  for (; i + 2 < n; i += 3) {
+    const v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    out[o++] = ALPHABET[v >> 18];
+    out[o++] = ALPHABET[(v >> 12) & 63];
+    out[o++] = ALPHABET[(v >> 6) & 63];
+    out[o++] = ALPHABET[v & 63];
+  }
+  if (i < n) {
+    const v = (bytes[i] << 16) | ((i + 1 < n ? bytes[i + 1] : 0) << 8);
+    out[o++] = ALPHABET[v >> 18];
+    out[o++] = ALPHABET[(v >> 12) & 63];
+    out[o++] = i + 1 < n ? ALPHABET[(v >> 6) & 63] : 61;
+    out[o++] = 61;
+  }
+  return ascii.decode(out);
 }
 
 function value(f, v, depth) {
@@ -152,6 +174,29 @@ function out(f, v) {
   if (INT64.has(t)) return BigInt(v).toString();
   if (t === "bytes") return encodeBase64(v);
   return v;
+}
+
+/**
+ * JSON.stringify(toJson(type, msg)) in pieces: each element of a repeated
+ * message field is its own piece, so a big answer (a Range of every key)
+ * can go out as it is encoded instead of as one giant string.
+ */
+export function* toJsonPieces(type, msg) {
+  let sep = "{";
+  for (const [id, name, t, flags = ""] of messages[type]) {
+    const f = { id, name, type: t, repeated: flags.includes("r"), oneof: flags.includes("o") };
+    const v = msg[name];
+    if (isZero(f, v)) continue;
+    if (f.repeated && messages[t]) {
+      yield `${sep}${JSON.stringify(name)}:[`;
+      for (let i = 0; i < v.length; i++) yield (i ? "," : "") + JSON.stringify(toJson(t, v[i]));
+      yield "]";
+    } else {
+      yield `${sep}${JSON.stringify(name)}:${JSON.stringify(f.repeated ? v.map((x) => out(f, x)) : out(f, v))}`;
+    }
+    sep = ",";
+  }
+  yield sep === "{" ? "{}" : "}";
 }
 
 /** A `type` message -> the object etcd's gateway would print. */

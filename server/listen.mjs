@@ -96,9 +96,10 @@ export function connectionPool({ maxConnections = Infinity, busy = () => false }
 export function sniffingServer({ http1, http2, pool = connectionPool(), sniffTimeoutMs = 5_000 }) {
   return createServer((socket) => {
     socket.on("error", () => {});
-    // Answers go out as written: with Nagle's algorithm a small response
-    // waited for the client's delayed ACK, 40 ms a request (HTTP/2 sets
-    // this on its own sockets, but here it is handed a relay stream).
+    // As node:http and node:http2 do for their own sockets: gRPC goes
+    // through a relay (below), so Nagle's algorithm held small answers
+    // behind the client's delayed ACK (40 ms a request) and HTTP/2 window
+    // updates too (a second large answer crawled at ~1 MB/s).
     socket.setNoDelay(true);
     const conn = pool.admit(socket);
     if (!conn) return;

@@ -14,6 +14,13 @@ import { createHttpServer, busy as httpBusy } from "./http.mjs";
 import { createStatic } from "./static.mjs";
 import { connectionPool, sniffingServer, limitsFrom } from "./listen.mjs";
 import { allowedHosts } from "./guard.mjs";
+import { periodicCompactor } from "./compactor.mjs";
+
+// The most the engine holds (wasm's 4 GiB must fit the data and a snapshot
+// of it): etcd's default quota (2 GiB) and larger ones are clamped to this.
+const MAX_QUOTA_BYTES = 1024 * 1024 * 1024;
+// etcd's only limit on keys and values is the 1.5 MiB request size.
+const MAX_ITEM_BYTES = 1536 * 1024;
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -86,22 +93,29 @@ for (const url of flags.listen) {
 const dataDir = resolve(flags.dataDir);
 try {
   store = FileStore.open(dataDir);
+  const quotaBytes = flags.quotaBytes > 0 ? Math.min(flags.quotaBytes, MAX_QUOTA_BYTES) : MAX_QUOTA_BYTES;
   lessor = new Lessor({
     storage: store,
     restore: store.entries(),
     minTtl: flags.minTtl,
-    // etcd's only limit on keys and values is the 1.5 MiB request size.
-    maxKeyBytes: 1536 * 1024,
-    maxValueBytes: 1536 * 1024,
+    // The engine needs each limit within the quota.
+    maxKeyBytes: Math.min(MAX_ITEM_BYTES, quotaBytes),
+    maxValueBytes: Math.min(MAX_ITEM_BYTES, quotaBytes),
+    quotaBytes,
+    maxTxnOps: flags.maxTxnOps,
+    // etcd keeps every revision until compacted; revision-mode
+    // auto-compaction keeps the last N.
+    history: flags.autoCompaction?.revisions ?? Infinity,
   });
 } catch (e) {
   console.error(`edge-lease: cannot open the store in ${dataDir}: ${e.message}`);
   process.exit(1);
 }
 lessor.addEventListener("error", (e) => console.error(`edge-lease: expiry failed: ${e.error?.message}`));
-services = createServices({ lessor, store, member });
+services = createServices({ lessor, store, member, maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs });
+const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
-for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcdserverpb.Lease/LeaseRevoke"]) {
+for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcdserverpb.KV/Txn", "etcdserverpb.KV/Compact", "etcdserverpb.Lease/LeaseRevoke"]) {
   const handler = services.get(name);
   services.set(name, (req, call) => {
     const res = handler(req, call);
@@ -128,6 +142,7 @@ console.log(
 async function shutdown(signal) {
   for (const s of servers) s.close();
   grpcServer.current?.destroy();
+  stopCompactor();
   lessor?.close();
   // Waits for a compaction in progress to stop and the lock to go.
   await store?.close();

@@ -10,26 +10,29 @@ export const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 // 64-bit id, and the field tag and length) before it compares the size.
 const RAFT_OVERHEAD = 18;
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 const encoder = new TextEncoder();
 
 export const bytesOf = (b) => (b instanceof Uint8Array ? b : new Uint8Array(0));
 export const toBytes = (v) => (typeof v === "string" ? encoder.encode(v) : v);
 
-/** The engine's string key for wire bytes; etcd refuses an empty key. */
+/** A wire key as the engine takes it (any bytes); etcd refuses an empty key. */
 export function keyOf(b) {
   const bytes = bytesOf(b);
   if (bytes.length === 0) throw Etcd.keyNotProvided();
-  return text(bytes);
+  return bytes;
 }
 
-/** Engine keys are strings today: bytes that are not UTF-8 cannot be named. */
-export function text(bytes) {
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    throw new GrpcError(Code.InvalidArgument, "edge-lease: keys must be valid UTF-8 (the engine keeps string keys)");
-  }
+/**
+ * A wire int64 (a decimal string here, a number or undefined) as a JS
+ * number. Revisions and counts never pass 2^53 in practice; larger values
+ * are clamped, which keeps every comparison with a real revision the same.
+ */
+export function int(v) {
+  if (v === undefined || v === null) return 0;
+  const n = typeof v === "number" ? v : Number(v);
+  if (n > Number.MAX_SAFE_INTEGER) return Number.MAX_SAFE_INTEGER;
+  if (n < -Number.MAX_SAFE_INTEGER) return -Number.MAX_SAFE_INTEGER;
+  return n;
 }
 
 /** A wire int64 lease id (decimal string) -> the engine's id, or null for 0. */
@@ -73,6 +76,18 @@ export function engine(fn) {
         throw Etcd.leaseExist();
       case "LeaseTtlTooLarge":
         throw Etcd.leaseTtlTooLarge();
+      case "Compacted":
+        throw Etcd.compacted();
+      case "FutureRevision":
+        throw Etcd.futureRev();
+      case "KeyNotFound":
+        throw Etcd.keyNotFound();
+      case "DuplicateKey":
+        throw Etcd.duplicateKey();
+      case "TooManyOps":
+        throw Etcd.tooManyOps();
+      case "NoSpace":
+        throw Etcd.noSpace();
       case "InvalidArgument":
         throw new GrpcError(Code.InvalidArgument, `edge-lease: ${e.message}`);
       case "NotPrimary":

@@ -2,13 +2,16 @@
 // handler. A unary handler is (request, call) => response (or a promise of
 // it), where call.size is the request's encoded size and call.signal aborts
 // when the client cancels or goes; a bidirectional stream that answers each
-// request with one response is { each(request) }; a server stream is
+// request with one response is { each(request) }; one whose responses come
+// independently (Watch) is { open(send) } -> { request(msg), drain(),
+// end(), close() } (services/watch.mjs says how); a server stream is
 // { stream(request, call) } returning an async iterable. Messages are plain objects
 // (server/json.mjs says how). Methods with no handler here answer
 // Unimplemented: they wait for engine features (server/README.md).
 import { headers } from "./common.mjs";
 import { kvService } from "./kv.mjs";
 import { leaseService } from "./lease.mjs";
+import { watchService } from "./watch.mjs";
 import { clusterService } from "./cluster.mjs";
 import { maintenanceService } from "./maintenance.mjs";
 import { authService } from "./auth.mjs";
@@ -19,12 +22,15 @@ export { memberIds } from "./cluster.mjs";
 
 /**
  * `lessor`: the engine; `store`: its FileStore or null; `member`: { id,
- * clusterId (uint64 decimal strings), name, peerURLs, clientURLs, raftTerm }.
+ * clusterId (uint64 decimal strings), name, peerURLs, clientURLs, raftTerm };
+ * `maxTxnOps` (etcd's --max-txn-ops, also the engine's), `progressIntervalMs`
+ * (etcd's --experimental-watch-progress-notify-interval).
  */
-export function createServices({ lessor, store = null, member }) {
-  const ctx = { lessor, store, member, ...headers(lessor, member) };
+export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs }) {
+  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),
+    "etcdserverpb.Watch": watchService(ctx),
     "etcdserverpb.Lease": leaseService(ctx),
     "etcdserverpb.Cluster": clusterService(ctx),
     "etcdserverpb.Maintenance": maintenanceService(ctx),

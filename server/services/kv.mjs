@@ -1,10 +1,9 @@
-// etcdserverpb.KV over today's engine: single keys, prefix ranges and the
-// whole keyspace (the engine's range(prefix)), at the current revision.
-// Limits, counts, keys_only and the revision filters are applied here, as
-// etcd's apply.go does. What needs the engine's MVCC (past revisions, other
-// range_ends, sorting, Txn, Compact) answers Unimplemented: server/README.md.
-import { Etcd, unimplemented } from "../errors.mjs";
-import { bytesOf, checkSize, engine, keyOf, kvOut, leaseIn, text } from "./common.mjs";
+// etcdserverpb.KV over the engine's etcd-shaped calls (range, txn,
+// deleteRange, compact): this module checks requests as etcd's v3rpc layer
+// does (key.go: which error comes first matters to clients) and translates
+// between wire messages and the engine's. Keys are any bytes.
+import { Etcd } from "../errors.mjs";
+import { bytesOf, checkSize, engine, int, keyOf, kvOut, leaseIn } from "./common.mjs";
 
 /** etcd's GetPrefixRangeEnd: the key after every key starting with `key`. */
 export function prefixEnd(key) {
@@ -18,92 +17,230 @@ export function prefixEnd(key) {
   return Uint8Array.of(0); // all 0xff: no upper bound
 }
 
-const equal = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+const SORT_ORDER = { NONE: "none", ASCEND: "ascend", DESCEND: "descend" };
+const SORT_TARGET = { KEY: "key", VERSION: "version", CREATE: "create", MOD: "mod", VALUE: "value" };
+// Compare.target -> the engine's target and the target_union field it reads.
+const TARGET = { VERSION: ["version", "version"], CREATE: ["create", "create_revision"], MOD: ["mod", "mod_revision"], VALUE: ["value", "value"], LEASE: ["lease", "lease"] };
+const RESULT = { EQUAL: "=", NOT_EQUAL: "!=", GREATER: ">", LESS: "<" };
 
-/** The live entries [key, range_end) names, as far as the engine can say. */
-function select(lessor, req) {
-  const key = keyOf(req.key);
-  const end = bytesOf(req.range_end);
-  if (end.length === 0) {
-    const e = lessor.get(key);
-    return e ? [e] : [];
-  }
-  const start = bytesOf(req.key);
-  // "\0".."\0" is every key ("get --prefix ''" sends it).
-  if (equal(start, [0]) && equal(end, [0])) return lessor.range("");
-  if (equal(end, prefixEnd(start))) return lessor.range(text(start));
-  throw unimplemented("a range_end that is not the key's prefix end (arbitrary ranges and --from-key need the engine's range)");
+const rangeEndOf = (b) => {
+  const end = bytesOf(b);
+  return end.length ? end : undefined;
+};
+
+/** A RangeRequest (already checked) -> the engine's range request. */
+function rangeIn(req) {
+  let sortOrder = SORT_ORDER[req.sort_order ?? "NONE"];
+  let sortTarget = SORT_TARGET[req.sort_target ?? "KEY"];
+  if (sortTarget === undefined) throw Etcd.invalidSortOption();
+  // etcd 3.4 sorts by neither ASCEND nor DESCEND for an unknown order:
+  // keys come in key order.
+  if (sortOrder === undefined) [sortOrder, sortTarget] = ["none", "key"];
+  return {
+    key: bytesOf(req.key),
+    rangeEnd: rangeEndOf(req.range_end),
+    // etcd reads the current revision for any revision <= 0, and ignores a
+    // limit <= 0.
+    revision: Math.max(0, int(req.revision)),
+    // (and no range holds 2^31 keys: the engine's limit is cut to 32 bits
+    // in wasm, so larger ones would wrap)
+    limit: Math.min(Math.max(0, int(req.limit)), 2 ** 31 - 1),
+    sortOrder,
+    sortTarget,
+    keysOnly: Boolean(req.keys_only),
+    countOnly: Boolean(req.count_only),
+    minModRevision: int(req.min_mod_revision),
+    maxModRevision: int(req.max_mod_revision),
+    minCreateRevision: int(req.min_create_revision),
+    maxCreateRevision: int(req.max_create_revision),
+  };
 }
 
-const int = (v) => Number(v ?? 0);
+const byteOrder = (a, b) => {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+};
+const ORDER_BY = {
+  key: (a, b) => byteOrder(a.key, b.key),
+  version: (a, b) => a.version - b.version,
+  create: (a, b) => a.createRevision - b.createRevision,
+  mod: (a, b) => a.modRevision - b.modRevision,
+  value: (a, b) => byteOrder(a.value, b.value),
+};
+const hasFilters = (q) => Boolean(q.minModRevision || q.maxModRevision || q.minCreateRevision || q.maxCreateRevision);
 
-export function kvService({ lessor, header }) {
+/**
+ * etcd's Range (apply.go) over the engine's range in key order, sorting
+ * here as etcd does: equal targets keep key order in either direction (Go's
+ * sort of these few is an insertion sort, and Reverse keeps ties), and with
+ * no sort order, another target and a limit, only the first limit+1 keys in
+ * key order are sorted before the cut. (The engine's own sort reverses ties
+ * for DESCEND and sorts the whole range first; a Range inside a Txn still
+ * gets that.)
+ */
+function range(lessor, q) {
+  if (q.sortTarget === "key" && q.sortOrder !== "descend") return lessor.range({ ...q, sortOrder: "none" });
+  const firstFew = q.sortOrder === "none" && q.limit > 0 && !hasFilters(q);
+  const r = lessor.range({ ...q, sortOrder: "none", sortTarget: "key", limit: firstFew ? q.limit + 1 : 0 });
+  const by = ORDER_BY[q.sortTarget];
+  const kvs = r.kvs.slice().sort(q.sortOrder === "descend" ? (a, b) => by(b, a) : by);
+  if (q.limit > 0 && kvs.length > q.limit) return { ...r, kvs: kvs.slice(0, q.limit), more: true };
+  return { ...r, kvs, more: false };
+}
+
+const putIn = (req) => ({
+  key: bytesOf(req.key),
+  value: bytesOf(req.value),
+  lease: leaseIn(req.lease),
+  prevKv: Boolean(req.prev_kv),
+  ignoreValue: Boolean(req.ignore_value),
+  ignoreLease: Boolean(req.ignore_lease),
+});
+
+const deleteIn = (req) => ({ key: bytesOf(req.key), rangeEnd: rangeEndOf(req.range_end), prevKv: Boolean(req.prev_kv) });
+
+// Compares etcd evaluates to the same answer whatever the keys hold.
+const NEVER = { target: "version", result: "<", value: 0 }; // versions are >= 0, and 0 for a missing key
+const ANY_KEY = { target: "create", result: ">", value: 0 }; // every key of the range exists (non-empty range)
+
+/** A Compare -> the engine's, or null when it always holds (etcd's compareKV). */
+function compareIn(c) {
+  const key = bytesOf(c.key);
+  const rangeEnd = rangeEndOf(c.range_end);
+  const target = TARGET[c.target ?? "VERSION"];
+  const result = RESULT[c.result ?? "EQUAL"];
+  if (!target) {
+    // An unknown target compares nothing: result 0 for every key.
+    return result === "=" || result === undefined ? null : { key, rangeEnd, ...NEVER };
+  }
+  if (result === undefined) {
+    // An unknown result holds, except that a VALUE compare fails on a
+    // range with no keys.
+    return target[0] === "value" ? { key, rangeEnd, ...ANY_KEY } : null;
+  }
+  const raw = c[target[1]];
+  let value;
+  if (target[0] === "value") value = bytesOf(raw);
+  else if (target[0] === "lease") value = BigInt(raw ?? 0);
+  else value = int(raw);
+  return { key, rangeEnd, target: target[0], result, value };
+}
+
+/**
+ * etcd's checkTxnRequest: op counts (compares, and ops per branch, nested
+ * transactions sharing what is left), then keys and put flags, then an op
+ * with nothing in it ("key not found"), in etcd's order.
+ */
+function checkTxn(req, maxOps) {
+  const compare = req.compare ?? [];
+  const success = req.success ?? [];
+  const failure = req.failure ?? [];
+  const opc = Math.max(compare.length, success.length, failure.length);
+  if (opc > maxOps) throw Etcd.tooManyOps();
+  for (const c of compare) keyOf(c.key);
+  for (const op of [...success, ...failure]) {
+    if (op.request_range) keyOf(op.request_range.key);
+    else if (op.request_put) checkPut(op.request_put);
+    else if (op.request_delete_range) keyOf(op.request_delete_range.key);
+    else if (op.request_txn) checkTxn(op.request_txn, maxOps - opc);
+    else throw Etcd.keyNotFound();
+  }
+}
+
+function checkPut(req) {
+  keyOf(req.key);
+  if (req.ignore_value && bytesOf(req.value).length) throw Etcd.valueProvided();
+  if (req.ignore_lease && leaseIn(req.lease) !== null) throw Etcd.leaseProvided();
+}
+
+/** A checked TxnRequest -> the engine's txn request. */
+function txnIn(req) {
+  const op = (o) => {
+    if (o.request_range) return { range: rangeIn(o.request_range) };
+    if (o.request_put) return { put: putIn(o.request_put) };
+    if (o.request_delete_range) return { deleteRange: deleteIn(o.request_delete_range) };
+    return { txn: txnIn(o.request_txn) };
+  };
+  return {
+    compare: (req.compare ?? []).map(compareIn).filter(Boolean),
+    success: (req.success ?? []).map(op),
+    failure: (req.failure ?? []).map(op),
+  };
+}
+
+const rangeOut = (r, header) => {
+  const resp = { header, kvs: r.kvs.map((e) => kvOut(e)), count: r.count };
+  if (r.more) resp.more = true;
+  return resp;
+};
+const deleteOut = (r, header, prevKv) => {
+  const resp = { header, deleted: r.deleted };
+  if (prevKv) resp.prev_kvs = r.prevKvs.map((e) => kvOut(e));
+  return resp;
+};
+const putOut = (r, header) => (r.prevKv ? { header, prev_kv: kvOut(r.prevKv) } : { header });
+
+// Sub-responses carry only their revision (etcd fills the rest of the
+// header for the top-level response alone).
+function txnOut(r, header, req) {
+  const ops = r.succeeded ? (req.success ?? []) : (req.failure ?? []);
+  return {
+    header,
+    succeeded: r.succeeded,
+    responses: r.responses.map((x, i) => {
+      const h = { revision: x.range?.revision ?? x.put?.revision ?? x.deleteRange?.revision ?? x.txn?.revision ?? 0 };
+      if (x.range) return { response_range: rangeOut(x.range, h) };
+      if (x.put) return { response_put: putOut(x.put, h) };
+      if (x.deleteRange) return { response_delete_range: deleteOut(x.deleteRange, h, ops[i].request_delete_range.prev_kv) };
+      return { response_txn: txnOut(x.txn, h, ops[i].request_txn) };
+    }),
+  };
+}
+
+export function kvService({ lessor, header, maxTxnOps = 128 }) {
+  const top = (revision) => ({ ...header(), revision });
+  let compactedZero = false;
   return {
     Range(req) {
       keyOf(req.key);
-      const rev = int(req.revision);
-      if (rev > lessor.revision) throw Etcd.futureRev();
-      if (rev > 0 && rev < lessor.revision) throw unimplemented("reading at a past revision");
-      const order = req.sort_order ?? "NONE";
-      const target = req.sort_target ?? "KEY";
-      if (!((order === "NONE" || order === "ASCEND") && target === "KEY")) {
-        throw unimplemented("sorting by anything but ascending key");
-      }
-      const all = select(lessor, req);
-      const resp = { header: header(), count: all.length };
-      if (req.count_only) return resp;
-      const [minMod, maxMod, minCreate, maxCreate] = [
-        int(req.min_mod_revision),
-        int(req.max_mod_revision),
-        int(req.min_create_revision),
-        int(req.max_create_revision),
-      ];
-      let kvs = all.filter(
-        (e) =>
-          !(maxMod && e.modRevision > maxMod) &&
-          !(minMod && e.modRevision < minMod) &&
-          !(maxCreate && e.createRevision > maxCreate) &&
-          !(minCreate && e.createRevision < minCreate),
-      );
-      const limit = int(req.limit);
-      if (limit > 0 && kvs.length > limit) {
-        kvs = kvs.slice(0, limit);
-        resp.more = true;
-      }
-      resp.kvs = kvs.map((e) => kvOut(e, req.keys_only));
-      return resp;
+      const r = engine(() => range(lessor, rangeIn(req)));
+      return rangeOut(r, top(r.revision));
     },
 
     Put(req, call) {
-      const key = keyOf(req.key);
+      checkPut(req);
       checkSize(call);
-      const value = bytesOf(req.value);
-      if (req.ignore_value && value.length) throw Etcd.valueProvided();
-      if (req.ignore_lease && leaseIn(req.lease) !== null) throw Etcd.leaseProvided();
-      let lease = leaseIn(req.lease);
-      let v = value;
-      if (req.ignore_value || req.ignore_lease) {
-        const prev = lessor.get(key);
-        if (!prev) throw Etcd.keyNotFound();
-        if (req.ignore_value) v = prev.value;
-        if (req.ignore_lease) lease = prev.lease;
-      }
-      const r = engine(() => lessor.put(key, v, { lease, prevKv: Boolean(req.prev_kv) }));
-      const resp = { header: { ...header(), revision: r.revision } };
-      if (req.prev_kv && r.prev) resp.prev_kv = kvOut(r.prev);
-      return resp;
+      const put = putIn(req);
+      // A Put outside a Txn looks its lease up before the key that
+      // ignore_value needs (apply.go); inside a Txn the key comes first.
+      if (put.ignoreValue && put.lease !== null && engine(() => lessor.timeToLive(put.lease)).ttl === -1) throw Etcd.leaseNotFound();
+      const r = engine(() => lessor.txn({ success: [{ put }] }));
+      return putOut(r.responses[0].put, top(r.revision));
     },
 
     DeleteRange(req, call) {
       keyOf(req.key);
       checkSize(call);
-      const found = select(lessor, req);
-      if (found.length === 0) return { header: header() }; // no revision bump, as etcd
-      if (found.length > 1) throw unimplemented("deleting more than one key (one revision for all of them needs the engine's deleteRange)");
-      const r = engine(() => lessor.delete(found[0].key, { prevKv: Boolean(req.prev_kv) }));
-      const resp = { header: { ...header(), revision: r.revision }, deleted: r.deleted ? 1 : 0 };
-      if (req.prev_kv && r.prev) resp.prev_kvs = [kvOut(r.prev)];
-      return resp;
+      const r = engine(() => lessor.deleteRange(deleteIn(req)));
+      return deleteOut(r, top(r.revision), req.prev_kv);
+    },
+
+    Txn(req, call) {
+      checkTxn(req, maxTxnOps);
+      checkSize(call);
+      const r = engine(() => lessor.txn(txnIn(req)));
+      return txnOut(r, top(r.revision), req);
+    },
+
+    Compact(req, call) {
+      checkSize(call);
+      const rev = int(req.revision);
+      // etcd's compaction point starts at -1: compacting at 0 succeeds once
+      // (and changes nothing) on a store never compacted.
+      if (rev === 0 && !compactedZero && lessor.compactRevision === 0) compactedZero = true;
+      else engine(() => lessor.compact(rev));
+      return { header: header() };
     },
   };
 }

@@ -87,34 +87,36 @@ function run(t, cmd, args, name) {
   return p;
 }
 
-export async function startEtcd(t) {
+/** `args`: more etcd flags. */
+export async function startEtcd(t, { args = [] } = {}) {
   try {
     execFileSync("etcd", ["--version"], { stdio: "ignore" });
   } catch {
     throw new Error("etcd is not installed: run `bash scripts/setup.sh --etcd` (npm test does)");
   }
   const f = await clusterFlags("etcd-node", join(tempDir(t, "edge-lease-etcd-"), "data"));
-  const p = run(t, "etcd", f.args, "etcd");
+  const p = run(t, "etcd", [...f.args, ...args], "etcd");
   await waitHealthy(f.url, p.log);
   return { ...p, url: f.url, peer: f.peer };
 }
 
-/** edge-lease's server with the same flags; `dataDir` to reuse one. */
-export async function startEdge(t, { dataDir, flags } = {}) {
+/** edge-lease's server with the same flags; `dataDir` to reuse one; `args`: more flags. */
+export async function startEdge(t, { dataDir, flags, args = [] } = {}) {
   const f = flags ?? (await clusterFlags("edge-node", dataDir ?? join(tempDir(t), "data")));
-  const p = run(t, process.execPath, ["server/main.mjs", ...f.args], "edge-lease");
+  const p = run(t, process.execPath, ["server/main.mjs", ...f.args, ...args], "edge-lease");
   await waitHealthy(f.url, p.log);
   return { ...p, url: f.url, peer: f.peer, flags: f };
 }
 
 /**
- * Both, started side by side. With EDGE_LEASE_SERVER=worker the edge-lease
- * side is edge-lease/worker under Miniflare (tests/workerd/harness.mjs),
- * at the namespace "edge-node" (its member name, as the server's).
+ * Both, started side by side (`args`: more flags for both). With
+ * EDGE_LEASE_SERVER=worker the edge-lease side is edge-lease/worker under
+ * Miniflare (tests/workerd/harness.mjs), at the namespace "edge-node" (its
+ * member name, as the server's); it takes no flags.
  */
-export async function startBoth(t) {
-  const edgeSide = process.env.EDGE_LEASE_SERVER === "worker" ? startWorkerSide(t) : startEdge(t);
-  const [etcd, edge] = await Promise.all([startEtcd(t), edgeSide]);
+export async function startBoth(t, { args = [] } = {}) {
+  const edgeSide = process.env.EDGE_LEASE_SERVER === "worker" ? startWorkerSide(t) : startEdge(t, { args });
+  const [etcd, edge] = await Promise.all([startEtcd(t, { args }), edgeSide]);
   return { etcd, edge };
 }
 

@@ -1,0 +1,243 @@
+// etcdserverpb.Watch: one session per stream, many watchers per session,
+// each an engine watcher (lessor.watch). Responses are sequenced as etcd
+// 3.4's serverWatchStream does (etcdserver/api/v3rpc/watch.go): `created`
+// before any event of a watcher, a start before the compaction point as
+// `created` then a separate cancel with `compact_revision` (header revision
+// 0), invalid ranges and duplicate ids as created+canceled with watch_id -1,
+// progress requests answered with watch_id -1, progress notifications for
+// watchers that asked (etcd's interval plus up to 10% jitter, skipped after
+// events), fragments past etcd's 2 MiB send size when asked.
+//
+// The transport side: `Watch.open(send)` starts a session; `send(msg)`
+// returns false when the transport wants it to wait, and the transport
+// calls `drain()` once it can take more. A session that has to wait stops
+// its engine watchers and restarts them from where they were once drained
+// (the history in between is read back from the engine), so a slow client
+// costs a bounded buffer, and, as in etcd, loses its watchers to a
+// compaction that passes them while it lags.
+import { encodedSize } from "../size.mjs";
+import { bytesOf, int, kvOut } from "./common.mjs";
+
+// etcd's --max-request-bytes plus gRPC overhead: where fragments are cut.
+const FRAGMENT_BYTES = 1.5 * 1024 * 1024 + 512 * 1024;
+const WATCH_RESPONSE = "etcdserverpb.WatchResponse";
+const EVENT = "mvccpb.Event";
+// etcd's --experimental-watch-progress-notify-interval default, and its minimum.
+export const PROGRESS_INTERVAL_MS = 10 * 60 * 1000;
+export const MIN_PROGRESS_INTERVAL_MS = 100;
+
+const cmp = (a, b) => {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+};
+
+const eventOut = (e) => {
+  const ev = { type: e.type === "put" ? "PUT" : "DELETE", kv: kvOut(e.kv) };
+  if (e.prevKv) ev.prev_kv = kvOut(e.prevKv);
+  return ev;
+};
+
+const varintSize = (n) => (n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : n < 268435456 ? 4 : 5);
+
+/** etcd's sendFragments: events split so each response stays under the limit. */
+function fragments(resp, limit = FRAGMENT_BYTES) {
+  const events = resp.events;
+  const sizes = events.map((e) => {
+    const n = encodedSize(EVENT, e);
+    return 1 + varintSize(n) + n; // field 11, length, the event
+  });
+  const whole = encodedSize(WATCH_RESPONSE, { ...resp, events: [] }) + sizes.reduce((a, b) => a + b, 0);
+  if (whole < limit || events.length < 2) return [resp];
+  const base = encodedSize(WATCH_RESPONSE, { ...resp, events: [], fragment: true });
+  const out = [];
+  let i = 0;
+  for (;;) {
+    const cur = [];
+    let size = base;
+    while (i < events.length) {
+      cur.push(events[i]);
+      size += sizes[i];
+      if (cur.length > 1 && size >= limit) {
+        cur.pop();
+        break;
+      }
+      i++;
+    }
+    const done = i === events.length;
+    out.push({ ...resp, events: cur, fragment: !done });
+    if (done) return out;
+  }
+}
+
+class Session {
+  #lessor;
+  #header;
+  #send;
+  #interval;
+  // watch id -> { req, start, next, prevKv, fragment, progress, w, compacted }
+  #watchers = new Map();
+  #nextId = 0;
+  #blocked = false;
+  #closed = false;
+  #timer = null;
+
+  constructor({ lessor, header, progressIntervalMs }, send) {
+    this.#lessor = lessor;
+    this.#header = header;
+    this.#send = send;
+    this.#interval = progressIntervalMs;
+  }
+
+  #out(msg) {
+    if (this.#closed) return;
+    if (this.#send(msg) === false && !this.#blocked) this.#block();
+  }
+
+  #head(revision) {
+    const h = this.#header();
+    return revision === undefined ? h : { ...h, revision };
+  }
+
+  request(req) {
+    if (this.#closed) return;
+    if (req.create_request) this.#create(req.create_request);
+    else if (req.cancel_request) this.#cancel(int(req.cancel_request.watch_id));
+    else if (req.progress_request) this.#out({ header: this.#head(), watch_id: -1 });
+    // Anything else is ignored, as etcd does.
+  }
+
+  #create(creq) {
+    let key = bytesOf(creq.key);
+    if (key.length === 0) key = Uint8Array.of(0); // \0 is the smallest key
+    const end = bytesOf(creq.range_end);
+    const fromKey = end.length === 1 && end[0] === 0;
+    const refuse = (reason) => this.#out({ header: this.#head(), watch_id: -1, created: true, canceled: true, cancel_reason: reason });
+    if (end.length && !fromKey && cmp(key, end) >= 0) return refuse("mvcc: watcher range is empty");
+    let id = int(creq.watch_id);
+    if (id === 0) {
+      while (this.#watchers.has(this.#nextId)) this.#nextId++;
+      id = this.#nextId++;
+    } else if (this.#watchers.has(id)) {
+      return refuse("mvcc: duplicate watch ID provided on the WatchStream");
+    }
+    const current = this.#lessor.revision;
+    const filters = new Set((creq.filters ?? []).map(String));
+    const st = {
+      req: {
+        key,
+        rangeEnd: end.length ? end : undefined,
+        prevKv: Boolean(creq.prev_kv),
+        noPut: filters.has("NOPUT") || filters.has("0"),
+        noDelete: filters.has("NODELETE") || filters.has("1"),
+      },
+      next: int(creq.start_revision) || current + 1,
+      fragment: Boolean(creq.fragment),
+      // progress_notify: true while nothing was sent since the last tick.
+      progress: creq.progress_notify ? true : undefined,
+      w: null,
+      compacted: false,
+    };
+    this.#watchers.set(id, st);
+    this.#out({ header: this.#head(current), watch_id: id, created: true });
+    if (st.next < 0) {
+      // etcd compares a negative start with its compaction point, which is
+      // -1 before the first compaction: a cancel with that revision.
+      st.compacted = true;
+      const at = this.#lessor.compactRevision;
+      this.#out({ header: this.#head(0), watch_id: id, canceled: true, compact_revision: at > 0 ? at : -1 });
+      return;
+    }
+    if (st.progress !== undefined) this.#startTimer();
+    if (!this.#blocked) this.#start(id, st);
+  }
+
+  #start(id, st) {
+    st.w = this.#lessor.watch({ ...st.req, startRevision: st.next }, (b) => this.#batch(id, st, b));
+  }
+
+  #batch(id, st, b) {
+    if (this.#closed || this.#watchers.get(id) !== st || !st.w) return;
+    if (b.compactRevision !== 0) {
+      st.w = null;
+      st.compacted = true;
+      // etcd keeps the id taken until the client cancels it.
+      this.#out({ header: this.#head(0), watch_id: id, canceled: true, compact_revision: b.compactRevision });
+      return;
+    }
+    if (b.events.length === 0) return;
+    st.next = b.events[b.events.length - 1].kv.modRevision + 1;
+    if (st.progress !== undefined) st.progress = false;
+    const resp = { header: this.#head(b.revision), watch_id: id, events: b.events.map(eventOut) };
+    if (!st.fragment) this.#out(resp);
+    else for (const r of fragments(resp)) this.#out(r);
+  }
+
+  #cancel(id) {
+    const st = this.#watchers.get(id);
+    if (!st) return; // etcd answers nothing for an unknown id
+    st.w?.cancel();
+    st.w = null;
+    this.#watchers.delete(id);
+    this.#out({ header: this.#head(), watch_id: id, canceled: true });
+  }
+
+  // The transport is full: stop the engine watchers where they are.
+  #block() {
+    this.#blocked = true;
+    for (const st of this.#watchers.values()) {
+      st.w?.cancel();
+      st.w = null;
+    }
+  }
+
+  /** The transport can take more: restart the watchers from where they stopped. */
+  drain() {
+    if (!this.#blocked || this.#closed) return;
+    this.#blocked = false;
+    for (const [id, st] of this.#watchers) {
+      if (this.#blocked) break;
+      if (!st.w && !st.compacted) this.#start(id, st);
+    }
+  }
+
+  // etcd's progress ticker: one per stream, started with the first watcher
+  // that asks for notifications.
+  #startTimer() {
+    if (this.#timer || this.#closed) return;
+    const jitter = Math.floor(Math.random() * (this.#interval / 10));
+    this.#timer = setInterval(() => this.#tick(), this.#interval + jitter);
+    this.#timer.unref?.();
+  }
+
+  #tick() {
+    if (this.#closed) return;
+    for (const [id, st] of this.#watchers) {
+      if (st.progress === undefined) continue;
+      // Only a watcher that is caught up (etcd's synced group) reports.
+      if (st.progress && st.w && !this.#blocked) this.#out({ header: this.#head(), watch_id: id });
+      st.progress = true;
+    }
+  }
+
+  /** The client half-closed: etcd goes on sending. */
+  end() {}
+
+  /** The stream is gone. */
+  close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    for (const st of this.#watchers.values()) st.w?.cancel();
+    this.#watchers.clear();
+  }
+}
+
+export function watchService({ lessor, header, progressIntervalMs = PROGRESS_INTERVAL_MS }) {
+  const ctx = { lessor, header, progressIntervalMs: Math.max(MIN_PROGRESS_INTERVAL_MS, progressIntervalMs) };
+  return {
+    Watch: {
+      open: (send) => new Session(ctx, send),
+    },
+  };
+}

@@ -1,0 +1,106 @@
+// A gRPC client for tests, built from server/proto's definitions (so the
+// same bytes go to a real etcd and to edge-lease): unary calls resolve to
+// the response or { code, details }; streams are grpc-js duplex streams.
+// Messages come back as plain objects: 64-bit integers as decimal strings,
+// enums as names, bytes as base64.
+import * as grpc from "@grpc/grpc-js";
+import { loadRoot } from "../../server/proto/load.mjs";
+
+let root;
+
+export function connect(t, url) {
+  root ??= loadRoot();
+  const clients = {};
+  const client = (service) => {
+    if (clients[service]) return clients[service];
+    const svc = root.lookupService(service);
+    const def = {};
+    for (const m of svc.methodsArray) {
+      const Req = root.lookupType(m.requestType);
+      const Res = root.lookupType(m.responseType);
+      def[m.name] = {
+        path: `/${service}/${m.name}`,
+        requestStream: Boolean(m.requestStream),
+        responseStream: Boolean(m.responseStream),
+        requestSerialize: (o) => Buffer.from(Req.encode(Req.fromObject(o)).finish()),
+        responseDeserialize: (b) => Res.toObject(Res.decode(b), { longs: String, enums: String, bytes: String }),
+      };
+    }
+    const Ctor = grpc.makeGenericClientConstructor(def, service);
+    const c = new Ctor(url.replace("http://", ""), grpc.credentials.createInsecure(), {
+      "grpc.max_receive_message_length": -1,
+    });
+    t.after(() => c.close());
+    clients[service] = c;
+    return c;
+  };
+  const unary = (service, method, req, deadlineMs = 10_000) =>
+    new Promise((ok) =>
+      client(service)[method](req, { deadline: Date.now() + deadlineMs }, (err, res) =>
+        ok(err ? { code: err.code, details: err.details } : res),
+      ),
+    );
+  return {
+    kv: (method, req) => unary("etcdserverpb.KV", method, req),
+    lease: (method, req) => unary("etcdserverpb.Lease", method, req),
+    maintenance: (method, req) => unary("etcdserverpb.Maintenance", method, req),
+    /** A Watch stream: { write(req), messages (array, filled as they come), stream, close() }. */
+    watch(metadata) {
+      const md = new grpc.Metadata();
+      for (const [k, v] of Object.entries(metadata ?? {})) md.set(k, v);
+      const stream = client("etcdserverpb.Watch").Watch(md);
+      const messages = [];
+      const w = { stream, messages, error: null, ended: false };
+      stream.on("data", (d) => messages.push(d));
+      stream.on("error", (e) => (w.error = { code: e.code, details: e.details }));
+      stream.on("end", () => (w.ended = true));
+      w.write = (req) => stream.write(req);
+      w.close = () => stream.cancel();
+      t.after(() => stream.cancel());
+      return w;
+    },
+  };
+}
+
+/** Drops what differs between two members by nature: cluster and member ids, raft terms. */
+export function norm(v) {
+  return JSON.parse(JSON.stringify(v), (k, x) => (["cluster_id", "member_id", "raft_term"].includes(k) ? undefined : x));
+}
+
+export const b64 = (s) => Buffer.from(s).toString("base64");
+
+/** Waits (bounded) until `fn()` is true. */
+export async function until(fn, ms = 5000, step = 20) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await fn()) return true;
+    if (Date.now() > end) return false;
+    await new Promise((r) => setTimeout(r, step));
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A stream's responses by watch id, in order within each: etcd hands one
+ * revision's events to the watchers of a stream in Go map order.
+ */
+export function byWatcher(messages) {
+  const out = {};
+  for (const m of norm(messages)) (out[m.watch_id ?? "0"] ??= []).push(m);
+  return out;
+}
+
+/** Waits (bounded) until no stream of `streams` got anything for `quietMs`. */
+export async function settle(streams, quietMs = 250, maxMs = 5000) {
+  const count = () => streams.reduce((n, s) => n + s.messages.length, 0);
+  let last = count();
+  let since = Date.now();
+  const end = Date.now() + maxMs;
+  while (Date.now() < end) {
+    await sleep(20);
+    const n = count();
+    if (n !== last) [last, since] = [n, Date.now()];
+    else if (Date.now() - since >= quietMs) return;
+  }
+}

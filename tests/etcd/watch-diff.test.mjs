@@ -1,0 +1,154 @@
+// Watch over gRPC against a real etcd 3.4 and edge-lease: the same streams
+// and writes on both, every response compared in order (created, events
+// with prev kvs, cancels, compaction cancels, progress), once each side has
+// settled (etcd hands history to a new watcher within 100 ms). Only
+// cluster/member ids and raft terms are dropped.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { startBoth } from "./harness.mjs";
+import { byWatcher, connect, norm, settle, until } from "./grpc-client.mjs";
+
+const B = (s) => Buffer.from(s);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test("Watch over gRPC: creates, history, filters, ids, cancels, progress and compaction as etcd 3.4 sequences them", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const sides = [etcd, edge].map((s) => {
+    const c = connect(t, s.url);
+    // etcdctl's watch sends hasleader; the etcd3 client does not.
+    return { c, streams: [c.watch({ hasleader: "true" }), c.watch()] };
+  });
+  const all = () => sides.flatMap((s) => s.streams);
+  let step = 0;
+  // One action on both sides, then both settle and every stream so far matches.
+  async function both(what, fn) {
+    const results = [];
+    for (const s of sides) results.push(await fn(s));
+    await settle(all());
+    step++;
+    assert.deepEqual(norm(results[1] ?? null), norm(results[0] ?? null), `step ${step} ${what}: results`);
+    for (let i = 0; i < sides[0].streams.length; i++) {
+      const [want, got] = sides.map((s) => byWatcher(s.streams[i].messages));
+      assert.deepEqual(got, want, `step ${step} ${what}: stream ${i}`);
+    }
+  }
+  const put = (key, value, extra = {}) => both(`put ${key}`, (s) => s.c.kv("Put", { key: B(key), value: B(value), ...extra }));
+  const create = (i, req) => both(`create ${JSON.stringify(req)}`, (s) => s.streams[i].write({ create_request: req }) && null);
+  const cancel = (i, id) => both(`cancel ${id}`, (s) => s.streams[i].write({ cancel_request: { watch_id: id } }) && null);
+
+  await put("a", "1");
+  await put("b", "1");
+  await put("a", "2");
+  await put("c/1", "x");
+  // History from the start, with prev kvs; a prefix; from-key; everything.
+  await create(0, { key: B("a"), start_revision: 1, prev_kv: true });
+  await create(0, { key: B("c/"), range_end: B("c0"), start_revision: 2 });
+  await create(1, { key: B("b"), range_end: B([0]), start_revision: 3 });
+  await create(1, { key: B([0]), range_end: B([0]) });
+  await create(1, { key: B(""), range_end: B([0]), start_revision: 4, prev_kv: true });
+  // Filters, a future start, client-chosen ids (3.4), a duplicate, an empty range.
+  await create(0, { key: B("a"), filters: ["NOPUT"], prev_kv: true });
+  await create(0, { key: B("a"), filters: ["NODELETE"], watch_id: 100 });
+  await create(0, { key: B("a"), watch_id: 100 });
+  await create(0, { key: B("b"), range_end: B("a") });
+  await create(0, { key: B("b"), range_end: B("b") });
+  await create(1, { key: B("a"), start_revision: 8 });
+  await create(1, { key: B("z"), watch_id: 3 });
+  await create(1, { key: B("z") });
+  await create(0, { key: B("a"), filters: [7] });
+  await put("a", "3");
+  await put("c/2", "y");
+  await both("delete a", (s) => s.c.kv("DeleteRange", { key: B("a"), prev_kv: true }));
+  await both("txn", (s) =>
+    s.c.kv("Txn", {
+      success: [
+        { request_put: { key: B("a"), value: B("4") } },
+        { request_put: { key: B("b"), value: B("2") } },
+        { request_delete_range: { key: B("c/"), range_end: B("c0") } },
+      ],
+    }),
+  );
+  await put("a", "5");
+  await both("delete everything", (s) => s.c.kv("DeleteRange", { key: B([0]), range_end: B([0]) }));
+  await put("d", "6");
+  // Progress requests, cancels (unknown ids get no answer).
+  await both("progress", (s) => s.streams[0].write({ progress_request: {} }) && null);
+  await both("empty request", (s) => s.streams[1].write({}) && null);
+  await cancel(0, 100);
+  await cancel(0, 100);
+  await cancel(1, 42);
+  await cancel(1, 0);
+  await put("a", "7");
+  // Leases: a revoke deletes its keys in one revision, watchers see it.
+  await both("grant", (s) => s.c.lease("LeaseGrant", { ID: 500, TTL: 600 }));
+  await put("l/1", "x", { lease: 500 });
+  await put("l/2", "y", { lease: 500 });
+  await create(1, { key: B("l/"), range_end: B("l0"), prev_kv: true });
+  await both("revoke", (s) => s.c.lease("LeaseRevoke", { ID: 500 }));
+  // Compaction: a start before it is created, then canceled with the compact revision.
+  await both("compact", (s) => s.c.kv("Compact", { revision: 10 }));
+  await create(0, { key: B("a"), start_revision: 5 });
+  await create(0, { key: B("a"), start_revision: 9 });
+  await create(0, { key: B("a"), start_revision: 10 });
+  await create(1, { key: B("a"), start_revision: -3 });
+  // The compacted watcher's id stays taken until canceled.
+  const compactedId = Number(sides[0].streams[0].messages.at(-2).watch_id);
+  await create(0, { key: B("a"), watch_id: compactedId });
+  await cancel(0, compactedId);
+  await create(0, { key: B("a"), watch_id: compactedId });
+  await put("a", "8");
+  // Many watchers on one key: each gets the event.
+  for (let i = 0; i < 5; i++) await create(1, { key: B("m"), prev_kv: i % 2 === 0 });
+  await put("m", "1");
+  await put("m", "2");
+  assert.ok(sides[1].streams[0].messages.length > 30);
+  for (const s of all()) assert.equal(s.error, null);
+});
+
+test("Watch: expiry deletes a lease's keys in one revision and watchers see them, on both", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const out = [];
+  for (const side of [etcd, edge]) {
+    const c = connect(t, side.url);
+    const w = c.watch();
+    w.write({ create_request: { key: B("svc/"), range_end: B("svc0"), prev_kv: true } });
+    await c.lease("LeaseGrant", { ID: 77, TTL: 2 });
+    await c.kv("Put", { key: B("svc/a"), value: B("1"), lease: 77 });
+    await c.kv("Put", { key: B("svc/b"), value: B("2"), lease: 77 });
+    await c.kv("Put", { key: B("svc/c"), value: B("3") });
+    // etcd checks expiry every 500 ms: bounded wait for the deletes.
+    assert.ok(await until(() => w.messages.some((m) => m.events?.some((e) => e.type === "DELETE")), 10_000), `${side.name}: expiry`);
+    await settle([w]);
+    out.push(norm(w.messages));
+  }
+  assert.deepEqual(out[1], out[0]);
+  const deletes = out[1].filter((m) => m.events?.[0]?.type === "DELETE");
+  assert.equal(deletes.length, 1);
+  assert.equal(deletes[0].events.length, 2);
+});
+
+test("Watch: progress notifications at etcd's interval, skipped after events", async (t) => {
+  const { etcd, edge } = await startBoth(t, { args: ["--experimental-watch-progress-notify-interval", "400ms"] });
+  const out = [];
+  for (const side of [etcd, edge]) {
+    const c = connect(t, side.url);
+    const w = c.watch();
+    w.write({ create_request: { key: B("p"), progress_notify: true } });
+    w.write({ create_request: { key: B("q") } });
+    await until(() => w.messages.length === 2);
+    // First tick after 400-440 ms: a notification for watcher 0 only.
+    assert.ok(await until(() => w.messages.length >= 3, 2000), `${side.name}: progress`);
+    await c.kv("Put", { key: B("p"), value: B("1") });
+    await until(() => w.messages.length >= 4, 2000);
+    // The tick after an event sends nothing; the one after that does.
+    const before = w.messages.length;
+    await sleep(600);
+    const afterEvent = w.messages.slice(before);
+    assert.ok(await until(() => w.messages.length > before, 2000), `${side.name}: progress again`);
+    out.push({ first: norm(w.messages.slice(0, 4)), silentTicks: afterEvent.length <= 1 });
+  }
+  assert.deepEqual(out[1], out[0]);
+  // Watcher 0's notification: watch id 0 and no events, all left off the wire.
+  assert.deepEqual(out[1].first[2], { header: { revision: "1" } });
+  assert.equal(out[1].silentTicks, true);
+});

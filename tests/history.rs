@@ -451,16 +451,24 @@ proptest! {
                         continue;
                     }
                     let mut want: Vec<(Vec<u8>, MKv)> = all.into_iter().filter(|(_, v)| min_mod == 0 || v.modr >= min_mod).collect();
+                    // etcd: with no sort order and no filter, only the first
+                    // limit + 1 keys (in key order) are read, then sorted.
+                    if sort_order == SortOrder::None && min_mod == 0 && limit > 0 {
+                        want.truncate(limit as usize + 1);
+                    }
                     let order = if sort_target != SortTarget::Key && sort_order == SortOrder::None { SortOrder::Ascend } else { sort_order };
                     if order != SortOrder::None {
-                        want.sort_by(|(ka, a), (kb, b)| match sort_target {
-                            SortTarget::Key => ka.cmp(kb),
-                            SortTarget::Version => a.version.cmp(&b.version),
-                            SortTarget::Create => a.create.cmp(&b.create),
-                            SortTarget::Mod => a.modr.cmp(&b.modr),
-                            SortTarget::Value => a.value.cmp(&b.value),
+                        // Stable: equal values keep key order, in either direction.
+                        want.sort_by(|(ka, a), (kb, b)| {
+                            let by = match sort_target {
+                                SortTarget::Key => ka.cmp(kb),
+                                SortTarget::Version => a.version.cmp(&b.version),
+                                SortTarget::Create => a.create.cmp(&b.create),
+                                SortTarget::Mod => a.modr.cmp(&b.modr),
+                                SortTarget::Value => a.value.cmp(&b.value),
+                            };
+                            if order == SortOrder::Descend { by.reverse() } else { by }
                         });
-                        if order == SortOrder::Descend { want.reverse(); }
                     }
                     let more = limit > 0 && want.len() > limit as usize;
                     if more { want.truncate(limit as usize); }

@@ -1,7 +1,6 @@
 //! Range reads with etcd's options: which keys (`key`, `range_end`), as of
 //! which revision, filtered, sorted and limited as etcd's Range does.
 
-use std::cmp::Ordering;
 use std::ops::Bound as B;
 
 use super::{Entry, Key};
@@ -134,10 +133,16 @@ impl RangeRequest {
         if self.sort_target != SortTarget::Key && order == SortOrder::None {
             order = SortOrder::Ascend;
         }
-        // Without sorting or filters only limit + 1 entries are needed
-        // (the extra one tells `more`); the count still covers all.
-        let wanted = if self.limit > 0 && order == SortOrder::None && !self.filtered() {
-            self.limit as usize + 1
+        // `limit` as a length; past what usize holds (wasm32) it is no limit.
+        let limit = match self.limit {
+            l if l > 0 => usize::try_from(l).unwrap_or(usize::MAX),
+            _ => usize::MAX,
+        };
+        // Without a sort order or filters etcd reads only limit + 1 entries
+        // (the extra one tells `more`), in key order, and sorts those (by a
+        // target other than the key, ascending); the count still covers all.
+        let wanted = if self.sort_order == SortOrder::None && !self.filtered() {
+            limit.saturating_add(1)
         } else {
             usize::MAX
         };
@@ -151,24 +156,22 @@ impl RangeRequest {
         }
         if order != SortOrder::None {
             let target = self.sort_target;
-            // Ties in key order.
+            let descend = order == SortOrder::Descend;
+            // Equal values keep key order either way, as etcd's sort does.
             kvs.sort_unstable_by(|(ka, a), (kb, b)| {
-                match target {
-                    SortTarget::Key => Ordering::Equal,
+                let by = match target {
+                    SortTarget::Key => ka.cmp(kb),
                     SortTarget::Version => a.version.cmp(&b.version),
                     SortTarget::Create => a.create_revision.cmp(&b.create_revision),
                     SortTarget::Mod => a.mod_revision.cmp(&b.mod_revision),
                     SortTarget::Value => a.value.cmp(&b.value),
-                }
-                .then_with(|| ka.cmp(kb))
+                };
+                if descend { by.reverse() } else { by }.then_with(|| ka.cmp(kb))
             });
-            if order == SortOrder::Descend {
-                kvs.reverse();
-            }
         }
         let mut more = false;
-        if self.limit > 0 && kvs.len() > self.limit as usize {
-            kvs.truncate(self.limit as usize);
+        if kvs.len() > limit {
+            kvs.truncate(limit);
             more = true;
         }
         if self.keys_only {

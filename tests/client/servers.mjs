@@ -23,15 +23,7 @@ export const BACKENDS = ["etcd", "edge-lease", "lessor"];
 /** The backends with a URL (for `backends:` in tests that need one beyond "server"). */
 export const SERVERS = ["etcd", "edge-lease"];
 
-export const EDGE_LACKS = new Set([
-  "txn", // KV/Txn: put ifAbsent, txn(), every mutex and election operation
-  "watch", // Watch: watch(), lock waits, observe()
-  "sort", // Range sort_order/sort_target: the recipes' oldest/newest key
-  "fromKey", // Range with a range_end other than a prefix's end
-  "deleteMany", // DeleteRange of more than one key
-  "pastRevision", // Range at a past revision
-  "compact", // KV/Compact (and so Compacted watches)
-]);
+export const EDGE_LACKS = new Set([]); // edge-lease has every feature the tests need
 
 /** A `t` for the harness's helpers at file level: cleanups run in after(). */
 function fileScope() {

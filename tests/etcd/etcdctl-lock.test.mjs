@@ -7,10 +7,7 @@
 // LeaseGrant, LeaseKeepAlive, Txn, Range and Watch (etcd-wire.md §1), so the
 // edge-lease side needs the KV Txn and Watch services.
 //
-// SWITCH: the scenarios run against edge-lease once KV/Txn and Watch are
-// served (server/services/watch.mjs on main; merge main, then set this to
-// true). EDGE_LEASE_ETCDCTL_LOCK=1 runs them against edge-lease meanwhile.
-const ON_EDGE_LEASE = process.env.EDGE_LEASE_ETCDCTL_LOCK === "1" || false;
+// Both sides: edge-lease serves KV/Txn, Watch, Lock and Election.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -19,7 +16,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startEtcd, startEdge, tempDir } from "./harness.mjs";
 
-const SIDES = [["etcd", startEtcd], ...(ON_EDGE_LEASE ? [["edge-lease", startEdge]] : [])];
+const SIDES = [["etcd", startEtcd], ["edge-lease", startEdge]];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A long-running etcdctl: its output so far, waits for lines, signals, a bounded exit. */

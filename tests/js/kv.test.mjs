@@ -55,6 +55,15 @@ test("range: prefix, rangeEnd, from-key, limit with more and count, sort, keysOn
   assert.deepEqual([co.kvs, co.count], [[], 3]);
   assert.deepEqual(keys(lessor.range({ key: "a", rangeEnd: "c", minModRevision: 5 }).kvs), ["a/1", "b"]);
   assert.deepEqual(keys(lessor.range({ key: "a", rangeEnd: "c", maxCreateRevision: 3 }).kvs), ["a", "a/1"]);
+  // A limit past 32 bits is no limit (it wrapped to 0 entries in wasm32).
+  const huge = lessor.range({ key: "a", rangeEnd: "c", limit: 2 ** 32 - 1 });
+  assert.deepEqual([huge.kvs.length, huge.more], [4, false]);
+  // etcd's rules: equal values keep key order descending too; with a target
+  // but no order, only the first limit + 1 keys are sorted.
+  const ties = lessor.range({ key: "a", rangeEnd: "c", sortOrder: "descend", sortTarget: "version" });
+  assert.deepEqual(keys(ties.kvs), ["a/1", "a", "a/2", "b"]);
+  const firstOnly = lessor.range({ key: "a", rangeEnd: "c", sortTarget: "mod", limit: 1 });
+  assert.deepEqual([keys(firstOnly.kvs), firstOnly.more], [["a"], true]);
 });
 
 test("range at past revisions reads history; compaction and the future are typed errors", () => {

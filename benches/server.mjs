@@ -10,12 +10,11 @@
 
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import * as grpc from "@grpc/grpc-js";
-import { loadRoot } from "../server/proto/load.mjs";
+import { grpcClient } from "../server/proto/load.mjs";
+import { freePort } from "../tests/etcd/harness.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLIENTS = [1, 32];
@@ -25,17 +24,6 @@ const MAX_MS = 8000;
 const WATCHERS = 100;
 const WATCH_PUTS = 200;
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.unref();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function start(kind) {
   const dir = mkdtempSync(join(tmpdir(), `bench-${kind}-`));
@@ -68,26 +56,10 @@ async function start(kind) {
   };
 }
 
-const root = loadRoot();
-
 function connect(url) {
   const clients = {};
   for (const service of ["etcdserverpb.KV", "etcdserverpb.Lease", "etcdserverpb.Watch", "v3lockpb.Lock"]) {
-    const svc = root.lookupService(service);
-    const def = {};
-    for (const m of svc.methodsArray) {
-      const Req = root.lookupType(m.requestType);
-      const Res = root.lookupType(m.responseType);
-      def[m.name] = {
-        path: `/${service}/${m.name}`,
-        requestStream: Boolean(m.requestStream),
-        responseStream: Boolean(m.responseStream),
-        requestSerialize: (o) => Buffer.from(Req.encode(Req.fromObject(o)).finish()),
-        responseDeserialize: (b) => Res.toObject(Res.decode(b), { longs: String, bytes: Buffer }),
-      };
-    }
-    const Ctor = grpc.makeGenericClientConstructor(def, service);
-    clients[service.split(".")[1]] = new Ctor(url.replace("http://", ""), grpc.credentials.createInsecure());
+    clients[service.split(".")[1]] = grpcClient(url, service, { bytes: Buffer, enums: undefined });
   }
   return clients;
 }

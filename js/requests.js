@@ -4,6 +4,7 @@
 
 import { leaseI64 } from "./binding.js";
 import { bytesOf } from "./codec.js";
+import { prefixEnd } from "./prefix.js";
 import { checkInt, checkKey } from "./checks.js";
 import { invalid } from "./errors.js";
 
@@ -43,21 +44,6 @@ function name(table, v, what, fallback) {
   return n;
 }
 
-/**
- * etcd's range end for every key starting with `key`: the key with its last
- * byte below 0xff incremented and what follows dropped; `\0` (every key from
- * `key` on) when there is none.
- */
-export function prefixEnd(key) {
-  for (let i = key.length - 1; i >= 0; i--) {
-    if (key[i] < 0xff) {
-      const end = key.slice(0, i + 1);
-      end[i]++;
-      return end;
-    }
-  }
-  return new Uint8Array([0]);
-}
 
 // key plus rangeEnd, or prefix: true.
 function keyRange(r, what, max) {

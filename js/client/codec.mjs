@@ -3,6 +3,7 @@
 // as the engine and etcdctl print them, to and from etcd's int64), etcd's
 // prefix end, and base64 for the JSON gateway. Web standards only.
 
+import { prefixEnd } from "../prefix.js";
 import { invalid } from "./errors.mjs";
 
 const encoder = new TextEncoder();
@@ -29,17 +30,6 @@ export function keyBytes(key) {
   return b;
 }
 
-/** etcd's GetPrefixRangeEnd: the end of the range of keys starting with `key`. */
-export function prefixEnd(key) {
-  const end = Uint8Array.from(key);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i] < 0xff) {
-      end[i]++;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return Uint8Array.of(0); // all 0xff: no upper bound
-}
 
 /**
  * `[key, rangeEnd]` for a range request: `prefix` (an empty key with prefix
@@ -142,3 +132,5 @@ export function b64decode(s) {
 export function leaseId(id) {
   return leaseHex(leaseBig(id));
 }
+
+export { prefixEnd };

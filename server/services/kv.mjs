@@ -5,17 +5,6 @@
 import { Etcd } from "../errors.mjs";
 import { bytesOf, checkSize, engine, int, keyOf, kvOut, leaseIn } from "./common.mjs";
 
-/** etcd's GetPrefixRangeEnd: the key after every key starting with `key`. */
-export function prefixEnd(key) {
-  const end = Uint8Array.from(key);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i] < 0xff) {
-      end[i]++;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return Uint8Array.of(0); // all 0xff: no upper bound
-}
 
 const SORT_ORDER = { NONE: "none", ASCEND: "ascend", DESCEND: "descend" };
 const SORT_TARGET = { KEY: "key", VERSION: "version", CREATE: "create", MOD: "mod", VALUE: "value" };

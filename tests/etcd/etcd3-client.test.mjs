@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { Etcd3 } from "etcd3";
 import * as grpc from "@grpc/grpc-js";
 import { startBoth, post } from "./harness.mjs";
-import { loadRoot } from "../../server/proto/load.mjs";
+import { grpcClient } from "../../server/proto/load.mjs";
 
 const within = (p, ms, what) =>
   Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error(`timed out: ${what}`)), ms))]);
@@ -54,23 +54,8 @@ test("etcd3 client: kv and a lease lost after a server-side revoke, on both", as
 
 test("gRPC with server/proto's definitions: etcd and edge-lease decode the same", async (t) => {
   const { etcd, edge } = await startBoth(t);
-  const root = loadRoot();
   const client = (url, service) => {
-    const svc = root.lookupService(service);
-    const def = {};
-    for (const m of svc.methodsArray) {
-      const Req = root.lookupType(m.requestType);
-      const Res = root.lookupType(m.responseType);
-      def[m.name] = {
-        path: `/${service}/${m.name}`,
-        requestStream: Boolean(m.requestStream),
-        responseStream: Boolean(m.responseStream),
-        requestSerialize: (o) => Buffer.from(Req.encode(Req.fromObject(o)).finish()),
-        responseDeserialize: (b) => Res.toObject(Res.decode(b), { longs: String, enums: String, bytes: String }),
-      };
-    }
-    const Ctor = grpc.makeGenericClientConstructor(def, service);
-    const c = new Ctor(url.replace("http://", ""), grpc.credentials.createInsecure());
+    const c = grpcClient(url, service);
     t.after(() => c.close());
     return c;
   };

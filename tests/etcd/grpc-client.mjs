@@ -4,35 +4,17 @@
 // Messages come back as plain objects: 64-bit integers as decimal strings,
 // enums as names, bytes as base64.
 import * as grpc from "@grpc/grpc-js";
-import { loadRoot } from "../../server/proto/load.mjs";
-
-let root;
+import { grpcClient } from "../../server/proto/load.mjs";
 
 export function connect(t, url) {
-  root ??= loadRoot();
   const clients = {};
   const client = (service) => {
-    if (clients[service]) return clients[service];
-    const svc = root.lookupService(service);
-    const def = {};
-    for (const m of svc.methodsArray) {
-      const Req = root.lookupType(m.requestType);
-      const Res = root.lookupType(m.responseType);
-      def[m.name] = {
-        path: `/${service}/${m.name}`,
-        requestStream: Boolean(m.requestStream),
-        responseStream: Boolean(m.responseStream),
-        requestSerialize: (o) => Buffer.from(Req.encode(Req.fromObject(o)).finish()),
-        responseDeserialize: (b) => Res.toObject(Res.decode(b), { longs: String, enums: String, bytes: String }),
-      };
+    if (!clients[service]) {
+      const c = grpcClient(url, service, { channel: { "grpc.max_receive_message_length": -1 } });
+      t.after(() => c.close());
+      clients[service] = c;
     }
-    const Ctor = grpc.makeGenericClientConstructor(def, service);
-    const c = new Ctor(url.replace("http://", ""), grpc.credentials.createInsecure(), {
-      "grpc.max_receive_message_length": -1,
-    });
-    t.after(() => c.close());
-    clients[service] = c;
-    return c;
+    return clients[service];
   };
   const unary = (service, method, req, deadlineMs = 10_000) =>
     new Promise((ok) =>

@@ -8,9 +8,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { startBoth, post } from "./harness.mjs";
-import { loadRoot } from "../../server/proto/load.mjs";
+import { grpcClient as sharedClient } from "../../server/proto/load.mjs";
 
-const root = loadRoot();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const within = (p, ms, what) => {
   let timer;
@@ -19,21 +18,7 @@ const within = (p, ms, what) => {
 
 /** A gRPC client of `service` (e.g. "v3lockpb.Lock") with server/proto's definitions. */
 export function grpcClient(t, url, service) {
-  const svc = root.lookupService(service);
-  const def = {};
-  for (const m of svc.methodsArray) {
-    const Req = root.lookupType(m.requestType);
-    const Res = root.lookupType(m.responseType);
-    def[m.name] = {
-      path: `/${service}/${m.name}`,
-      requestStream: Boolean(m.requestStream),
-      responseStream: Boolean(m.responseStream),
-      requestSerialize: (o) => Buffer.from(Req.encode(Req.fromObject(o)).finish()),
-      responseDeserialize: (b) => Res.toObject(Res.decode(b), { longs: String, enums: String, bytes: String }),
-    };
-  }
-  const Ctor = grpc.makeGenericClientConstructor(def, service);
-  const c = new Ctor(url.replace("http://", ""), grpc.credentials.createInsecure());
+  const c = sharedClient(url, service);
   t.after(() => c.close());
   return c;
 }

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { startServer, slowBodies, probe } from "./slow-clients.mjs";
-import { loadRoot } from "../../server/proto/load.mjs";
+import { grpcClient as sharedClient } from "../../server/proto/load.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -29,22 +29,7 @@ async function until(fn, ms) {
 }
 
 function grpcClient(t, url, service) {
-  const root = loadRoot();
-  const svc = root.lookupService(service);
-  const def = {};
-  for (const m of svc.methodsArray) {
-    const Req = root.lookupType(m.requestType);
-    const Res = root.lookupType(m.responseType);
-    def[m.name] = {
-      path: `/${service}/${m.name}`,
-      requestStream: Boolean(m.requestStream),
-      responseStream: Boolean(m.responseStream),
-      requestSerialize: (o) => Buffer.from(Req.encode(Req.fromObject(o)).finish()),
-      responseDeserialize: (b) => Res.toObject(Res.decode(b), { longs: String, bytes: String }),
-    };
-  }
-  const Ctor = grpc.makeGenericClientConstructor(def, service);
-  const c = new Ctor(url.replace("http://", ""), grpc.credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 });
+  const c = sharedClient(url, service, { enums: undefined, channel: { "grpc.use_local_subchannel_pool": 1 } });
   t.after(() => c.close());
   return c;
 }

@@ -37,6 +37,11 @@ const jsonKind = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : type
 // Go's name for an enum type: etcdserverpb.RangeRequest_SortOrder.
 const goEnum = (type) => type.replace(/^([^.]+)\.(.*)$/, (_, pkg, rest) => `${pkg}.${rest.replaceAll(".", "_")}`);
 
+// Bad input named in an error message, at most this long: etcd's body limit
+// bounds what Go echoes, but a 1.9 MB number need not come back whole.
+const SHOWN_CHARS = 64;
+const shown = (text) => (text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS)}...` : text);
+
 function integer(v, type) {
   const bits = INT64.has(type) ? 64 : 32;
   const unsigned = type.startsWith("u") || type.startsWith("fixed");
@@ -52,11 +57,13 @@ function integer(v, type) {
     }
     text = /^-?\d+$/.test(t) ? t : String(Number(t));
   } else throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type ${goType}`);
-  if (!/^-?\d+$/.test(text)) throw bad(`json: cannot unmarshal number ${text} into Go value of type ${goType}`);
+  if (!/^-?\d+$/.test(text)) throw bad(`json: cannot unmarshal number ${shown(text)} into Go value of type ${goType}`);
+  // Past 21 digits no 64-bit value fits: no need to parse it.
+  if (text.replace("-", "").length > 21) throw bad(`json: cannot unmarshal number ${shown(text)} into Go value of type ${goType}`);
   const n = BigInt(text);
   const min = unsigned ? 0n : -(1n << BigInt(bits - 1));
   const max = unsigned ? (1n << BigInt(bits)) - 1n : (1n << BigInt(bits - 1)) - 1n;
-  if (n < min || n > max) throw bad(`json: cannot unmarshal number ${text} into Go value of type ${goType}`);
+  if (n < min || n > max) throw bad(`json: cannot unmarshal number ${shown(text)} into Go value of type ${goType}`);
   return bits === 64 ? n.toString() : Number(n);
 }
 
@@ -110,7 +117,7 @@ function value(f, v, depth) {
   if (messages[t]) return message(t, v, depth + 1);
   if (enums[t]) {
     if (typeof v === "string") {
-      if (!(v in enums[t])) throw bad(`unknown value ${JSON.stringify(v)} for enum ${goEnum(t)}`);
+      if (!(v in enums[t])) throw bad(`unknown value ${shown(JSON.stringify(v))} for enum ${goEnum(t)}`);
       return v;
     }
     const n = integer(v, "int32");

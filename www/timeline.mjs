@@ -14,11 +14,12 @@ function el(tag, className) {
   return e;
 }
 
-function span(seconds) {
+/** A tick's label; one unit per axis, chosen by its scale (`future`, seconds). */
+function span(seconds, future) {
   if (seconds === 0) return "now";
   const sign = seconds < 0 ? "−" : "+";
   const a = Math.abs(seconds);
-  const text = a >= 7200 ? `${a / 3600} h` : a >= 120 ? `${a / 60} min` : `${a} s`;
+  const text = future >= 7200 ? `${a / 3600} h` : future >= 120 ? `${a / 60} min` : `${a} s`;
   return sign + text;
 }
 
@@ -149,7 +150,7 @@ export class Timeline {
     this.axis.replaceChildren(
       ...ticks.map((s) => {
         const t = el("span", "tl-tick");
-        t.textContent = span(s);
+        t.textContent = span(s, future);
         t.style.left = pct(NOW_AT + (s / future) * (1 - NOW_AT));
         if (s === 0) t.classList.add("tl-tick-now");
         return t;

@@ -1,23 +1,45 @@
-// The demo page: two lessors, one on the wall clock (optionally stored in
-// IndexedDB) and one on a simulated clock; the controls that drive them; and
-// a view redrawn every frame. No framework: keyed lists updated in place, so
-// a button keeps focus while the bars around it move.
+// The demo page: a dashboard of one etcd keyspace and its leases, from one
+// of three sources: the server the page came from (edge-lease's, watched
+// through edge-lease/client), or this page's own engine on the wall clock
+// (optionally stored in IndexedDB) or on a simulated clock (the lock story).
+// The controls act on the source on screen; the view is redrawn every frame.
+// No framework: keyed lists updated in place, so a button keeps focus while
+// the bars around it move.
 
-import init, { Lessor } from "edge-lease";
-import { IndexedDbStore } from "edge-lease/stores/indexeddb";
+import { lockRows, ordinal } from "./locks.mjs";
+import { ServerSource } from "./remote.mjs";
 import { RealClock, Session, SimClock } from "./session.mjs";
 import { FencedResource, startLockStory } from "./story.mjs";
+import { Timeline } from "./timeline.mjs";
 
 const DB = "edge-lease-demo";
 const PERSIST_PREF = "edge-lease-demo:persist";
+const SOURCE_PREF = "edge-lease-demo:source";
 const LOG_LIMIT = 300;
+const HISTORY_LIMIT = 200;
 const $ = (id) => document.getElementById(id);
 
-await init();
+// The engine (wasm) loads only when the page's own lessors are first used.
+let Lessor = null;
+let IndexedDbStore = null;
+let engineLoading = null;
+function loadEngine() {
+  engineLoading ??= (async () => {
+    const core = await import("edge-lease");
+    await core.default();
+    Lessor = core.Lessor;
+    ({ IndexedDbStore } = await import("edge-lease/stores/indexeddb"));
+  })();
+  return engineLoading;
+}
 
 let real = null; // Session on the wall clock
 let sim = null; // Session on a SimClock, made on first use
-let active = null; // the one on screen
+let server = null; // ServerSource, if the page came from a server
+let lastPage = null; // the page lessor shown last (real or sim)
+let active = null; // the source on screen
+
+const timeline = new Timeline({ root: $("timeline"), axis: $("tl-axis"), lanes: $("tl-lanes"), empty: $("no-timeline") });
 
 // ---- small DOM helpers ----------------------------------------------------
 
@@ -52,6 +74,22 @@ function stamp(s) {
 function leaseName(s, id) {
   const owner = s.owners.get(id);
   return owner ? `${id} (${owner})` : id;
+}
+
+function pref(name) {
+  try {
+    return localStorage.getItem(name);
+  } catch {
+    return null; // storage blocked
+  }
+}
+
+function setPref(name, value) {
+  try {
+    localStorage.setItem(name, value);
+  } catch {
+    // storage blocked: the choice lasts until the page goes
+  }
 }
 
 function notice(text, isError = false) {
@@ -96,14 +134,32 @@ function report(s, e) {
 
 // ---- sessions ------------------------------------------------------------
 
+function makeLog() {
+  const log = el("ol", "log");
+  log.setAttribute("role", "log");
+  log.setAttribute("aria-labelledby", "log-heading");
+  log.hidden = true;
+  $("logs").append(log);
+  return log;
+}
+
 function makeSession(clock, lessor) {
   const s = new Session(clock, lessor);
-  s.log = el("ol", "log");
-  s.log.setAttribute("role", "log");
-  s.log.setAttribute("aria-labelledby", "log-heading");
-  s.log.hidden = true;
-  $("logs").append(s.log);
+  s.kind = "page";
+  s.log = makeLog();
   s.onError = (e) => report(s, e);
+  // The timeline's record: grant, renewals and end of each lease.
+  s.history = new Map();
+  lessor.addEventListener("grant", (e) => {
+    s.history.set(e.lease, { start: clock.now(), startKind: "grant", renewals: [], end: null, endKind: null, ttl: e.ttl });
+  });
+  lessor.addEventListener("renew", (e) => s.history.get(e.lease)?.renewals.push(clock.now()));
+  for (const type of ["revoke", "expire"]) {
+    lessor.addEventListener(type, (e) => {
+      const h = s.history.get(e.lease);
+      if (h) Object.assign(h, { end: clock.now(), endKind: type });
+    });
+  }
   for (const type of Object.keys(describe)) {
     // A revision only where the keyspace changed: a lease that goes without
     // keys reports the current revision, which would read as a change.
@@ -121,6 +177,35 @@ function persistOn() {
   } catch {
     return false; // storage blocked: nothing would survive anyway
   }
+}
+
+// ---- the server ----------------------------------------------------------------
+
+/** Whether the page came from an etcd server (edge-lease's): its /version answers. */
+async function detectServer() {
+  if (!/^https?:$/.test(location.protocol)) return false;
+  try {
+    const r = await fetch("/version", { signal: AbortSignal.timeout(3000) });
+    if (!r.ok) return false;
+    const v = await r.json();
+    return typeof v.etcdserver === "string";
+  } catch {
+    return false;
+  }
+}
+
+function openServer() {
+  const src = new ServerSource(location.origin, {
+    log: (kind, text, revision) => addLog(src, kind, text, revision),
+    error: (e) => report(src, e),
+    reach: (ok, e) => {
+      if (ok && src.reachable === false) notice(`The server at ${location.host} answers again.`);
+      if (!ok) notice(`The server at ${location.host} does not answer (${errorText(e)}); trying again every second.`, true);
+    },
+  });
+  src.log = makeLog();
+  addLog(src, "note", `watching the server at ${location.host}: keys through a watch, leases by polling every second`);
+  return src;
 }
 
 async function openReal() {
@@ -188,20 +273,48 @@ function newSim() {
 
 const leaseRows = new Map(); // lease id -> { el, fill, bar, left, keys, owner, keepAlive }
 const keyRows = new Map(); // key -> { el, cells }
+const lockRowEls = new Map(); // key -> { el, cells }
 
 function show(s) {
   active = s;
+  if (s.kind === "page") lastPage = s;
   for (const log of $("logs").children) log.hidden = log !== s.log;
-  for (const row of leaseRows.values()) row.el.remove();
-  leaseRows.clear();
-  for (const row of keyRows.values()) row.el.remove();
-  keyRows.clear();
+  for (const rows of [leaseRows, keyRows, lockRowEls]) {
+    for (const row of rows.values()) row.el.remove();
+    rows.clear();
+  }
+  keysShown = null;
+  timeline.clear();
+  document.body.dataset.source = s.kind;
+  document.querySelector(`input[name=source][value=${s.kind}]`).checked = true;
   const isSim = s.clock.kind === "sim";
   document.querySelector(`input[name=mode][value=${isSim ? "sim" : "real"}]`).checked = true;
   for (const b of $("sim-controls").querySelectorAll("button")) b.disabled = !isSim;
-  $("which").textContent = isSim ? "simulated clock, in memory" : s.store ? "real time, IndexedDB" : "real time, in memory";
+  syncWhich();
   syncSimButtons();
   render();
+}
+
+function syncWhich() {
+  const s = active;
+  if (!s) return;
+  let text;
+  if (s.kind === "server") text = `the server at ${location.host}${s.reachable === false ? " (not answering)" : ""}`;
+  else if (s.clock.kind === "sim") text = "simulated clock, in memory";
+  else text = s.store ? "real time, IndexedDB" : "real time, in memory";
+  setText($("which"), text);
+}
+
+/** Shows this page's engine: the lessor shown last, else the real-time one. */
+async function usePage() {
+  await loadEngine();
+  if (!real) await openReal();
+  show(lastPage && !lastPage.closed ? lastPage : real);
+}
+
+function useServer() {
+  server ??= openServer();
+  show(server);
 }
 
 function syncSimButtons() {
@@ -285,16 +398,53 @@ function leaseRow(id) {
   return { el: li, fill, bar, left, keys, owner, keepAlive };
 }
 
-function renderLeases(s) {
-  const ids = s.lessor.leases();
-  const live = new Set(ids);
+/** Each live lease of a source: { id, grantedTtl, ttlMs, keys }. */
+function leaseViews(s, view) {
+  if (s.kind === "server") {
+    const now = s.now();
+    return [...s.leases.values()].map((l) => ({
+      id: l.id,
+      grantedTtl: l.grantedTtl,
+      ttlMs: Math.max(0, Math.round(s.deadline(l) - now)),
+      keys: view.keysBy.get(l.id) ?? [],
+    }));
+  }
+  return s.lessor.leases().map((id) => {
+    const t = s.lessor.timeToLive(id, { keys: true });
+    return { id, grantedTtl: t.grantedTtl, ttlMs: t.ttlMs, keys: t.keys };
+  });
+}
+
+// The keyspace as last drawn; rebuilt when the revision moves.
+let keysShown = null; // { source, revision, prefix, entries, keysBy }
+
+function keyspace(s) {
+  const revision = s.kind === "server" ? s.revision : s.lessor.revision;
+  const prefix = $("lock-prefix").value;
+  if (keysShown && keysShown.source === s && keysShown.revision === revision && keysShown.prefix === prefix && !keysShown.dirty) {
+    return { ...keysShown, changed: false };
+  }
+  const entries = s.kind === "server" ? [...s.entries.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)) : s.lessor.range("");
+  const keysBy = new Map();
+  for (const e of entries) {
+    if (!e.lease) continue;
+    if (!keysBy.has(e.lease)) keysBy.set(e.lease, []);
+    keysBy.get(e.lease).push(e.key);
+  }
+  keysShown = { source: s, revision, prefix, entries, keysBy };
+  return { ...keysShown, changed: true };
+}
+
+function renderLeases(s, leases) {
+  const live = new Set(leases.map((l) => l.id));
   for (const [id, row] of leaseRows) {
     if (!live.has(id)) {
       dropRow(row.el, "leases-heading");
       leaseRows.delete(id);
     }
   }
-  for (const id of ids) {
+  for (const t of leases) {
+    const id = t.id;
     let row = leaseRows.get(id);
     if (!row) {
       // New leases go last; rows never move, so focus never jumps.
@@ -302,7 +452,6 @@ function renderLeases(s) {
       leaseRows.set(id, row);
       $("leases").append(row.el);
     }
-    const t = s.lessor.timeToLive(id, { keys: true });
     const full = t.grantedTtl * 1000;
     const frac = Math.min(t.ttlMs / full, 1);
     row.fill.style.width = `${(frac * 100).toFixed(2)}%`;
@@ -318,11 +467,18 @@ function renderLeases(s) {
     row.keepAlive.setAttribute("aria-pressed", String(alive));
     setText(row.keepAlive, alive ? "Keeping alive" : "Keep alive");
   }
-  $("no-leases").hidden = ids.length > 0;
+  $("no-leases").hidden = leases.length > 0;
 }
 
-function renderKeys(s) {
-  const entries = s.lessor.range("");
+/** A table cell that says its column's name where the table is shown as cards (narrow screens). */
+function cell(tag, label, className = "") {
+  const c = el(tag, className);
+  if (label) c.dataset.label = label;
+  return c;
+}
+
+function renderKeys(s, view) {
+  const { entries } = view;
   const live = new Set(entries.map((e) => e.key));
   for (const [key, row] of keyRows) {
     if (!live.has(key)) {
@@ -330,24 +486,34 @@ function renderKeys(s) {
       keyRows.delete(key);
     }
   }
-  for (const e of entries) {
+  let before = null; // rows follow the keys' order (new keys slot in)
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i];
     let row = keyRows.get(e.key);
     if (!row) {
       const tr = el("tr");
       tr.dataset.key = e.key;
-      const cells = [el("th"), el("td"), el("td"), el("td", "num"), el("td", "num"), el("td", "num")];
+      const cells = [
+        cell("th", "", "key"),
+        cell("td", "Value", "value"),
+        cell("td", "Lease", "lease-id"),
+        cell("td", "Create rev", "num"),
+        cell("td", "Mod rev", "num"),
+        cell("td", "Ver", "num"),
+      ];
       cells[0].scope = "row";
       const del = el("button", "", "Delete");
       del.type = "button";
       del.dataset.action = "delete";
       del.setAttribute("aria-label", `Delete key ${e.key}`);
-      const last = el("td");
+      const last = cell("td", "", "actions");
       last.append(del);
       tr.append(...cells, last);
       row = { el: tr, cells };
       keyRows.set(e.key, row);
-      $("keys").append(tr);
+      $("keys").insertBefore(tr, before);
     }
+    before = row.el;
     const value = typeof e.value === "string" ? e.value : `${e.value.length} bytes`;
     const texts = [e.key, value, e.lease ? leaseName(s, e.lease) : "none", e.createRevision, e.modRevision, e.version];
     texts.forEach((t, i) => setText(row.cells[i], String(t)));
@@ -355,36 +521,110 @@ function renderKeys(s) {
     row.el.dataset.value = value;
   }
   $("no-keys").hidden = entries.length > 0;
+  setText($("keys-more"), s.kind === "server" && s.truncated ? " The server holds more keys than the page read at the start: changes since show, older keys may not." : "");
+}
+
+function renderLocks(s, view) {
+  const rows = lockRows(view.entries, view.prefix);
+  const live = new Set(rows.map((r) => r.key));
+  for (const [key, row] of lockRowEls) {
+    if (!live.has(key)) {
+      row.el.remove();
+      lockRowEls.delete(key);
+    }
+  }
+  const groupSize = new Map();
+  for (const r of rows) groupSize.set(r.name, (groupSize.get(r.name) ?? 0) + 1);
+  for (const r of rows) {
+    let row = lockRowEls.get(r.key);
+    if (!row) {
+      const tr = el("tr");
+      tr.dataset.key = r.key;
+      const cells = [cell("th", "", "key"), cell("td", "State"), cell("td", "Token", "num"), cell("td", "Lease", "lease-id")];
+      cells[0].scope = "row";
+      tr.append(...cells);
+      row = { el: tr, cells };
+      lockRowEls.set(r.key, row);
+    }
+    // Holders change places with waiters: rows follow (they hold no buttons).
+    $("locks").append(row.el);
+    const state = r.place === 0 ? "holds" : `waits (${ordinal(r.place + 1)} in line)`;
+    row.el.dataset.state = r.place === 0 ? "holder" : "waiting";
+    row.el.dataset.token = String(r.token);
+    row.el.dataset.lock = r.name;
+    row.el.title = r.key;
+    const texts = [r.name, state, String(r.token), r.lease ? leaseName(s, r.lease) : "none"];
+    texts.forEach((t, i) => setText(row.cells[i], t));
+  }
+  $("no-locks").hidden = rows.length > 0;
+}
+
+/** The timeline's lanes: each lease the source recorded, live or recently ended. */
+function renderTimeline(s, leases) {
+  const now = s.clock.now();
+  const live = new Map(leases.map((l) => [l.id, l]));
+  // Leases that were there before the page looked (restored, or on the
+  // server already): they began at their last renewal, as far as we know.
+  for (const l of leases) {
+    if (!s.history.has(l.id)) {
+      s.history.set(l.id, { start: now + l.ttlMs - l.grantedTtl * 1000, startKind: "seen", renewals: [], end: null, endKind: null, ttl: l.grantedTtl });
+    }
+  }
+  const items = [];
+  for (const [id, h] of s.history) {
+    const l = live.get(id);
+    if (h.end === null && !l) continue; // gone, its end not yet known
+    items.push({ id, label: s.owners.has(id) ? `${s.owners.get(id)} (${id})` : id, ...h, deadline: l ? now + l.ttlMs : null });
+  }
+  if (s.history.size > HISTORY_LIMIT) {
+    // Forget the oldest ended leases.
+    const ended = [...s.history].filter(([, h]) => h.end !== null).sort((a, b) => a[1].end - b[1].end);
+    for (const [id] of ended.slice(0, s.history.size - HISTORY_LIMIT)) s.history.delete(id);
+  }
+  timeline.render(now, items);
 }
 
 let leaseOptions = "";
-function renderLeaseSelect(s) {
-  const ids = s.lessor.leases();
+let wantLease = null; // a lease just granted: preselected once it shows
+function renderLeaseSelect(s, leases) {
+  const ids = leases.map((l) => l.id);
   const sig = ids.map((id) => leaseName(s, id)).join("|");
-  if (sig === leaseOptions) return;
-  leaseOptions = sig;
-  const select = $("put-lease");
-  const chosen = select.value;
-  select.replaceChildren(el("option", "", "No lease (stays)"));
-  select.firstChild.value = "";
-  for (const id of ids) {
-    const o = el("option", "", `lease ${leaseName(s, id)}`);
-    o.value = id;
-    select.append(o);
+  if (sig !== leaseOptions) {
+    leaseOptions = sig;
+    const select = $("put-lease");
+    const chosen = select.value;
+    select.replaceChildren(el("option", "", "No lease (stays)"));
+    select.firstChild.value = "";
+    for (const id of ids) {
+      const o = el("option", "", `lease ${leaseName(s, id)}`);
+      o.value = id;
+      select.append(o);
+    }
+    select.value = ids.includes(chosen) ? chosen : "";
   }
-  select.value = ids.includes(chosen) ? chosen : "";
+  if (wantLease && ids.includes(wantLease)) {
+    $("put-lease").value = wantLease; // the likely next step: attach a key to it
+    wantLease = null;
+  }
 }
 
 function render() {
   const s = active;
   if (!s || s.closed) return;
   const c = s.clock;
-  const mode = c.kind === "real" ? "real time" : `simulated, ${c.paused ? "paused" : `×${c.speed}`}`;
+  const mode = s.kind === "server" ? "real time, this browser's clock" : c.kind === "real" ? "real time" : `simulated, ${c.paused ? "paused" : `×${c.speed}`}`;
   setText($("clock-now"), `${stamp(s)} (${mode})`);
-  setText($("revision"), String(s.lessor.revision));
-  renderLeases(s);
-  renderKeys(s);
-  renderLeaseSelect(s);
+  const view = keyspace(s);
+  setText($("revision"), String(view.revision));
+  const leases = leaseViews(s, view);
+  renderLeases(s, leases);
+  if (view.changed) {
+    renderKeys(s, view);
+    renderLocks(s, view);
+  }
+  renderTimeline(s, leases);
+  renderLeaseSelect(s, leases);
+  syncWhich();
 }
 
 function frame() {
@@ -394,42 +634,55 @@ function frame() {
 
 // ---- controls ---------------------------------------------------------------
 
-// Runs a user action on the lessor on screen and reports what it threw.
+// Runs a user action on the source on screen and reports what it threw. The
+// page's lessors answer at once (and the view is redrawn before the handler
+// returns); the server's answers are promises.
 function act(fn) {
   const s = active;
   if (!s || s.closed) return;
+  let r;
   try {
-    fn(s);
+    r = fn(s);
   } catch (e) {
     report(s, e);
+  }
+  if (r && typeof r.then === "function") {
+    r.then(
+      () => render(),
+      (e) => report(s, e),
+    );
   }
   render();
 }
 
 $("grant-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
-  act((s) => {
-    const { id, ttl } = s.lessor.grant(Number($("grant-ttl").value));
+  const ttl = Number($("grant-ttl").value);
+  const granted = ({ id, ttl }) => {
     notice(`Granted lease ${id} with a TTL of ${ttl} s.`);
+    wantLease = id;
     render();
-    $("put-lease").value = id; // the likely next step: attach a key to it
-  });
+  };
+  act((s) => (s.kind === "server" ? s.grant(ttl).then(granted) : granted(s.lessor.grant(ttl))));
 });
 
 $("put-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
+  const key = $("put-key").value;
+  const value = $("put-value").value;
+  const lease = $("put-lease").value || null;
+  const ifAbsent = $("put-if-absent").checked;
   act((s) => {
-    const key = $("put-key").value;
-    const lease = $("put-lease").value || null;
-    const ifAbsent = $("put-if-absent").checked;
-    const r = s.lessor.put(key, $("put-value").value, { lease, ifAbsent });
-    if (!r.created && ifAbsent) {
-      const held = `${key} exists (fencing token ${r.prev.createRevision}): nothing written`;
-      notice(`Refused: ${held}.`);
-      addLog(s, "refused", held);
-    } else {
-      notice(`Wrote ${key} at revision ${r.revision}.`);
-    }
+    const done = (r) => {
+      if (!r.created && ifAbsent) {
+        const held = `${key} exists (fencing token ${r.prev.createRevision}): nothing written`;
+        notice(`Refused: ${held}.`);
+        addLog(s, "refused", held);
+      } else {
+        notice(`Wrote ${key} at revision ${r.revision}.`);
+      }
+    };
+    return s.kind === "server" ? s.put(key, value, { lease, ifAbsent }).then(done) : done(s.lessor.put(key, value, { lease, ifAbsent }));
   });
 });
 
@@ -438,16 +691,30 @@ $("leases").addEventListener("click", (ev) => {
   if (!b) return;
   const id = b.closest("li").dataset.id;
   act((s) => {
+    if (b.dataset.action === "keepalive") return s.keepAlive(id, !s.alive.has(id));
+    if (s.kind === "server") return b.dataset.action === "renew" ? s.renew(id) : s.revoke(id);
     if (b.dataset.action === "renew") s.lessor.renew(id);
-    else if (b.dataset.action === "keepalive") s.keepAlive(id, !s.alive.has(id));
     else if (b.dataset.action === "revoke") s.lessor.revoke(id);
   });
 });
 
 $("keys").addEventListener("click", (ev) => {
   const b = ev.target.closest("button[data-action=delete]");
-  if (b) act((s) => s.lessor.delete(b.closest("tr").dataset.key));
+  if (!b) return;
+  const key = b.closest("tr").dataset.key;
+  act((s) => (s.kind === "server" ? s.delete(key) : s.lessor.delete(key)));
 });
+
+for (const radio of document.querySelectorAll("input[name=source]")) {
+  radio.addEventListener("change", () => {
+    if (!radio.checked) return;
+    setPref(SOURCE_PREF, radio.value);
+    if (radio.value === "server") useServer();
+    else usePage().catch((e) => report(null, e));
+  });
+}
+
+$("lock-prefix").addEventListener("input", () => render());
 
 for (const radio of document.querySelectorAll("input[name=mode]")) {
   radio.addEventListener("change", () => {
@@ -471,7 +738,12 @@ for (const [id, ms] of [["step1", 1000], ["step10", 10_000]]) {
   $(id).addEventListener("click", () => act((s) => s.advanceTo(s.clock.now() + ms)));
 }
 
-$("story").addEventListener("click", () => {
+$("story").addEventListener("click", async () => {
+  if (!Lessor) {
+    // The story runs on this page's engine: load it first.
+    setPref(SOURCE_PREF, "page");
+    await usePage();
+  }
   show(newSim());
   $("resource-rows").replaceChildren();
   setText($("highest-token"), "none");
@@ -480,9 +752,14 @@ $("story").addEventListener("click", () => {
     tr.dataset.result = w.ok ? "accepted" : "rejected";
     tr.dataset.writer = w.writer;
     tr.dataset.token = String(w.token);
-    tr.append(el("td", "time", stamp(sim)), el("td", "", w.writer), el("td", "num", String(w.token)));
-    tr.append(el("td", "result", w.ok ? "ACCEPTED" : `REJECTED: token ${w.token} < ${w.highest}`));
-    tr.append(el("td", "", w.data));
+    const td = (label, className, text) => {
+      const c = cell("td", label, className);
+      c.textContent = text;
+      return c;
+    };
+    tr.append(td("Time", "time", stamp(sim)), td("Writer", "", w.writer), td("Token", "num", String(w.token)));
+    tr.append(td("Result", "result", w.ok ? "ACCEPTED" : `REJECTED: token ${w.token} < ${w.highest}`));
+    tr.append(td("Data", "", w.data));
     $("resource-rows").append(tr);
     setText($("highest-token"), String(w.highest));
     addLog(sim, w.ok ? "accepted" : "rejected", `resource ${w.ok ? "accepted" : "REJECTED"} ${w.writer}'s write with token ${w.token}`);
@@ -499,6 +776,7 @@ $("persist").addEventListener("change", () => {
     report(active, e);
     return;
   }
+  if (!real) return; // not started yet: it starts with the new setting
   restartReal().then(
     () => notice($("persist").checked ? "Storing the real-time lessor in IndexedDB, starting afresh." : "Real-time lessor now in memory only; the store was deleted."),
     (e) => report(real, e),
@@ -506,6 +784,7 @@ $("persist").addEventListener("change", () => {
 });
 
 $("reset").addEventListener("click", () => {
+  if (active.kind !== "page") return;
   if (active === sim) {
     show(newSim());
     notice("Simulated lessor reset.");
@@ -516,8 +795,14 @@ $("reset").addEventListener("click", () => {
 
 // ---- start -------------------------------------------------------------------
 
+// The server if the page came from one (unless this page's engine was
+// chosen last time), else this page's engine.
 $("persist").checked = persistOn();
-await openReal();
-show(real);
+const hasServer = await detectServer();
+const serverRadio = document.querySelector("input[name=source][value=server]");
+serverRadio.disabled = !hasServer;
+$("server-origin").textContent = hasServer ? location.host : "(none: this page was not served by edge-lease)";
+if (hasServer && pref(SOURCE_PREF) !== "page") useServer();
+else await usePage();
 setInterval(drive, 100);
 requestAnimationFrame(frame);

@@ -22,6 +22,12 @@ after(async () => {
 
 async function open(viewport = { width: 1280, height: 900 }) {
   const context = await browser.newContext({ viewport });
+  // These tests are about the page's own engine: choose it as a visitor who
+  // chose it before would have (the page remembers), so the page never opens
+  // its watch on the server (dashboard.test.mjs tests that, and the switch).
+  await context.addInitScript(() => {
+    if (localStorage.getItem("edge-lease-demo:source") === null) localStorage.setItem("edge-lease-demo:source", "page");
+  });
   const watched = await watchedPage(context, server.origin);
   await load(watched.page, server.origin);
   return { context, ...watched };

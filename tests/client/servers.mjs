@@ -11,6 +11,12 @@
 //
 // A test that needs "server" (a URL: proxies, etcdctl, other processes,
 // restarts) is about servers and runs against etcd and edge-lease only.
+// One that needs "url" (a URL it can put a proxy in front of, nothing more)
+// runs against the Worker too.
+//
+// "worker" is edge-lease/worker under Miniflare (tests/workerd/harness.mjs),
+// one runtime per test file started when its first test needs it, and the
+// client pointed at one namespace of it: connect(<origin>/n/client-tests).
 
 import { after, before, test } from "node:test";
 import { connect } from "../../js/client/index.mjs";
@@ -18,10 +24,13 @@ import { Lessor } from "../../js/node.mjs";
 import { startEdge, startEtcd } from "../etcd/harness.mjs";
 
 /** Every backend a client test runs against, unless it says otherwise. */
-export const BACKENDS = ["etcd", "edge-lease", "lessor"];
+export const BACKENDS = ["etcd", "edge-lease", "lessor", "worker"];
 
 /** The backends with a URL (for `backends:` in tests that need one beyond "server"). */
 export const SERVERS = ["etcd", "edge-lease"];
+
+/** The namespace of the Worker the client tests use. */
+export const WORKER_NAMESPACE = "client-tests";
 
 export const EDGE_LACKS = new Set([]); // edge-lease has every feature the tests need
 
@@ -47,6 +56,18 @@ export function useServers(names = ["etcd", "edge-lease"]) {
     );
   });
   return started;
+}
+
+/** The Worker under Miniflare for this file, started on first use. */
+let workerStarting = null;
+function useWorker() {
+  workerStarting ??= (async () => {
+    const { startWorker } = await import("../workerd/harness.mjs");
+    const w = await startWorker(scope);
+    started.worker = { url: w.url(WORKER_NAMESPACE), worker: w };
+    return started.worker;
+  })();
+  return workerStarting;
 }
 
 /** A client for `target` (a URL or a Lessor), closed when the test ends. */
@@ -94,16 +115,17 @@ export function lessorBackend(t) {
  */
 export function eachBackend(name, { needs = [], timeout = 30_000, backends = BACKENDS } = {}, fn) {
   for (const b of backends) {
-    if (b === "lessor" && needs.includes("server")) continue;
+    if (b === "lessor" && (needs.includes("server") || needs.includes("url"))) continue;
+    if (b === "worker" && needs.includes("server")) continue;
     const missing = b === "edge-lease" ? needs.filter((f) => EDGE_LACKS.has(f)) : [];
     const skip = missing.length ? `waits for edge-lease's server: ${missing.join(", ")} (EDGE_LACKS in tests/client/servers.mjs)` : false;
-    test(`${name} [${b}]`, { timeout, skip }, (t) => {
+    test(`${name} [${b}]`, { timeout, skip }, async (t) => {
       if (b === "lessor") {
         const { lessor, clock, connect: connectLocal } = lessorBackend(t);
         return fn(t, { name: b, lessor, clock, connect: connectLocal });
       }
       // (A test that starts its own server, restartable(), uses no started one.)
-      const server = started[b];
+      const server = b === "worker" ? await useWorker() : started[b];
       return fn(t, { name: b, url: server?.url, server, connect: (o) => client(t, server.url, o) });
     });
   }
@@ -159,7 +181,8 @@ export async function proxy(t, target) {
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   const p = {
-    url: `http://127.0.0.1:${server.address().port}`,
+    // (The target's path kept: a Worker's namespace is one.)
+    url: `http://127.0.0.1:${server.address().port}${to.pathname.replace(/\/$/, "")}`,
     cut() {
       for (const s of sockets) s.destroy();
       sockets.clear();

@@ -41,7 +41,7 @@ eachBackend("a session outlives its TTL while kept alive; close() revokes", { ti
   await s.close(); // idempotent
 });
 
-eachBackend("keepalives failing: signal aborts at the last known deadline, with a lost event", { needs: ["server"], timeout: 20_000 }, async (t, { url }) => {
+eachBackend("keepalives failing: signal aborts at the last known deadline, with a lost event", { needs: ["url"], timeout: 20_000 }, async (t, { url }) => {
   const p = await proxy(t, url);
   const etcd = connect(p.url, { timeout: 1000 });
   t.after(() => etcd.close());
@@ -61,6 +61,44 @@ eachBackend("keepalives failing: signal aborts at the last known deadline, with 
   assert.equal(s.lost, true);
   p.unblock();
   await s.close();
+});
+
+eachBackend("keepalives stop: the server expires the lease by its own clock (the Worker: its alarm), the lock passes on", { needs: ["url", "txn", "watch", "sort"], timeout: 20_000 }, async (t, { url, connect: direct }) => {
+  // The holder reaches the server through a proxy that goes dark; nobody
+  // revokes its lease: the server's expiry (etcd's lessor, the Node
+  // server's timer, the Durable Object's alarm) has to end it.
+  const p = await proxy(t, url);
+  const held = connect(p.url, { timeout: 1000 });
+  t.after(() => held.close());
+  const etcd = direct();
+  const s = await held.session({ ttl: 2 }); // etcd's (and edge-lease's) minimum TTL
+  const m1 = s.mutex("s6");
+  await m1.lock();
+  const token1 = m1.token;
+  await held.put("s6-data", "x", { lease: s.lease });
+  const w = etcd.watch("s6-data");
+  await w.ready;
+  const waiter = await etcd.session({ ttl: 10 });
+  const m2 = waiter.mutex("s6");
+  let lockedAt = 0;
+  const locking = m2.lock().then(() => (lockedAt = Date.now()));
+  const lost = new Promise((resolve) => s.addEventListener("lost", (e) => resolve(e.reason)));
+  await sleep(800); // at least one keepalive through (every TTL/3)
+  p.block();
+  const deadline = s.deadline;
+  const reason = await within(lost, 3000, "the lost event");
+  assert.equal(reason.code, "LeaseNotFound");
+  assert.equal(s.signal.aborted, true);
+  assert.equal(m1.signal.aborted, true);
+  await within(locking, 4000, "the waiter's lock (the holder's lease expired on the server)");
+  assert.ok(lockedAt >= deadline, `the lock passed ${deadline - lockedAt} ms before the holder's deadline`);
+  assert.ok(m2.token > token1, `${m2.token} > ${token1}`);
+  const next = await within(w.next(), 2000, "the expiry's delete event");
+  assert.deepEqual([next.value.type, next.value.key], ["delete", "s6-data"]);
+  await w.return();
+  assert.equal((await etcd.timeToLive(s.lease)).ttl, -1);
+  assert.equal(await etcd.get("s6-data"), undefined);
+  await m2.unlock();
 });
 
 eachBackend("a lease revoked behind the session's back ends it at the next keepalive (in-process: at once)", { timeout: 20_000 }, async (t, { connect, name }) => {

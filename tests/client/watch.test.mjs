@@ -67,7 +67,7 @@ eachBackend("a revoke's deletes arrive together, in its one revision", { needs: 
   assert.deepEqual(events.map((e) => [e.type, e.key, e.modRevision]), ["a", "b", "c"].map((k) => ["delete", `w2/${k}`, r.revision]));
 });
 
-eachBackend("dropped streams resume after the last revision seen: nothing lost, nothing repeated", { needs: ["watch", "server"], timeout: 30_000 }, async (t, { url, connect }) => {
+eachBackend("dropped streams resume after the last revision seen: nothing lost, nothing repeated", { needs: ["watch", "url"], timeout: 30_000 }, async (t, { url, connect }) => {
   const p = await proxy(t, url);
   const watcher = (await import("../../js/client/index.mjs")).connect(p.url);
   t.after(() => watcher.close());

@@ -303,11 +303,14 @@ export class Binding {
     return this.#unflatten(rows)[0];
   }
 
-  /** `{ id, ttl, ttlMs, grantedTtl, keys }`, ttl -1 if the lease is gone; `id` always as hex. */
-  timeToLive(now, id, withKeys) {
+  /**
+   * `{ id, ttl, ttlMs, grantedTtl, keys }`, ttl -1 if the lease is gone; `id`
+   * always as hex; keys as strings, or as bytes with `bytes`.
+   */
+  timeToLive(now, id, withKeys, bytes = false) {
     const hi = this.#high(id, "lease id");
     const lo = this.#low(id, "lease id");
-    const keys = this.#raw.time_to_live(now, hi, lo, withKeys);
+    const keys = this.#raw.time_to_live(now, hi, lo, withKeys, bytes);
     const hex = this.#format(hi, lo);
     if (keys === undefined) return { id: hex, ttl: -1, ttlMs: -1, grantedTtl: 0, keys: [] };
     const s = this.#s();

@@ -357,7 +357,8 @@ export class Lessor extends EventTarget {
   grant(ttl: number, options?: { id?: LeaseId | bigint | null }): Granted;
   renew(id: LeaseId | bigint): number;
   revoke(id: LeaseId | bigint): Expired;
-  timeToLive(id: LeaseId | bigint, options?: { keys?: boolean }): TimeToLive;
+  timeToLive(id: LeaseId | bigint, options: { keys?: boolean; bytes: true }): Omit<TimeToLive, "keys"> & { keys: Uint8Array[] };
+  timeToLive(id: LeaseId | bigint, options?: { keys?: boolean; bytes?: false }): TimeToLive;
   leases(): LeaseId[];
   put(key: string, value: Value, options: PutOptions & ({ ifAbsent: true } | { prevKv: true })): PutResultWithPrev;
   put(key: string, value: Value, options?: PutOptions): PutResult;

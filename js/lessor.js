@@ -153,8 +153,8 @@ export class Lessor extends EventTarget {
   /** `{ id, ttl, ttlMs, grantedTtl, keys }`; ttl is -1 if the lease is gone. */
   timeToLive(id, opts) {
     this.#enter();
-    const withKeys = Boolean(options(opts, "timeToLive").keys);
-    return this.#b.timeToLive(this.#time(), id, withKeys);
+    const o = options(opts, "timeToLive");
+    return this.#b.timeToLive(this.#time(), id, Boolean(o.keys), Boolean(o.bytes));
   }
 
   /** Live lease ids, soonest deadline first. */

@@ -371,13 +371,25 @@ impl RawLessor {
 
     /// Undefined if not found; else the keys (empty unless asked), with
     /// `Slot::Ttl`, `TtlMs` and `GrantedTtl` set.
-    pub fn time_to_live(&mut self, now: f64, id_hi: u32, id_lo: u32, with_keys: bool) -> JsValue {
+    /// With `bytes`, the keys as Uint8Arrays (keys need not be UTF-8).
+    pub fn time_to_live(
+        &mut self,
+        now: f64,
+        id_hi: u32,
+        id_lo: u32,
+        with_keys: bool,
+        bytes: bool,
+    ) -> JsValue {
         let now = ms(now);
         match self.inner.time_to_live(now, id_of(id_hi, id_lo), with_keys) {
             Ok(t) => {
                 self.set(Slot::Ttl, t.ttl as f64);
                 self.set(Slot::TtlMs, t.ttl_ms as f64);
                 self.set(Slot::GrantedTtl, t.granted_ttl as f64);
+                if bytes {
+                    let keys: Array = t.keys.iter().map(|k| Uint8Array::from(&k[..])).collect();
+                    return keys.into();
+                }
                 keys_js(&t.keys).into()
             }
             Err(_) => JsValue::UNDEFINED,

@@ -313,13 +313,13 @@ fn tick_rows_and_time_to_live() {
     hot!(r.put_str(T0, "a", "1", u32::MAX, 0xffff_fffe, false, false)).unwrap();
     hot!(r.put_str(T0, "b", "2", u32::MAX, 0xffff_fffe, false, false)).unwrap();
 
-    let keys = r.time_to_live(T0 + 400.0, u32::MAX, 0xffff_fffe, true);
+    let keys = r.time_to_live(T0 + 400.0, u32::MAX, 0xffff_fffe, true, false);
     assert_eq!(strings(&keys), ["a", "b"]);
     assert_eq!(
         scratch(&r, &[Slot::Ttl, Slot::TtlMs, Slot::GrantedTtl]),
         [0.0, 600.0, 1.0]
     );
-    assert!(r.time_to_live(T0, 0, 42, true).is_undefined());
+    assert!(r.time_to_live(T0, 0, 42, true, false).is_undefined());
 
     assert_eq!(r.next_deadline(), T0 + 1000.0);
     assert_eq!(r.tick(T0 + 999.0).length(), 0);

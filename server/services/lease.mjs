@@ -1,5 +1,5 @@
 // etcdserverpb.Lease: the engine's lessor, with etcd's ids and errors.
-import { checkSize, engine, leaseIn, leaseOut, toBytes } from "./common.mjs";
+import { checkSize, engine, leaseIn, leaseOut } from "./common.mjs";
 
 const id = (v) => leaseIn(v) ?? 0n;
 
@@ -33,14 +33,15 @@ export function leaseService({ lessor, header }) {
     },
 
     LeaseTimeToLive(req) {
-      const t = engine(() => lessor.timeToLive(id(req.ID), { keys: Boolean(req.keys) }));
+      // Bytes: a key attached to a lease need not be UTF-8.
+      const t = engine(() => lessor.timeToLive(id(req.ID), { keys: Boolean(req.keys), bytes: true }));
       if (t.ttl === -1) return { header: header(), ID: String(req.ID ?? "0"), TTL: -1 };
       return {
         header: header(),
         ID: String(req.ID ?? "0"),
         TTL: t.ttl,
         grantedTTL: t.grantedTtl,
-        keys: req.keys ? t.keys.map(toBytes) : [],
+        keys: req.keys ? t.keys : [],
       };
     },
 

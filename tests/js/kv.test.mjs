@@ -316,3 +316,14 @@ test("history survives a restart from storage", () => {
   assert.equal(text(back.range({ key: "k", revision: 4 }).kvs[0].value), "2");
   assert.throws(() => back.range({ key: "k", revision: 2 }), { code: "Compacted" });
 });
+
+test("timeToLive gives a lease's keys as bytes on request (keys need not be UTF-8)", () => {
+  const { lessor } = setup();
+  const { id } = lessor.grant(10);
+  const key = new Uint8Array([0xff, 0x00, 0x61]);
+  lessor.txn({ success: [{ put: { key, value: "v", lease: id } }] });
+  lessor.put("text", "v", { lease: id });
+  const t = lessor.timeToLive(id, { keys: true, bytes: true });
+  assert.deepEqual(t.keys.map((k) => [...k]), [[0x74, 0x65, 0x78, 0x74], [0xff, 0x00, 0x61]]);
+  assert.deepEqual(lessor.timeToLive(id, { keys: true }).keys[0], "text");
+});

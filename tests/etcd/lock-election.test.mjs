@@ -103,7 +103,7 @@ const keys = async (s, prefix) => {
   return (r.kvs ?? []).sort((x, y) => Number(x.create_revision) - Number(y.create_revision)).map((kv) => text(kv.key));
 };
 /** Polls `fn` until it is truthy, at most `ms`. */
-async function until(fn, ms = 3000) {
+async function until(fn, ms = 10_000) {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();
@@ -248,7 +248,7 @@ test("Election: a canceled or timed-out Campaign resigns; Observe streams each l
     await until(() => seen.length === 4);
     log("second waits for o/zzz", await pending(c2.promise, 100));
     await call(s.kv, "DeleteRange", { key: b("o/zzz") }).promise;
-    log("second elected", await within(c2.promise, 3000, "second elected"));
+    log("second elected", await within(c2.promise, 10_000, "second elected"));
     await until(() => seen.length === 5);
     log("observed", seen);
     obs.cancel();

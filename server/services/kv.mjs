@@ -50,33 +50,9 @@ const byteOrder = (a, b) => {
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
   return a.length - b.length;
 };
-const ORDER_BY = {
-  key: (a, b) => byteOrder(a.key, b.key),
-  version: (a, b) => a.version - b.version,
-  create: (a, b) => a.createRevision - b.createRevision,
-  mod: (a, b) => a.modRevision - b.modRevision,
-  value: (a, b) => byteOrder(a.value, b.value),
-};
-const hasFilters = (q) => Boolean(q.minModRevision || q.maxModRevision || q.minCreateRevision || q.maxCreateRevision);
-
-/**
- * etcd's Range (apply.go) over the engine's range in key order, sorting
- * here as etcd does: equal targets keep key order in either direction (Go's
- * sort of these few is an insertion sort, and Reverse keeps ties), and with
- * no sort order, another target and a limit, only the first limit+1 keys in
- * key order are sorted before the cut. (The engine's own sort reverses ties
- * for DESCEND and sorts the whole range first; a Range inside a Txn still
- * gets that.)
- */
-function range(lessor, q) {
-  if (q.sortTarget === "key" && q.sortOrder !== "descend") return lessor.range({ ...q, sortOrder: "none" });
-  const firstFew = q.sortOrder === "none" && q.limit > 0 && !hasFilters(q);
-  const r = lessor.range({ ...q, sortOrder: "none", sortTarget: "key", limit: firstFew ? q.limit + 1 : 0 });
-  const by = ORDER_BY[q.sortTarget];
-  const kvs = r.kvs.slice().sort(q.sortOrder === "descend" ? (a, b) => by(b, a) : by);
-  if (q.limit > 0 && kvs.length > q.limit) return { ...r, kvs: kvs.slice(0, q.limit), more: true };
-  return { ...r, kvs, more: false };
-}
+// etcd's Range rules (equal values keep key order either way; with a target
+// but no order, only the first limit + 1 keys are sorted) are the engine's.
+const range = (lessor, q) => lessor.range(q);
 
 const putIn = (req) => ({
   key: bytesOf(req.key),

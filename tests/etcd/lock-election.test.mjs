@@ -163,8 +163,19 @@ test("Lock: a waiter canceled or past its deadline deletes its key; a revoked wa
     log("cancel", (await cancelled.promise).code);
     log("only the holder's key left", await until(async () => (await keys(s, "q/")).length === 1 && (await keys(s, "q/"))));
     log("their leases stay", (await call(s.lease, "LeaseLeases", {}).promise).leases.length);
-    // A waiter whose lease is revoked: its key goes with the lease, and it
-    // still waits for the key before it (etcd 3.4's Mutex checks nothing else).
+  });
+});
+
+// Separate from the cancels above, on a fresh etcd: once a server-side wait is
+// canceled, etcd 3.4's in-process watch stream can block for good and later
+// waits on that server never wake (etcd-io/etcd#20716).
+test("Lock: a revoked waiter's key goes with its lease; it still waits for the key before it", async (t) => {
+  await same(t, async (s, log) => {
+    const grant = async () => (await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID;
+    const [l1, l4] = [await grant(), await grant()];
+    [l1, l4].forEach(s.alias);
+    const a = await call(s.lock, "Lock", { name: b("q"), lease: l1 }).promise;
+    // etcd 3.4's Mutex checks nothing but the keys before its own.
     const revoked = call(s.lock, "Lock", { name: b("q"), lease: l4 });
     log("waits", await pending(revoked.promise));
     log("revoke", (await call(s.lease, "LeaseRevoke", { ID: l4 }).promise).header);
@@ -217,7 +228,7 @@ test("Election: campaign, leader, proclaim, resign, a queue of candidates; error
   });
 });
 
-test("Election: a canceled or timed-out Campaign resigns; Observe streams each leader value", async (t) => {
+test("Election: a canceled or timed-out Campaign resigns; Observe ends when canceled", async (t) => {
   await same(t, async (s, log) => {
     const grant = async () => (await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID;
     const [l1, l2, l3] = [await grant(), await grant(), await grant()];
@@ -238,6 +249,24 @@ test("Election: a canceled or timed-out Campaign resigns; Observe streams each l
     cancelled.cancel();
     log("cancel", (await cancelled.promise).code);
     log("only the leader's key left", await until(async () => (await keys(s, "o/")).length === 1 && (await keys(s, "o/"))));
+    obs.cancel();
+    log("observe status after cancel", await within(status, 3000, "observe end"));
+  });
+});
+
+// On a fresh etcd, with no canceled wait before it (see etcd-io/etcd#20716 above).
+test("Election: Observe streams each leader value; a candidate waits for any older key under the prefix", async (t) => {
+  await same(t, async (s, log) => {
+    const grant = async () => (await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID;
+    const [l1, l2] = [await grant(), await grant()];
+    [l1, l2].forEach(s.alias);
+    const seen = [];
+    const obs = s.election.Observe({ name: b("o") });
+    obs.on("data", (d) => seen.push(d));
+    const status = new Promise((ok) => obs.on("status", (st) => ok(st.code)));
+    obs.on("error", () => {});
+    const c1 = await call(s.election, "Campaign", { name: b("o"), lease: l1, value: b("a") }).promise;
+    await until(() => seen.length === 1);
     await call(s.election, "Proclaim", { leader: c1.leader, value: b("a2") }).promise;
     await call(s.kv, "Put", { key: b("o/zzz"), value: b("late") }).promise; // not the leader: not observed
     await call(s.election, "Proclaim", { leader: c1.leader, value: b("a3") }).promise;
@@ -262,16 +291,6 @@ test("Lock and Election on the JSON gateway: paths, encoding, errors as etcd's (
     s.alias(g.body.ID);
     const lock = await post(s.url, "/v3/lock/lock", { name: b("gw").toString("base64"), lease: g.body.ID });
     log("lock", lock);
-    // A waiter whose HTTP client goes away: its key is deleted, as on a cancel.
-    const g2 = await post(s.url, "/v3/lease/grant", { TTL: 60 });
-    s.alias(g2.body.ID);
-    const gone = new AbortController();
-    const waiting = fetch(s.url + "/v3/lock/lock", { method: "POST", body: JSON.stringify({ name: b("gw").toString("base64"), lease: g2.body.ID }), signal: gone.signal }).catch((e) => e.name);
-    log("two keys", await until(async () => (await keys(s, "gw/")).length === 2 && (await keys(s, "gw/"))));
-    gone.abort();
-    log("aborted", await waiting);
-    log("one key", await until(async () => (await keys(s, "gw/")).length === 1 && (await keys(s, "gw/"))));
-    log("unlock", await post(s.url, "/v3/lock/unlock", { key: lock.body.key }));
     const c = await post(s.url, "/v3/election/campaign", { name: b("ge").toString("base64"), lease: g.body.ID, value: b("v").toString("base64") });
     log("campaign", c);
     log("leader", await post(s.url, "/v3/election/leader", { name: b("ge").toString("base64") }));
@@ -297,5 +316,16 @@ test("Lock and Election on the JSON gateway: paths, encoding, errors as etcd's (
     log("observed", await lines(2));
     ac.abort();
     log("resign", await post(s.url, "/v3/election/resign", { leader: c.body.leader }));
+    // Last: after a canceled wait, etcd 3.4's in-process watches may stall (etcd-io/etcd#20716).
+    // A waiter whose HTTP client goes away: its key is deleted, as on a cancel.
+    const g2 = await post(s.url, "/v3/lease/grant", { TTL: 60 });
+    s.alias(g2.body.ID);
+    const gone = new AbortController();
+    const waiting = fetch(s.url + "/v3/lock/lock", { method: "POST", body: JSON.stringify({ name: b("gw").toString("base64"), lease: g2.body.ID }), signal: gone.signal }).catch((e) => e.name);
+    log("two keys", await until(async () => (await keys(s, "gw/")).length === 2 && (await keys(s, "gw/"))));
+    gone.abort();
+    log("aborted", await waiting);
+    log("one key", await until(async () => (await keys(s, "gw/")).length === 1 && (await keys(s, "gw/"))));
+    log("unlock", await post(s.url, "/v3/lock/unlock", { key: lock.body.key }));
   });
 });

@@ -62,6 +62,11 @@ export interface Storage {
    * nothing; a returned promise makes the store async (see `flush()`).
    */
   write(batch: Batch): void | Promise<void>;
+  /**
+   * True if the store keeps the order of writes itself: it then gets each
+   * batch at once rather than after the previous one's promise resolved.
+   */
+  readonly pipelined?: boolean;
 }
 
 // The numeric defaults are the core's (Config::default()); a test keeps
@@ -381,7 +386,10 @@ export class Lessor extends EventTarget {
   readonly revision: number;
   readonly isPrimary: boolean;
   snapshot(): [string, Uint8Array][];
+  /** Resolves when every storage write made so far is durable (not later ones); rejects if one failed. */
   flush(): Promise<void>;
+  /** Storage writes made but not yet durable (0 with a synchronous store). */
+  readonly pendingWrites: number;
   memoryBytes(): number;
   close(): void;
   addEventListener<K extends keyof LessorEventMap>(

@@ -373,9 +373,14 @@ export class Lessor extends EventTarget {
     return Binding.memoryBytes();
   }
 
-  /** Resolves when every storage write so far is durable; rejects if one failed. */
+  /** Resolves when every storage write so far is durable (not later ones); rejects if one failed. */
   flush() {
     return this.#writes ? this.#writes.flush() : Promise.resolve();
+  }
+
+  /** Storage writes made but not yet durable (0 with a synchronous store). */
+  get pendingWrites() {
+    return this.#writes ? this.#writes.pending : 0;
   }
 
   /** Stops the timer and frees the wasm memory. Later calls throw code "Closed". */

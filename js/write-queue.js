@@ -1,6 +1,8 @@
 // The write queue for async storage: a store whose write returns a promise
-// gets the batches one at a time, in order; flush() waits for them; a
-// rejection fails the queue for good (the lessor then refuses changes).
+// gets the batches one at a time, in order (or all at once, if it says it is
+// `pipelined`: it keeps their order itself and may make many durable with
+// one sync); flush() waits for the batches written so far, not for later
+// ones; a rejection fails the queue for good (the lessor then refuses changes).
 
 import { LeaseError } from "./errors.js";
 
@@ -10,6 +12,10 @@ export class WriteQueue {
   #queue = [];
   #inFlight = false;
   #failed = null;
+  // Batches handed in, and batches durable: flush() waits for `#done` to
+  // reach what `#issued` was when it was called.
+  #issued = 0;
+  #done = 0;
   #idle = [];
 
   constructor(storage, onFail) {
@@ -22,26 +28,41 @@ export class WriteQueue {
     return this.#failed;
   }
 
+  /** Batches handed in that are not durable yet. */
+  get pending() {
+    return this.#issued - this.#done;
+  }
+
   // Called from inside wasm with one batch per operation. A synchronous throw
   // fails the operation (the core changes nothing). A promise is chained:
-  // batches go to storage one at a time, in order.
+  // batches go to storage one at a time, in order, unless it is pipelined.
   write(batch) {
     if (this.#inFlight) {
       this.#queue.push(batch);
+      this.#issued++;
       return;
     }
     const r = this.#storage.write(batch);
-    if (r && typeof r.then === "function") {
-      this.#inFlight = true;
-      r.then(() => this.#drain(), (e) => this.#fail(e));
+    this.#issued++;
+    if (!r || typeof r.then !== "function") return this.#durable();
+    if (this.#storage.pipelined) {
+      r.then(() => this.#durable(), (e) => this.#fail(e));
+      return;
     }
+    this.#inFlight = true;
+    r.then(() => (this.#durable(), this.#drain()), (e) => this.#fail(e));
   }
 
   /** Resolves when every batch so far is durable; rejects if one failed. */
   flush() {
     if (this.#failed) return Promise.reject(this.#error());
-    if (!this.#inFlight && this.#queue.length === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => this.#idle.push({ resolve, reject }));
+    if (this.#done >= this.#issued) return Promise.resolve();
+    return new Promise((resolve, reject) => this.#idle.push({ target: this.#issued, resolve, reject }));
+  }
+
+  #durable() {
+    this.#done++;
+    while (this.#idle.length > 0 && this.#idle[0].target <= this.#done) this.#idle.shift().resolve();
   }
 
   #drain() {
@@ -55,15 +76,16 @@ export class WriteQueue {
         return;
       }
       if (r && typeof r.then === "function") {
-        r.then(() => this.#drain(), (e) => this.#fail(e));
+        r.then(() => (this.#durable(), this.#drain()), (e) => this.#fail(e));
         return;
       }
+      this.#durable();
     }
     this.#inFlight = false;
-    for (const w of this.#idle.splice(0)) w.resolve();
   }
 
   #fail(e) {
+    if (this.#failed) return;
     this.#failed = e instanceof Error ? e : new Error(String(e));
     this.#inFlight = false;
     this.#queue.length = 0;

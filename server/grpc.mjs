@@ -60,10 +60,28 @@ function unary(handler) {
   return async (call, callback) => {
     const req = call.request;
     if (req[FAILED]) return callback(status(req[FAILED]));
+    let ac = null;
+    const onCancel = () => ac.abort();
+    const ctx = {
+      size: req[SIZE],
+      // Made on first use, and let go once answered (grpc-js then emits
+      // "cancelled" anyway): most calls never look, and each abort costs a
+      // DOMException.
+      get signal() {
+        if (!ac) {
+          ac = new AbortController();
+          if (call.cancelled) ac.abort();
+          else call.once("cancelled", onCancel);
+        }
+        return ac.signal;
+      },
+    };
     try {
-      callback(null, await handler(req, { size: req[SIZE], signal: cancelSignal(call) }));
+      callback(null, await handler(req, ctx));
     } catch (e) {
       callback(status(e));
+    } finally {
+      if (ac) call.off("cancelled", onCancel);
     }
   };
 }
@@ -152,14 +170,13 @@ export function activeCalls(connection) {
 }
 
 // The connection a call came on. grpc-js keeps the HTTP/2 stream on the call
-// it wraps, and node:http2 wraps a connection that is not a net.Socket
-// (listen.mjs's replay stream) in a socket whose `stream` is that
-// connection. Both are internals: should they move, calls go uncounted
-// (their connections then look idle at the cap) and
-// tests/server/slow-clients.test.mjs fails.
+// it wraps, and node:http2's session.socket stands for the net.Socket
+// listen.mjs handed over (its properties are the socket's). Both are
+// internals: should they move, calls go uncounted (their connections then
+// look idle at the cap) and tests/server/slow-clients.test.mjs fails.
 function connectionOf(call) {
   try {
-    return call.call?.stream?.session?.socket?.stream ?? null;
+    return call.call?.stream?.session?.socket ?? null;
   } catch {
     return null;
   }

@@ -10,7 +10,6 @@
 // received or an idle keep-alive, an HTTP/2 connection with no call in
 // progress), and is refused (closed) only when every connection is busy.
 import { createServer } from "node:net";
-import { Duplex } from "node:stream";
 import { readFileSync } from "node:fs";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -96,10 +95,10 @@ export function connectionPool({ maxConnections = Infinity, busy = () => false }
 export function sniffingServer({ http1, http2, pool = connectionPool(), sniffTimeoutMs = 5_000 }) {
   return createServer((socket) => {
     socket.on("error", () => {});
-    // As node:http and node:http2 do for their own sockets: gRPC goes
-    // through a relay (below), so Nagle's algorithm held small answers
-    // behind the client's delayed ACK (40 ms a request) and HTTP/2 window
-    // updates too (a second large answer crawled at ~1 MB/s).
+    // As node:http and node:http2 do for their own sockets: without it
+    // Nagle's algorithm held small answers behind the client's delayed ACK
+    // (40 ms a request) and HTTP/2 window updates too (a second large answer
+    // crawled at ~1 MB/s).
     socket.setNoDelay(true);
     const conn = pool.admit(socket);
     if (!conn) return;
@@ -113,49 +112,21 @@ export function sniffingServer({ http1, http2, pool = connectionPool(), sniffTim
       if (h2 && seen.length < PREFACE.length) return;
       socket.off("data", onData);
       socket.setTimeout(0);
+      // The bytes read go back into the socket, and it is handed on as it is:
+      // node:http2 reads them first, then the socket's native handle (a
+      // relaying stream would cost every call a trip through JS streams).
+      socket.pause();
+      socket.unshift(seen);
       if (h2) {
         conn.kind = "http2";
-        conn.stream = replay(socket, seen);
-        http2(conn.stream);
+        conn.stream = socket;
+        http2(socket);
       } else {
         conn.kind = "http1";
-        socket.pause();
-        socket.unshift(seen);
         http1(socket);
         socket.resume();
       }
     };
     socket.on("data", onData);
   });
-}
-
-// node:http2 reads a net.Socket through its native handle, so bytes already
-// read (the preface) cannot be put back with unshift() as node:http allows.
-// This stream replays them and then relays the socket both ways.
-function replay(socket, head) {
-  const stream = new Duplex({
-    read() {
-      socket.resume();
-    },
-    write(chunk, encoding, done) {
-      socket.write(chunk, encoding, done);
-    },
-    final(done) {
-      socket.end(done);
-    },
-    destroy(err, done) {
-      socket.destroy();
-      done(err);
-    },
-  });
-  socket.on("data", (chunk) => {
-    if (!stream.push(chunk)) socket.pause();
-  });
-  socket.on("end", () => stream.push(null));
-  socket.on("close", () => stream.destroy());
-  stream.remoteAddress = socket.remoteAddress;
-  stream.remotePort = socket.remotePort;
-  stream.remoteFamily = socket.remoteFamily;
-  stream.push(head);
-  return stream;
 }

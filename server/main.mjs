@@ -92,7 +92,9 @@ for (const url of flags.listen) {
 // (a FileStore is for one process at a time).
 const dataDir = resolve(flags.dataDir);
 try {
-  store = FileStore.open(dataDir);
+  // Group commit: concurrent writes share an fsync; each answer waits for
+  // the one that covers it (services/index.mjs), as etcd's do for its WAL.
+  store = FileStore.open(dataDir, { groupCommit: true });
   const quotaBytes = flags.quotaBytes > 0 ? Math.min(flags.quotaBytes, MAX_QUOTA_BYTES) : MAX_QUOTA_BYTES;
   lessor = new Lessor({
     storage: store,

@@ -8,6 +8,13 @@ export interface FileStoreOptions {
   maxJournalBytes?: number;
   /** ...and in either case at least this many bytes. Default 1 MiB. */
   minCompactBytes?: number;
+  /**
+   * `write` appends and returns a promise of the fsync that makes it durable,
+   * one fsync covering every batch appended while the previous one ran
+   * (operations return before they are durable: `await lessor.flush()`).
+   * Default false: each `write` fsyncs before it returns.
+   */
+  groupCommit?: boolean;
 }
 
 /**
@@ -25,7 +32,9 @@ export class FileStore implements Storage {
   static open(dir: string, options?: FileStoreOptions): FileStore;
   /** The stored entries, for `new Lessor({ storage, restore: store.entries() })`. */
   entries(): [string, Uint8Array][];
-  write(batch: Batch): void;
+  write(batch: Batch): void | Promise<void>;
+  /** Whether this store was opened with `groupCommit`. */
+  readonly pipelined: boolean;
   /**
    * Continues in a new journal at once, then writes `entries` (all state
    * including every write so far) as the new snapshot without blocking the

@@ -26,6 +26,9 @@
 //
 // write() appends one record and fsyncs before returning, so the lessor's
 // operation returns only once its change is on disk (acknowledged = durable).
+// With { groupCommit: true } write() appends and returns a promise of the
+// next fsync instead: one fsync then covers every record appended while the
+// one before it ran (a server answers once the promise resolves).
 // A crash can leave a torn last record: it was never acknowledged, so
 // open drops it. Anything else that does not check out is CorruptEntry
 // (isTornTail draws the line).
@@ -36,6 +39,7 @@
 import {
   closeSync,
   fstatSync,
+  fsync as fsyncCallback,
   fsyncSync,
   ftruncateSync,
   linkSync,
@@ -638,6 +642,12 @@ export class FileStore {
   #closed = false;
   // The snapshot writes in progress (a promise), or null.
   #compacting = null;
+  // Group commit: whether an fsync runs now, who waits for the one after it,
+  // and journal fds to close once the running fsync is done with them.
+  #group;
+  #syncing = false;
+  #waiting = [];
+  #retired = [];
 
   /**
    * Opens (creating if needed) the store in `dir` and takes its lock,
@@ -654,6 +664,7 @@ export class FileStore {
     this.#compactFactor = options.compactFactor ?? 4;
     this.#minCompactBytes = options.minCompactBytes ?? 1 << 20;
     this.#maxJournalBytes = options.maxJournalBytes ?? 256 << 20;
+    this.#group = Boolean(options.groupCommit);
     mkdirSync(dir, { recursive: true });
     this.#lock = acquireLock(dir);
     try {
@@ -712,16 +723,73 @@ export class FileStore {
     return [...readStore(this.#dir, readdirSync(this.#dir)).map];
   }
 
-  /** Appends the batch and fsyncs: when this returns, it is durable. */
+  /**
+   * Appends the batch and fsyncs: when this returns, it is durable. With
+   * groupCommit, returns once appended, with a promise that resolves when an
+   * fsync has made it durable (a failed fsync rejects it and fails the store).
+   */
   write(batch) {
     this.#check();
-    this.#append(encodeBatch(batch.put, batch.delete));
+    const rec = encodeBatch(batch.put, batch.delete);
+    if (!this.#group) return this.#append(rec);
+    this.#append(rec, false);
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ resolve, reject });
+      if (!this.#syncing) this.#sync();
+    });
   }
 
-  #append(rec) {
+  /** With groupCommit: the promises write() returns may resolve in any number per fsync. */
+  get pipelined() {
+    return this.#group;
+  }
+
+  // One fsync (on libuv's pool, off the event loop) for everything appended
+  // so far; records appended meanwhile wait for the next one.
+  #sync() {
+    const round = this.#waiting;
+    this.#waiting = [];
+    this.#syncing = true;
+    fsyncCallback(this.#fd, (err) => {
+      this.#syncing = false;
+      for (const fd of this.#retired.splice(0)) closeSync(fd);
+      if (err) {
+        // What the failed fsync covered may or may not be on disk: nothing
+        // after it can be trusted to be, so the store takes no more writes.
+        this.#broken ??= err;
+        for (const w of [...round, ...this.#waiting.splice(0)]) w.reject(err);
+        return;
+      }
+      for (const w of round) w.resolve();
+      if (this.#waiting.length > 0 && this.#fd !== null) this.#sync();
+    });
+  }
+
+  // A journal fd is closed only once no fsync is running on it.
+  #retire(fd) {
+    if (this.#syncing) this.#retired.push(fd);
+    else closeSync(fd);
+  }
+
+  // The records appended but not yet covered by an fsync are made durable
+  // now, synchronously (before the journal is sealed or closed).
+  #syncWaiting() {
+    if (this.#waiting.length === 0) return;
+    const round = this.#waiting.splice(0);
+    try {
+      fsyncSync(this.#fd);
+    } catch (e) {
+      this.#broken ??= e;
+      for (const w of round) w.reject(e);
+      return;
+    }
+    for (const w of round) w.resolve();
+  }
+
+  #append(rec, sync = true) {
     try {
       writeAll(this.#fd, rec, this.#journalBytes);
-      fsyncSync(this.#fd);
+      if (sync) fsyncSync(this.#fd);
     } catch (e) {
       // Cut off whatever part of the record got written, so the failed
       // batch is not half-applied later and the next record is not stuck
@@ -788,13 +856,14 @@ export class FileStore {
     let fd;
     try {
       fd = openSync(join(this.#dir, name), "r+");
-      this.#append(record(SEAL, 0));
+      this.#append(record(SEAL, 0)); // its fsync covers the records before it
     } catch (e) {
       if (fd !== undefined) closeSync(fd);
       unlinkSync(join(this.#dir, name)); // unsealed: an empty journal after it is just ignored
       throw e;
     }
-    closeSync(this.#fd);
+    for (const w of this.#waiting.splice(0)) w.resolve();
+    this.#retire(this.#fd);
     this.#fd = fd;
     this.#gen = gen;
     this.#journalBytes = FILE_HEADER;
@@ -860,7 +929,8 @@ export class FileStore {
   close() {
     if (this.#closed) return this.#compacting ?? Promise.resolve();
     this.#closed = true;
-    closeSync(this.#fd);
+    this.#syncWaiting();
+    this.#retire(this.#fd);
     this.#fd = null;
     if (this.#compacting) return this.#compacting.catch(() => {});
     releaseLock(this.#lock);

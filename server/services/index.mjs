@@ -8,7 +8,7 @@
 // { stream(request, call) } returning an async iterable. Messages are plain objects
 // (server/json.mjs says how). Methods with no handler here answer
 // Unimplemented: they wait for engine features (server/README.md).
-import { headers } from "./common.mjs";
+import { engine, headers } from "./common.mjs";
 import { kvService } from "./kv.mjs";
 import { leaseService } from "./lease.mjs";
 import { watchService } from "./watch.mjs";
@@ -40,7 +40,45 @@ export function createServices({ lessor, store = null, member, maxTxnOps, progre
   };
   const table = new Map();
   for (const [service, methods] of Object.entries(services)) {
-    for (const [name, handler] of Object.entries(methods)) table.set(`${service}/${name}`, handler);
+    for (const [name, handler] of Object.entries(methods)) {
+      table.set(`${service}/${name}`, typeof handler === "function" ? durable(lessor, handler) : handler.stream ? durableStream(lessor, handler) : handler);
+    }
   }
   return table;
+}
+
+// A unary answer goes out only once every write made so far is durable: its
+// own (acknowledged = on disk) and, for a read, the ones it may have seen.
+// With a group-committing store many calls share one fsync this way.
+function durable(lessor, handler) {
+  return async (req, call) => {
+    try {
+      return await handler(req, call);
+    } finally {
+      if (lessor.pendingWrites > 0) await flushed(lessor);
+    }
+  };
+}
+
+// A server stream's messages (Observe) likewise wait for what they report.
+function durableStream(lessor, handler) {
+  return {
+    async *stream(req, call) {
+      for await (const msg of handler.stream(req, call)) {
+        if (lessor.pendingWrites > 0) await flushed(lessor);
+        yield msg;
+      }
+    },
+  };
+}
+
+/** Waits for the writes so far to be durable; a failed store is etcd-style error. */
+export async function flushed(lessor) {
+  try {
+    await lessor.flush();
+  } catch (e) {
+    engine(() => {
+      throw e;
+    });
+  }
 }

@@ -81,6 +81,8 @@ class Session {
   #blocked = false;
   #closed = false;
   #timer = null;
+  #outbox = [];
+  #flushing = false;
 
   constructor({ lessor, header, progressIntervalMs }, send) {
     this.#lessor = lessor;
@@ -89,7 +91,32 @@ class Session {
     this.#interval = progressIntervalMs;
   }
 
+  // Messages go out in order, each once the writes it may report are
+  // durable: while the store syncs they wait in the outbox, and each flush
+  // releases those queued before it was asked for.
   #out(msg) {
+    if (this.#closed) return;
+    if (this.#outbox.length === 0 && this.#lessor.pendingWrites === 0) return this.#emit(msg);
+    this.#outbox.push(msg);
+    if (!this.#flushing) this.#flush();
+  }
+
+  #flush() {
+    this.#flushing = true;
+    const n = this.#outbox.length;
+    this.#lessor.flush().then(
+      () => {
+        this.#flushing = false;
+        for (const msg of this.#outbox.splice(0, n)) this.#emit(msg);
+        if (this.#outbox.length > 0) this.#flush();
+      },
+      // The store failed: the server refuses everything now; this stream
+      // sends nothing more it could not stand behind.
+      () => this.close(),
+    );
+  }
+
+  #emit(msg) {
     if (this.#closed) return;
     if (this.#send(msg) === false && !this.#blocked) this.#block();
   }

@@ -701,3 +701,84 @@ test("a version 1 store is converted on first open, zero-filled tail included", 
   assert.deepEqual(entriesAsObject(again.entries()), { ...want, e: "5" });
   again.close();
 });
+
+test("groupCommit: one fsync covers what was appended while the last ran; flush waits for its own writes; a failed fsync fails the lessor", async (t) => {
+  const dir = tempDir(t);
+  // Hold each fsync until the test lets it finish (the store's named import
+  // follows the patch once syncBuiltinESMExports has run).
+  const realFsync = fs.fsync;
+  const held = [];
+  fs.fsync = (fd, cb) => held.push({ fd, cb });
+  syncBuiltinESMExports();
+  t.after(() => {
+    fs.fsync = realFsync;
+    syncBuiltinESMExports();
+  });
+  const settled = async (p) => (await Promise.race([p.then(() => "done", () => "failed"), new Promise((r) => setImmediate(() => r("waiting")))]));
+  const finish = (err = null) => {
+    const { fd, cb } = held.shift();
+    if (err) return cb(err);
+    realFsync(fd, cb);
+  };
+  const until = async (cond) => {
+    for (const end = Date.now() + 5000; !cond() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 1));
+    assert.ok(cond());
+  };
+
+  const { store, lessor } = open(dir, undefined, { groupCommit: true });
+  assert.equal(store.pipelined, true);
+  lessor.put("a", "1");
+  lessor.put("b", "1");
+  lessor.put("c", "1");
+  // The operations returned at once; one fsync runs, covering "a" only.
+  assert.equal(lessor.pendingWrites, 3);
+  assert.equal(held.length, 1);
+  const all = lessor.flush();
+  assert.equal(await settled(all), "waiting");
+  finish();
+  // "b" and "c" were appended while it ran: one fsync for both.
+  await until(() => held.length === 1 && lessor.pendingWrites === 2);
+  assert.equal(await settled(all), "waiting");
+  finish();
+  await until(() => lessor.pendingWrites === 0);
+  assert.equal(await settled(all), "done");
+
+  // flush() waits for the writes made before it, not for later ones.
+  lessor.put("d", "1");
+  const mine = lessor.flush();
+  lessor.put("e", "1");
+  finish();
+  await until(() => held.length === 1);
+  assert.equal(await settled(mine), "done");
+  assert.equal(lessor.pendingWrites, 1);
+  finish();
+  await until(() => lessor.pendingWrites === 0);
+
+  // A failed fsync: what it covered cannot be trusted to be on disk, so the
+  // waiters get StorageFailed and the lessor takes no more changes.
+  lessor.put("f", "1");
+  const lost = lessor.flush();
+  finish(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+  await assert.rejects(lost, (e) => e.code === "StorageFailed");
+  assert.throws(() => lessor.put("g", "1"), (e) => e.code === "StorageFailed");
+  assert.equal(lessor.get("a").value, "1"); // reads go on
+  await store.close();
+  lessor.close();
+
+  // Closing syncs what is appended but not yet covered, before it returns.
+  const dir2 = tempDir(t);
+  const two = open(dir2, undefined, { groupCommit: true });
+  two.lessor.put("x", "1"); // its fsync is held
+  two.lessor.put("y", "1"); // waits for the next one
+  const flushed = two.lessor.flush();
+  await two.store.close();
+  finish(); // the held one finishes after the close (its fd closes only then)
+  await flushed;
+  two.lessor.close();
+  fs.fsync = realFsync;
+  syncBuiltinESMExports();
+  const back = open(dir2);
+  assert.deepEqual([back.lessor.get("x")?.value, back.lessor.get("y")?.value], ["1", "1"]);
+  await back.store.close();
+  back.lessor.close();
+});

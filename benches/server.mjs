@@ -1,6 +1,10 @@
 // The server benchmark: edge-lease's etcd server against a real etcd 3.4 on
-// this machine, the same gRPC client (@grpc/grpc-js with server/proto) and
-// the same durability (both fsync each write). Operations: grant+put,
+// this machine, the same clients and the same durability (both fsync each
+// write before answering). Unary calls go through a lean gRPC client on
+// node:http2 (protobufjs messages, one HTTP/2 connection per client):
+// @grpc/grpc-js as the client cost more CPU than either server and capped both
+// at the same rate on this 2-core machine. Streams (keepalive, watch) use
+// @grpc/grpc-js. Each server's CPU time per operation is read from /proc. Operations: grant+put,
 // keepalive (one bidi stream per client), range of one key, a lock cycle
 // (v3lock Lock then Unlock), and watch fan-out (100 watchers, one writer);
 // at 1 and 32 concurrent clients. Every case is bounded in count and time.
@@ -9,11 +13,13 @@
 //   (npm run bench includes it in BENCHMARKS.md)
 
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { connect as http2Connect } from "node:http2";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { grpcClient } from "../server/proto/load.mjs";
+import { grpcClient, loadRoot } from "../server/proto/load.mjs";
+import { services as SCHEMA } from "../server/proto/schema.mjs";
 import { freePort } from "../tests/etcd/harness.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -48,6 +54,7 @@ async function start(kind) {
   }
   return {
     url: client,
+    pid: child.pid,
     async stop() {
       child.kill("SIGKILL");
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
@@ -56,19 +63,70 @@ async function start(kind) {
   };
 }
 
-function connect(url) {
-  const clients = {};
-  for (const service of ["etcdserverpb.KV", "etcdserverpb.Lease", "etcdserverpb.Watch", "v3lockpb.Lock"]) {
-    clients[service.split(".")[1]] = grpcClient(url, service, { bytes: Buffer, enums: undefined });
+const root = await loadRoot();
+
+// A unary gRPC client on one HTTP/2 connection: c.KV.Range(req) -> response.
+// Every call is bounded by its grpc-timeout and a local timer.
+function leanClient(url) {
+  const session = http2Connect(url);
+  session.on("error", () => {});
+  const unary = (path, Req, Res) => (req) =>
+    new Promise((ok, fail) => {
+      const msg = Req.encode(Req.fromObject(req)).finish();
+      const body = Buffer.alloc(5 + msg.length);
+      body.writeUInt32BE(msg.length, 1);
+      body.set(msg, 5);
+      const s = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "grpc-timeout": "10S" });
+      const timer = setTimeout(() => (s.close(), fail(new Error(`${path}: no answer in 10 s`))), 10_000);
+      const chunks = [];
+      let status = null;
+      s.on("response", (h) => (status = h["grpc-status"] ?? null));
+      s.on("trailers", (t) => (status = t["grpc-status"] ?? status));
+      s.on("data", (d) => chunks.push(d));
+      s.on("error", (e) => (clearTimeout(timer), fail(e)));
+      s.on("end", () => {
+        clearTimeout(timer);
+        if (status !== "0") return fail(new Error(`${path}: grpc-status ${status}`));
+        const res = Buffer.concat(chunks);
+        ok(Res.toObject(Res.decode(res.subarray(5, 5 + res.readUInt32BE(1))), { longs: String }));
+      });
+      s.end(body);
+    });
+  const clients = { close: () => session.close() };
+  for (const service of ["etcdserverpb.KV", "etcdserverpb.Lease", "v3lockpb.Lock"]) {
+    const methods = {};
+    for (const [rpc, [reqType, resType, streaming]] of Object.entries(SCHEMA[service])) {
+      if (!streaming) methods[rpc] = unary(`/${service}/${rpc}`, root.lookupType(reqType), root.lookupType(resType));
+    }
+    clients[service.split(".")[1]] = methods;
   }
   return clients;
 }
 
-// Every wait is bounded: an RPC by its gRPC deadline, the rest by `within`.
-const call = (c, method, req) =>
-  new Promise((ok, fail) =>
-    c[method](req, { deadline: Date.now() + 10_000 }, (err, res) => (err ? fail(err) : ok(res))),
-  );
+function connect(url) {
+  const lean = leanClient(url);
+  const streams = {
+    Lease: grpcClient(url, "etcdserverpb.Lease", { bytes: Buffer, enums: undefined }),
+    Watch: grpcClient(url, "etcdserverpb.Watch", { bytes: Buffer, enums: undefined }),
+  };
+  return {
+    ...lean,
+    Lease: Object.assign(streams.Lease, lean.Lease),
+    Watch: streams.Watch,
+    close() {
+      lean.close();
+      for (const c of Object.values(streams)) c.close();
+    },
+  };
+}
+
+const call = (c, method, req) => c[method](req);
+
+/** CPU seconds (user + system) process `pid` has used. */
+function cpuSeconds(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100; // clock ticks of 10 ms (USER_HZ)
+}
 
 function within(promise, ms, what) {
   let timer;
@@ -213,25 +271,28 @@ async function runSystem(kind) {
       for (const n of CLIENTS) {
         try {
           const states = [];
+          const cpu0 = cpuSeconds(server.pid);
           const r = await measure(conns, n, async (conn, i) => {
             const s = await c.setup(conn, i);
             states.push(s);
             return s;
           }, c.op);
           for (const s of states) c.done?.(s);
-          rows.push({ kind, name, n, ...r });
+          rows.push({ kind, name, n, ...r, cpuUs: ((cpuSeconds(server.pid) - cpu0) / r.ops) * 1e6 });
         } catch (e) {
           rows.push({ kind, name, n, error: e.details ?? e.message });
         }
       }
     }
     try {
-      rows.push({ kind, name: `watch fan-out (${WATCHERS} watchers)`, n: 1, ...(await watchFanOut(conns)) });
+      const cpu0 = cpuSeconds(server.pid);
+      const r = await watchFanOut(conns);
+      rows.push({ kind, name: `watch fan-out (${WATCHERS} watchers)`, n: 1, ...r, cpuUs: ((cpuSeconds(server.pid) - cpu0) / r.ops) * 1e6 });
     } catch (e) {
       rows.push({ kind, name: `watch fan-out (${WATCHERS} watchers)`, n: 1, error: e.details ?? e.message });
     }
   } finally {
-    for (const c of conns) for (const s of Object.values(c)) s.close();
+    for (const c of conns) c.close();
     await server.stop();
   }
   return rows;
@@ -251,17 +312,17 @@ export async function serverBench() {
   const lines = [
     "## Server: edge-lease against etcd 3.4 (benches/server.mjs)",
     "",
-    `Both on this machine, on loopback, with fsync on each write (etcd's default; edge-lease's file store), the same gRPC client (@grpc/grpc-js with server/proto). Each case: at most ${MAX_OPS} operations or ${MAX_MS / 1000} s; latency is per operation in ms. Watch fan-out: ${WATCHERS} watch streams on one key and one writer; latency from the put until all ${WATCHERS} have the event, throughput in events delivered per second.`,
+    `Both on this machine, on loopback, each write on disk (fsync'd) before it is answered, the same clients: unary calls through a lean gRPC client on node:http2 (one HTTP/2 connection per client), keepalive and watch streams through @grpc/grpc-js. The load generator shares the 2 cores with the server. Each case: at most ${MAX_OPS} operations or ${MAX_MS / 1000} s; latency is per operation in ms; server CPU is the server process's user + system time per operation (µs, from /proc; etcd may use both cores, edge-lease's JS runs on one). Watch fan-out: ${WATCHERS} watch streams on one key and one writer; latency from the put until all ${WATCHERS} have the event, throughput in events delivered per second.`,
     "",
-    "| operation | clients | edge-lease ops/s | etcd ops/s | ratio | edge-lease p50 / p99 ms | etcd p50 / p99 ms |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
+    "| operation | clients | edge-lease ops/s | etcd ops/s | ratio | edge-lease p50 / p99 ms | etcd p50 / p99 ms | server CPU µs/op edge-lease / etcd |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const e of edge) {
     const t = etcd.find((x) => x.name === e.name && x.n === e.n) ?? {};
     const cell = (r) => (r.error ? `error: ${r.error.slice(0, 60)}` : fmt(r.opsPerSec, 0));
     const ratio = e.error || t.error ? "-" : `${fmt(e.opsPerSec / t.opsPerSec, 2)}x`;
     lines.push(
-      `| ${e.name} | ${e.n} | ${cell(e)} | ${cell(t)} | ${ratio} | ${e.error ? "-" : `${fmt(e.p50, 2)} / ${fmt(e.p99, 2)}`} | ${t.error ? "-" : `${fmt(t.p50, 2)} / ${fmt(t.p99, 2)}`} |`,
+      `| ${e.name} | ${e.n} | ${cell(e)} | ${cell(t)} | ${ratio} | ${e.error ? "-" : `${fmt(e.p50, 2)} / ${fmt(e.p99, 2)}`} | ${t.error ? "-" : `${fmt(t.p50, 2)} / ${fmt(t.p99, 2)}`} | ${fmt(e.cpuUs, 0)} / ${fmt(t.cpuUs, 0)} |`,
     );
   }
   return lines.join("\n") + "\n";

@@ -161,22 +161,27 @@ function missing(name, streaming) {
 }
 
 // Calls in progress per connection: a connection with none may be evicted
-// when connections run out (listen.mjs).
+// when connections run out (listen.mjs). The count lives in a box on the
+// socket, so a call that ends after its session let go of the socket still
+// counts itself down.
 const CALLS = Symbol("calls");
 
-/** How many calls `connection` (the stream listen.mjs handed us) has in progress. */
+/** How many calls `connection` (the socket listen.mjs handed us) has in progress. */
 export function activeCalls(connection) {
-  return connection?.[CALLS] ?? 0;
+  return connection?.[CALLS]?.n ?? 0;
 }
 
-// The connection a call came on. grpc-js keeps the HTTP/2 stream on the call
-// it wraps, and node:http2's session.socket stands for the net.Socket
-// listen.mjs handed over (its properties are the socket's). Both are
-// internals: should they move, calls go uncounted (their connections then
-// look idle at the cap) and tests/server/slow-clients.test.mjs fails.
-function connectionOf(call) {
+// The count box of the connection a call came on. grpc-js keeps the HTTP/2
+// stream on the call it wraps, and node:http2's session.socket stands for
+// the net.Socket listen.mjs handed over (it forwards property reads and
+// writes, and throws once the session is closed). Both are internals:
+// should they move, calls go uncounted (their connections then look idle
+// at the cap) and tests/server/slow-clients.test.mjs fails.
+function callsOf(call) {
   try {
-    return call.call?.stream?.session?.socket ?? null;
+    const socket = call.call?.stream?.session?.socket;
+    if (!socket) return null;
+    return (socket[CALLS] ??= { n: 0 });
   } catch {
     return null;
   }
@@ -186,10 +191,10 @@ function connectionOf(call) {
 // "cancelled" on every call, finished or not).
 function tracked(fn) {
   return (call, callback) => {
-    const conn = connectionOf(call);
-    if (conn) {
-      conn[CALLS] = (conn[CALLS] ?? 0) + 1;
-      call.once("cancelled", () => conn[CALLS]--);
+    const calls = callsOf(call);
+    if (calls) {
+      calls.n++;
+      call.once("cancelled", () => calls.n--);
     }
     return fn(call, callback);
   };

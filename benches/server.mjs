@@ -14,6 +14,7 @@
 
 import { spawn, execFileSync } from "node:child_process";
 import { connect as http2Connect } from "node:http2";
+import { connect as netConnect } from "node:net";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -24,6 +25,7 @@ import { freePort } from "../tests/etcd/harness.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLIENTS = [1, 32];
+const MAX_CLIENTS = Math.max(...CLIENTS);
 // Per case: at most this many operations in all, and this long.
 const MAX_OPS = 4000;
 const MAX_MS = 8000;
@@ -43,12 +45,13 @@ async function start(kind) {
   ];
   const child = kind === "etcd"
     ? spawn("etcd", args, { stdio: "ignore" })
-    : spawn(process.execPath, [join(ROOT, "server/main.mjs"), ...args], { stdio: "ignore" });
+    : kind === "floor"
+      ? spawn(process.execPath, [join(ROOT, "benches/http2-floor.mjs"), new URL(client).port], { stdio: "ignore" })
+      : spawn(process.execPath, [join(ROOT, "server/main.mjs"), ...args], { stdio: "ignore" });
   const exited = new Promise((r) => child.on("exit", r));
   for (let i = 0; i < 100; i++) {
     try {
-      const r = await fetch(client + "/health");
-      if (r.ok) break;
+      if (kind === "floor" ? await listening(client) : (await fetch(client + "/health")).ok) break;
     } catch {}
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -101,6 +104,15 @@ function leanClient(url) {
     clients[service.split(".")[1]] = methods;
   }
   return clients;
+}
+
+/** Whether something accepts TCP connections at `url`. */
+function listening(url) {
+  const { hostname, port } = new URL(url);
+  return new Promise((ok) => {
+    const socket = netConnect(Number(port), hostname, () => (socket.destroy(), ok(true)));
+    socket.on("error", () => ok(false));
+  });
 }
 
 function connect(url) {
@@ -309,6 +321,7 @@ export async function serverBench() {
   }
   const edge = await runSystem("edge-lease");
   const etcd = await runSystem("etcd");
+  const floor = await runFloor();
   const lines = [
     "## Server: edge-lease against etcd 3.4 (benches/server.mjs)",
     "",
@@ -325,7 +338,30 @@ export async function serverBench() {
       `| ${e.name} | ${e.n} | ${cell(e)} | ${cell(t)} | ${ratio} | ${e.error ? "-" : `${fmt(e.p50, 2)} / ${fmt(e.p99, 2)}`} | ${t.error ? "-" : `${fmt(t.p50, 2)} / ${fmt(t.p99, 2)}`} | ${fmt(e.cpuUs, 0)} / ${fmt(t.cpuUs, 0)} |`,
     );
   }
+  const f = floor.error ? `error: ${floor.error}` : `${fmt(floor.opsPerSec, 0)} calls/s at ${MAX_CLIENTS} clients, ${fmt(floor.cpuUs, 0)} µs of server CPU per call`;
+  lines.push(
+    "",
+    `The floor under any gRPC server in Node (benches/http2-floor.mjs: bare node:http2 answering each call with one fixed message, no work), measured with the same client: ${f}.`,
+  );
   return lines.join("\n") + "\n";
+}
+
+// The node:http2 floor: the range case's calls against benches/http2-floor.mjs.
+export async function runFloor() {
+  const server = await start("floor");
+  const conns = Array.from({ length: MAX_CLIENTS }, () => leanClient(server.url));
+  try {
+    const range = (c) => c.KV.Range({ key: Buffer.from("r/0") });
+    await measure(conns, MAX_CLIENTS, (c) => c, range); // warm-up, as the servers had earlier cases
+    const cpu0 = cpuSeconds(server.pid);
+    const r = await measure(conns, MAX_CLIENTS, (c) => c, range);
+    return { ...r, cpuUs: ((cpuSeconds(server.pid) - cpu0) / r.ops) * 1e6 };
+  } catch (e) {
+    return { error: e.message };
+  } finally {
+    for (const c of conns) c.close();
+    await server.stop();
+  }
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

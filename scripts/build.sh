@@ -28,11 +28,10 @@ else
   echo "[build] wasm up to date"
 fi
 
-if changed dist/.build-stamp js pkg/edge_lease.js scripts/build.sh; then
-  echo "[build] dist/node.cjs (esbuild)"
-  esbuild js/cjs.mjs --bundle --platform=node --format=cjs --outfile=dist/node.cjs \
-    --external:../pkg/edge_lease_bg.wasm --log-level=error
+if changed dist/.build-stamp js pkg/edge_lease.js scripts/build.sh scripts/bundle.mjs; then
+  echo "[build] dist/node.cjs, dist/node.mjs (esbuild)"
+  node scripts/bundle.mjs
   touch dist/.build-stamp
 else
-  echo "[build] dist/node.cjs up to date"
+  echo "[build] dist/node.cjs, dist/node.mjs up to date"
 fi

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { Lessor } from "edge-lease";
+import "../../js/node.mjs"; // initializes the source modules (edge-lease itself is the bundle)
 import { defaults } from "../../js/binding.js";
 
 const read = (path) => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");

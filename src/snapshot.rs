@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::kv::Bound;
+use crate::kv::{Bound, Key};
 use crate::lease::{slack_ms, Lease, NOT_STORED};
 use crate::lessor::Lessor;
 use crate::storage::{codec, Storage, Store};
@@ -35,6 +35,7 @@ impl Lessor {
         let snap = codec::decode(entries)?;
         let mut l = Lessor::new(config)?;
         let now = l.observe(now);
+        l.leases.reserve(snap.leases.len());
         for (id, s) in snap.leases {
             let mut lease = match s.deadline {
                 // The holder renewed at the latest just before this restore,
@@ -59,27 +60,27 @@ impl Lessor {
                 return Err(corrupt(codec::lease_key(id), "duplicate entry"));
             }
         }
+        let mut live = Vec::with_capacity(snap.keys.len());
         for (key, entry) in snap.keys {
             // The entry's stored name only on error: formatting it for every
             // key was a tenth of a restore.
-            let name = || codec::key_key(&key);
-            if l.kv.get(&key).is_some() {
-                return Err(corrupt(name(), "duplicate entry"));
-            }
             if entry.mod_revision > snap.revision {
-                return Err(corrupt(name(), "mod revision is above the stored revision"));
+                return Err(corrupt(
+                    codec::key_key(&key),
+                    "mod revision is above the stored revision",
+                ));
             }
-            if entry.lease != 0 && l.leases.get(entry.lease).is_none() {
-                let why = format!("lease {:016x} is not stored", entry.lease as u64);
-                return Err(corrupt(name(), why));
-            }
-            l.kv.load(key.into(), entry);
+            live.push((Key::from(key), entry));
+        }
+        if let Err(key) = l.kv.load_live(live) {
+            return Err(corrupt(codec::key_key(&key), "duplicate entry"));
         }
         // In key order (the keyspace's), each key attaches at the end of its
-        // lease's sorted list: no sort needed.
+        // lease's sorted list: no sort needed. A lease not stored fails here.
         for (key, entry) in l.kv.range(&[], Bound::Unbounded) {
-            if entry.lease != 0 {
-                l.leases.attach(entry.lease, key);
+            if entry.lease != 0 && !l.leases.attach(entry.lease, key) {
+                let why = format!("lease {:016x} is not stored", entry.lease as u64);
+                return Err(corrupt(codec::key_key(key), why));
             }
         }
         // History may name leases long gone: it is not checked against them.

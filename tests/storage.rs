@@ -582,6 +582,46 @@ fn duplicate_entries_are_corrupt() {
     }
 }
 
+#[test]
+fn a_key_whose_lease_is_not_stored_is_corrupt() {
+    let entries = valid_store();
+    let leases: Vec<&(String, Vec<u8>)> = entries
+        .iter()
+        .filter(|(k, _)| k.starts_with("v1/lease/"))
+        .collect();
+    assert!(!leases.is_empty());
+    let mut refused = 0;
+    for (name, _) in leases {
+        let id = &name["v1/lease/".len()..];
+        let without: Vec<_> = entries.iter().filter(|(k, _)| k != name).cloned().collect();
+        // The keys that named this lease: restore must refuse one of them.
+        let named: Vec<&String> = entries
+            .iter()
+            .filter(|(k, v)| {
+                k.starts_with("v1/key/")
+                    && String::from_utf8_lossy(v).contains(&format!("lease={id}"))
+            })
+            .map(|(k, _)| k)
+            .collect();
+        match Lessor::restore(Config::default(), without, T0, None) {
+            Err(Error::CorruptEntry { key, reason }) => {
+                assert!(named.contains(&&key), "{key} is not one of {named:?}");
+                assert!(
+                    reason.contains(&format!("lease {id} is not stored")),
+                    "{reason}"
+                );
+                refused += 1;
+            }
+            Ok(_) => assert!(
+                named.is_empty(),
+                "{name}: keys {named:?} restored without their lease"
+            ),
+            Err(e) => panic!("{name}: {e:?}"),
+        }
+    }
+    assert!(refused > 0, "no stored lease had keys");
+}
+
 // ---- storage faults ---------------------------------------------------------
 
 #[derive(Debug, Clone)]

@@ -185,10 +185,23 @@ impl Keyspace {
     }
 
     /// Loads a restored live entry.
-    pub(crate) fn load(&mut self, key: Key, entry: Entry) {
-        self.bytes += version_cost(&key, Some(&entry));
-        self.index.entry(key.clone()).or_default();
-        self.live.insert(key, entry);
+    /// Loads the restored live entries into an empty keyspace; Err names a
+    /// key given twice. The ordered index is built in one go from the keys
+    /// sorted (stores list them in key order, so the sort is a pass), not by
+    /// one search per key.
+    pub(crate) fn load_live(&mut self, entries: Vec<(Key, Entry)>) -> std::result::Result<(), Key> {
+        debug_assert!(self.live.is_empty() && self.index.is_empty());
+        self.live.reserve(entries.len());
+        let mut keys = Vec::with_capacity(entries.len());
+        for (key, entry) in entries {
+            self.bytes += version_cost(&key, Some(&entry));
+            if self.live.insert(key.clone(), entry).is_some() {
+                return Err(key);
+            }
+            keys.push(key);
+        }
+        self.index = keys.into_iter().map(|k| (k, Vec::new())).collect();
+        Ok(())
     }
 
     /// Loads a restored superseded version, in revision order among the
@@ -212,15 +225,16 @@ impl Keyspace {
     pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) {
         self.revision = revision;
         self.compacted = compacted;
+        // Walked map by map (no lookup per key) into an ordered set.
         let mut log = BTreeSet::new();
         for (k, past) in self.index.iter() {
             for v in past.iter().filter(|v| v.revision >= compacted) {
                 log.insert((v.revision, k.clone()));
             }
-            if let Some(e) = self.live.get(&**k) {
-                if e.mod_revision >= compacted {
-                    log.insert((e.mod_revision, k.clone()));
-                }
+        }
+        for (k, e) in self.live.iter() {
+            if e.mod_revision >= compacted {
+                log.insert((e.mod_revision, k.clone()));
             }
         }
         self.log = log.into_iter().collect();

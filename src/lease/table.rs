@@ -65,15 +65,20 @@ impl LeaseTable {
     /// Adds a lease; on a primary it is queued at its deadline. Returns false
     /// (and changes nothing) if the id is taken.
     pub fn insert(&mut self, id: LeaseId, mut lease: Lease, primary: bool) -> bool {
-        if self.map.contains_key(&id) {
+        let std::collections::hash_map::Entry::Vacant(slot) = self.map.entry(id) else {
             return false;
-        }
+        };
         if primary {
             lease.queued = lease.deadline;
             self.queue.push(lease.deadline, id);
         }
-        self.map.insert(id, lease);
+        slot.insert(lease);
         true
+    }
+
+    /// Room for `n` more leases (a restore knows how many come).
+    pub fn reserve(&mut self, n: usize) {
+        self.map.reserve(n);
     }
 
     pub fn remove(&mut self, id: LeaseId) -> Option<Lease> {
@@ -155,17 +160,20 @@ impl LeaseTable {
         }
     }
 
-    pub fn attach(&mut self, id: LeaseId, key: &Key) {
-        if let Some(l) = self.map.get_mut(&id) {
-            if let Err(at) = l.keys.binary_search(key) {
-                // Most leases hold one key or a few: grow by one at first
-                // instead of Vec's default of four.
-                if l.keys.len() < 4 {
-                    l.keys.reserve_exact(1);
-                }
-                l.keys.insert(at, key.clone());
+    /// Attaches `key` to the lease; false if there is no such lease.
+    pub fn attach(&mut self, id: LeaseId, key: &Key) -> bool {
+        let Some(l) = self.map.get_mut(&id) else {
+            return false;
+        };
+        if let Err(at) = l.keys.binary_search(key) {
+            // Most leases hold one key or a few: grow by one at first
+            // instead of Vec's default of four.
+            if l.keys.len() < 4 {
+                l.keys.reserve_exact(1);
             }
+            l.keys.insert(at, key.clone());
         }
+        true
     }
 
     pub fn detach(&mut self, id: LeaseId, key: &[u8]) {

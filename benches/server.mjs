@@ -338,6 +338,14 @@ export async function serverBench() {
       `| ${e.name} | ${e.n} | ${cell(e)} | ${cell(t)} | ${ratio} | ${e.error ? "-" : `${fmt(e.p50, 2)} / ${fmt(e.p99, 2)}`} | ${t.error ? "-" : `${fmt(t.p50, 2)} / ${fmt(t.p99, 2)}`} | ${fmt(e.cpuUs, 0)} / ${fmt(t.cpuUs, 0)} |`,
     );
   }
+  const at32 = edge.filter((e) => e.n === MAX_CLIENTS);
+  const goal = at32.map((e) => {
+    const t = etcd.find((x) => x.name === e.name && x.n === e.n) ?? {};
+    if (e.error || t.error) return `${e.name}: not measured`;
+    const r = e.opsPerSec / t.opsPerSec;
+    return `${e.name} ${fmt(r, 2)}x, p99 ${fmt(e.p99, 1)} vs ${fmt(t.p99, 1)} ms: ${r >= 3 && e.p99 < t.p99 ? "MET" : "MISS"}`;
+  });
+  lines.push("", `Goal (issue 10): at least 3x etcd's throughput at ${MAX_CLIENTS} clients with a lower p99, on every operation. ${goal.join("; ")}.`);
   const f = floor.error ? `error: ${floor.error}` : `${fmt(floor.opsPerSec, 0)} calls/s at ${MAX_CLIENTS} clients, ${fmt(floor.cpuUs, 0)} µs of server CPU per call`;
   lines.push(
     "",

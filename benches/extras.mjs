@@ -2,7 +2,7 @@
 // starts, batch gain, edge-lease/worker cycles (benches/worker.mjs). benches/run.mjs calls them after the churn runs and
 // renders their results; the "goals" section reads wasmSize().gzipBytes.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -38,19 +38,29 @@ export async function coldStartNode() {
 
 // Cold start in workerd under Miniflare: a new runtime, then the first
 // request, which imports the package, instantiates the wasm and grants.
+// The worker is bundled first (esbuild, as wrangler deploys it: one script
+// plus the .wasm module), so the runtime loads what a deployment loads, not
+// the package's module graph file by file.
 // Miniflare's own start-up is measured the same way with an empty worker and
 // reported beside it (workerd freezes Date.now inside a request, so the
 // worker cannot time itself).
 export async function coldStartWorkerd() {
   const { Miniflare } = await import("miniflare");
   const dir = mkdtempSync(join(tmpdir(), "edge-lease-cold-"));
-  const withLease = join(root, "benches/.cold-worker.mjs");
+  const source = join(root, "benches/.cold-worker.mjs");
+  const withLease = join(dir, "out", "worker.mjs");
   const empty = join(dir, "empty.mjs");
   writeFileSync(
-    withLease,
+    source,
     'import { Lessor } from "../js/workerd.mjs";\n' +
       "export default { fetch() { return new Response(new Lessor({ autoTick: false }).grant(10).id); } };\n",
   );
+  const { build } = await import("esbuild");
+  // The bundle keeps the wasm import as written ("../pkg/..."): put the
+  // module there, beside out/.
+  await build({ entryPoints: [source], bundle: true, format: "esm", outfile: withLease, external: ["*.wasm"], logLevel: "error" });
+  mkdirSync(join(dir, "pkg"));
+  copyFileSync(join(root, "pkg/edge_lease_bg.wasm"), join(dir, "pkg/edge_lease_bg.wasm"));
   writeFileSync(empty, 'export default { fetch() { return new Response("x"); } };\n');
   const once = async (scriptPath, modulesRoot) => {
     const t0 = performance.now();
@@ -67,13 +77,13 @@ export async function coldStartWorkerd() {
     const a = [];
     const b = [];
     for (let i = 0; i < runs; i++) {
-      a.push(await once(withLease, root));
+      a.push(await once(withLease, dir));
       b.push(await once(empty, dir));
     }
     const median = (v) => v.sort((x, y) => x - y)[v.length >> 1];
     return { medianMs: median(a), runs, baselineMs: median(b) };
   } finally {
-    rmSync(withLease, { force: true });
+    rmSync(source, { force: true });
     rmSync(dir, { recursive: true, force: true });
   }
 }

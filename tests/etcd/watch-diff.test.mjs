@@ -152,3 +152,47 @@ test("Watch: progress notifications at etcd's interval, skipped after events", a
   assert.deepEqual(out[1].first[2], { header: { revision: "1" } });
   assert.equal(out[1].silentTicks, true);
 });
+
+test("Watch: fragment splits one revision's events across responses as etcd 3.4 does; without it one response", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const out = [];
+  // What each response carries, without the values' bytes (their sizes stay).
+  const shape = (messages) =>
+    norm(messages).map((m) => ({
+      watch_id: m.watch_id,
+      created: m.created,
+      fragment: m.fragment,
+      revision: m.header?.revision,
+      events: (m.events ?? []).map((e) => [e.type ?? "PUT", Buffer.from(e.kv.key, "base64").toString(), Buffer.from(e.kv.value ?? "", "base64").length, Buffer.from(e.prev_kv?.value ?? "", "base64").length]),
+    }));
+  for (const side of [etcd, edge]) {
+    const c = connect(t, side.url);
+    const w = c.watch();
+    w.write({ create_request: { key: B("big/"), range_end: B("big0"), prev_kv: true, fragment: true, watch_id: 1 } });
+    w.write({ create_request: { key: B("big/"), range_end: B("big0"), prev_kv: true, watch_id: 2 } });
+    assert.ok(await until(() => w.messages.filter((m) => m.created).length === 2, 10_000), `${side.name}: created`);
+    // 24 values of 200 kB: the delete of the range is one revision whose
+    // events carry 4.8 MB of previous values, past etcd's 2 MiB fragment size.
+    for (let i = 0; i < 24; i++) {
+      const r = await c.kv("Put", { key: B(`big/${String(i).padStart(2, "0")}`), value: Buffer.alloc(200_000, 97 + i) });
+      assert.ok(r.header, `${side.name}: put ${i}: ${JSON.stringify(r)}`);
+    }
+    const d = await c.kv("DeleteRange", { key: B("big/"), range_end: B("big0") });
+    assert.equal(String(d.deleted), "24", side.name);
+    const deletes = () => w.messages.flatMap((m) => m.events ?? []).filter((e) => e.type === "DELETE").length;
+    assert.ok(await until(() => deletes() === 48, 20_000), `${side.name}: ${deletes()} of 48 delete events`);
+    await settle([w]);
+    // Per watcher: etcd orders the watchers of one stream as its maps do.
+    const mine = {};
+    for (const m of shape(w.messages)) (mine[m.watch_id] ??= []).push(m);
+    out.push(mine);
+  }
+  assert.deepEqual(out[1], out[0]);
+  // The fragmented watcher got the delete revision in several responses,
+  // all but the last marked `fragment`; the other got it whole.
+  const del = (id) => out[1][id].filter((m) => m.events[0]?.[0] === "DELETE");
+  assert.ok(del("1").length > 1, `fragments: ${del("1").length}`);
+  assert.deepEqual(del("1").map((m) => Boolean(m.fragment)), [...del("1").slice(1).map(() => true), false]);
+  assert.equal(del("2").length, 1);
+  t.diagnostic(`the delete revision came in ${del("1").length} fragments on both`);
+});

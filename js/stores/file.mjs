@@ -739,7 +739,7 @@ export class FileStore {
     });
   }
 
-  /** With groupCommit: the promises write() returns may resolve in any number per fsync. */
+  /** With groupCommit: batches may come before earlier ones are durable (the journal keeps their order). */
   get pipelined() {
     return this.#group;
   }

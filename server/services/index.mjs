@@ -72,8 +72,8 @@ function durableStream(lessor, handler) {
   };
 }
 
-/** Waits for the writes so far to be durable; a failed store is etcd-style error. */
-export async function flushed(lessor) {
+/** Waits for the writes so far to be durable; a failed store becomes etcd's error for it. */
+async function flushed(lessor) {
   try {
     await lessor.flush();
   } catch (e) {

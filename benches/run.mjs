@@ -207,7 +207,7 @@ const verdict = (compared, fails, what) =>
       : { status: "MET", detail: `at ${compared} N` };
 
 // `a`'s steps (those in `steps`) at most `factor` times `b`'s, at each N in `ns`.
-function within(a, b, factor, steps, ns = NS) {
+function stepsWithin(a, b, factor, steps, ns = NS) {
   const fails = [];
   let compared = 0;
   for (const n of ns) {
@@ -230,13 +230,13 @@ const limit = (h, value, max, unit, digits = 1) =>
 function goals() {
   const ALL = Object.keys(STEP_LABEL);
   const g = [];
-  g.push(["JS API: every step at or below the plain JS lessor, 1k to 1M", within("edge-lease", "plain-js", 1, ALL)]);
-  g.push(["JS API: get within 1.5x of ttlcache", within("edge-lease", "ttlcache", 1.5, ["get"])]);
-  g.push(["JS API: expire within 2x of ttlcache", within("edge-lease", "ttlcache", 2, ["expire"])]);
+  g.push(["JS API: every step at or below the plain JS lessor, 1k to 1M", stepsWithin("edge-lease", "plain-js", 1, ALL)]);
+  g.push(["JS API: get within 1.5x of ttlcache", stepsWithin("edge-lease", "ttlcache", 1.5, ["get"])]);
+  g.push(["JS API: expire within 2x of ttlcache", stepsWithin("edge-lease", "ttlcache", 2, ["expire"])]);
   {
     // "at least 1.5x faster": core * 1.5 <= naive, i.e. core <= naive / 1.5.
     const big = NS.filter((n) => n >= 100_000);
-    g.push(["native core at least 1.5x faster than the naive native lessor, every step at 100k and 1M", within("edge-lease-core", "naive-native", 1 / 1.5, ALL, big)]);
+    g.push(["native core at least 1.5x faster than the naive native lessor, every step at 100k and 1M", stepsWithin("edge-lease-core", "naive-native", 1 / 1.5, ALL, big)]);
   }
   {
     const fails = [];

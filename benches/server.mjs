@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url";
 import { grpcClient, loadRoot } from "../server/proto/load.mjs";
 import { services as SCHEMA } from "../server/proto/schema.mjs";
 import { freePort } from "../tests/etcd/harness.mjs";
+import { within } from "../tests/etcd/grpc-client.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLIENTS = [1, 32];
@@ -123,7 +124,8 @@ function connect(url) {
   };
   return {
     ...lean,
-    Lease: Object.assign(streams.Lease, lean.Lease),
+    // Unary calls lean; the keepalive stream through grpc-js.
+    Lease: { ...lean.Lease, LeaseKeepAlive: () => streams.Lease.LeaseKeepAlive() },
     Watch: streams.Watch,
     close() {
       lean.close();
@@ -138,14 +140,6 @@ const call = (c, method, req) => c[method](req);
 function cpuSeconds(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
   return (Number(f[11]) + Number(f[12])) / 100; // clock ticks of 10 ms (USER_HZ)
-}
-
-function within(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, fail) => (timer = setTimeout(() => fail(new Error(`${what}: no answer in ${ms} ms`)), ms))),
-  ]).finally(() => clearTimeout(timer));
 }
 
 function percentile(sorted, p) {

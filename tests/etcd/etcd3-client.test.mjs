@@ -6,11 +6,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Etcd3 } from "etcd3";
 import * as grpc from "@grpc/grpc-js";
+import { within } from "./grpc-client.mjs";
 import { startBoth, post } from "./harness.mjs";
 import { grpcClient } from "../../server/proto/load.mjs";
 
-const within = (p, ms, what) =>
-  Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error(`timed out: ${what}`)), ms))]);
 
 test("etcd3 client: kv and a lease lost after a server-side revoke, on both", async (t) => {
   const { etcd, edge } = await startBoth(t);

@@ -7,9 +7,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Etcd3 } from "etcd3";
 import { startBoth } from "./harness.mjs";
-import { until } from "./grpc-client.mjs";
+import { until, within } from "./grpc-client.mjs";
 
-const within = (p, ms, what) => Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error(`timed out: ${what}`)), ms))]);
 const strip = (v) => JSON.parse(JSON.stringify(v, (k, x) => (["cluster_id", "member_id", "raft_term"].includes(k) ? undefined : x)));
 
 test("etcd3 client: watch with history, txn with if(), count, compaction, on both", async (t) => {

@@ -7,10 +7,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Etcd3 } from "etcd3";
+import { within } from "./grpc-client.mjs";
 import { startBoth } from "./harness.mjs";
 
-const within = (p, ms, what) =>
-  Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error(`timed out: ${what}`)), ms))]);
 
 // Waits (bounded) until `pred()` holds, polling every 20 ms.
 async function until(pred, ms, what) {

@@ -51,6 +51,13 @@ export function norm(v) {
 
 export const b64 = (s) => Buffer.from(s).toString("base64");
 
+/** `p`, or a rejection "timed out: <what>" once `ms` have passed. */
+export function within(p, ms, what) {
+  let timer;
+  const late = new Promise((_, no) => (timer = setTimeout(() => no(new Error(`timed out: ${what}`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 /** Waits (bounded) until `fn()` is true. */
 export async function until(fn, ms = 5000, step = 20) {
   const end = Date.now() + ms;

@@ -8,13 +8,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { startBoth, post } from "./harness.mjs";
+import { within } from "./grpc-client.mjs";
 import { grpcClient as sharedClient } from "../../server/proto/load.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const within = (p, ms, what) => {
-  let timer;
-  return Promise.race([p, new Promise((_, no) => (timer = setTimeout(() => no(new Error(`timed out: ${what}`)), ms)))]).finally(() => clearTimeout(timer));
-};
 
 /** A gRPC client of `service` (e.g. "v3lockpb.Lock") with server/proto's definitions. */
 export function grpcClient(t, url, service) {
@@ -33,6 +30,24 @@ function call(c, method, req, { deadlineMs } = {}) {
   return { promise, cancel: () => handle.cancel() };
 }
 const b = (s) => Buffer.from(s);
+
+/** `n` leases of 60 s on one side, each given its alias. */
+async function leases(s, n) {
+  const ids = [];
+  for (let i = 0; i < n; i++) ids.push((await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID);
+  ids.forEach(s.alias);
+  return ids;
+}
+
+/** An Observe stream of `name`: the leader values it got, and its status code once it ends. */
+function observe(s, name) {
+  const seen = [];
+  const stream = s.election.Observe({ name: b(name) });
+  stream.on("data", (d) => seen.push(d));
+  const status = new Promise((ok) => stream.on("status", (st) => ok(st.code)));
+  stream.on("error", () => {});
+  return { seen, status, stream };
+}
 const text = (b64) => Buffer.from(b64, "base64").toString();
 
 /** Both sides' clients, and the lease ids each side hands out mapped to aliases. */
@@ -114,9 +129,7 @@ async function until(fn, ms = 10_000) {
 
 test("Lock: a queue on name/<lease>, each waiter behind its predecessor; Unlock; errors", async (t) => {
   await same(t, async (s, log) => {
-    const grant = async () => (await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID;
-    const [l1, l2, l3] = [await grant(), await grant(), await grant()];
-    [l1, l2, l3].forEach(s.alias);
+    const [l1, l2, l3] = await leases(s, 3);
     const a = await call(s.lock, "Lock", { name: b("job"), lease: l1 }).promise;
     log("first", a);
     const second = call(s.lock, "Lock", { name: b("job"), lease: l2 });
@@ -154,9 +167,7 @@ test("Lock: a queue on name/<lease>, each waiter behind its predecessor; Unlock;
 for (const how of ["deadline", "cancel"]) {
   test(`Lock: a waiter ${how === "deadline" ? "past its deadline" : "canceled"} deletes its key; its lease stays`, async (t) => {
     await same(t, async (s, log) => {
-      const grant = async () => (await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID;
-      const [l1, l2] = [await grant(), await grant()];
-      [l1, l2].forEach(s.alias);
+      const [l1, l2] = await leases(s, 2);
       await call(s.lock, "Lock", { name: b("q"), lease: l1 }).promise;
       const waiter = call(s.lock, "Lock", { name: b("q"), lease: l2 }, how === "deadline" ? { deadlineMs: 1000 } : {});
       log("two keys", await until(async () => (await keys(s, "q/")).length === 2 && (await keys(s, "q/"))));
@@ -171,9 +182,7 @@ for (const how of ["deadline", "cancel"]) {
 // Separate from the cancels above, on a fresh etcd (etcd-io/etcd#20716).
 test("Lock: a revoked waiter's key goes with its lease; it still waits for the key before it", async (t) => {
   await same(t, async (s, log) => {
-    const grant = async () => (await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID;
-    const [l1, l4] = [await grant(), await grant()];
-    [l1, l4].forEach(s.alias);
+    const [l1, l4] = await leases(s, 2);
     const a = await call(s.lock, "Lock", { name: b("q"), lease: l1 }).promise;
     // etcd 3.4's Mutex checks nothing but the keys before its own.
     const revoked = call(s.lock, "Lock", { name: b("q"), lease: l4 });
@@ -188,9 +197,7 @@ test("Lock: a revoked waiter's key goes with its lease; it still waits for the k
 
 test("Election: campaign, leader, proclaim, resign, a queue of candidates; errors", async (t) => {
   await same(t, async (s, log) => {
-    const grant = async () => (await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID;
-    const [l1, l2, l3] = [await grant(), await grant(), await grant()];
-    [l1, l2, l3].forEach(s.alias);
+    const [l1, l2, l3] = await leases(s, 3);
     log("no leader", await call(s.election, "Leader", { name: b("e") }).promise);
     const c1 = await call(s.election, "Campaign", { name: b("e"), lease: l1, value: b("one") }).promise;
     log("elected", c1);
@@ -232,14 +239,8 @@ test("Election: campaign, leader, proclaim, resign, a queue of candidates; error
 for (const how of ["deadline", "cancel"]) {
   test(`Election: a Campaign ${how === "deadline" ? "past its deadline" : "canceled"} resigns; Observe ends when canceled`, async (t) => {
     await same(t, async (s, log) => {
-      const grant = async () => (await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID;
-      const [l1, l2] = [await grant(), await grant()];
-      [l1, l2].forEach(s.alias);
-      const seen = [];
-      const obs = s.election.Observe({ name: b("o") });
-      obs.on("data", (d) => seen.push(d));
-      const status = new Promise((ok) => obs.on("status", (st) => ok(st.code)));
-      obs.on("error", () => {});
+      const [l1, l2] = await leases(s, 2);
+      const { seen, status, stream: obs } = observe(s, "o");
       await sleep(200);
       log("nothing yet", seen.length);
       await call(s.election, "Campaign", { name: b("o"), lease: l1, value: b("a") }).promise;
@@ -259,14 +260,8 @@ for (const how of ["deadline", "cancel"]) {
 // On a fresh etcd, with no canceled wait before it (etcd-io/etcd#20716 above).
 test("Election: Observe streams each leader value; a candidate waits for any older key under the prefix", async (t) => {
   await same(t, async (s, log) => {
-    const grant = async () => (await call(s.lease, "LeaseGrant", { TTL: 60 }).promise).ID;
-    const [l1, l2] = [await grant(), await grant()];
-    [l1, l2].forEach(s.alias);
-    const seen = [];
-    const obs = s.election.Observe({ name: b("o") });
-    obs.on("data", (d) => seen.push(d));
-    const status = new Promise((ok) => obs.on("status", (st) => ok(st.code)));
-    obs.on("error", () => {});
+    const [l1, l2] = await leases(s, 2);
+    const { seen, status, stream: obs } = observe(s, "o");
     const c1 = await call(s.election, "Campaign", { name: b("o"), lease: l1, value: b("a") }).promise;
     await until(() => seen.length === 1);
     await call(s.election, "Proclaim", { leader: c1.leader, value: b("a2") }).promise;

@@ -7,8 +7,8 @@
 import { createServer } from "node:http2";
 
 const port = Number(process.argv[2]);
-// A RangeResponse with a header (cluster, member, revision, term) and nothing else.
-const msg = Buffer.from([0x0a, 0x0c, 0x08, 0x01, 0x10, 0x02, 0x18, 0x03, 0x20, 0x04, 0x28, 0x05, 0x30, 0x06]);
+// A RangeResponse with a header (cluster, member, revision, term) and count 1.
+const msg = Buffer.from([0x0a, 0x0c, 0x08, 0x01, 0x10, 0x02, 0x18, 0x03, 0x20, 0x04, 0x28, 0x05, 0x30, 0x06, 0x20, 0x01]);
 const body = Buffer.alloc(5 + msg.length);
 body.writeUInt32BE(msg.length, 1);
 msg.copy(body, 5);

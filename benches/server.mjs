@@ -1,10 +1,10 @@
 // The server benchmark: edge-lease's etcd server against a real etcd 3.4 on
-// this machine, the same clients and the same durability (both fsync each
-// write before answering). Unary calls go through a lean gRPC client on
-// node:http2 (protobufjs messages, one HTTP/2 connection per client):
-// @grpc/grpc-js as the client cost more CPU than either server and capped both
-// at the same rate on this 2-core machine. Streams (keepalive, watch) use
-// @grpc/grpc-js. Each server's CPU time per operation is read from /proc. Operations: grant+put,
+// this machine, the same client and the same durability (both fsync each
+// write before answering). The client is benches/load, a native load
+// generator (Rust, h2 and prost, one thread, one HTTP/2 connection per
+// client): the JS clients used before cost more CPU per call than either
+// server, and capped both at the same rate on this 2-core machine. Each
+// server's CPU time per operation is read from /proc. Operations: grant+put,
 // keepalive (one bidi stream per client), range of one key, a lock cycle
 // (v3lock Lock then Unlock), and watch fan-out (100 watchers, one writer);
 // at 1 and 32 concurrent clients. Every case is bounded in count and time.
@@ -13,26 +13,22 @@
 //   (npm run bench includes it in BENCHMARKS.md)
 
 import { spawn, execFileSync } from "node:child_process";
-import { connect as http2Connect } from "node:http2";
 import { connect as netConnect } from "node:net";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { grpcClient, loadRoot } from "../server/proto/load.mjs";
-import { services as SCHEMA } from "../server/proto/schema.mjs";
 import { freePort } from "../tests/etcd/harness.mjs";
-import { within } from "../tests/etcd/grpc-client.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const LOAD = join(ROOT, "target/release/edge-lease-load");
 const CLIENTS = [1, 32];
 const MAX_CLIENTS = Math.max(...CLIENTS);
 // Per case: at most this many operations in all, and this long.
-const MAX_OPS = 4000;
-const MAX_MS = 8000;
+const MAX_OPS = 20_000;
+const MAX_MS = 5_000;
 const WATCHERS = 100;
-const WATCH_PUTS = 200;
-
+const WATCH_PUTS = 1_000;
 
 async function start(kind) {
   const dir = mkdtempSync(join(tmpdir(), `bench-${kind}-`));
@@ -67,46 +63,6 @@ async function start(kind) {
   };
 }
 
-const root = await loadRoot();
-
-// A unary gRPC client on one HTTP/2 connection: c.KV.Range(req) -> response.
-// Every call is bounded by its grpc-timeout and a local timer.
-function leanClient(url) {
-  const session = http2Connect(url);
-  session.on("error", () => {});
-  const unary = (path, Req, Res) => (req) =>
-    new Promise((ok, fail) => {
-      const msg = Req.encode(Req.fromObject(req)).finish();
-      const body = Buffer.alloc(5 + msg.length);
-      body.writeUInt32BE(msg.length, 1);
-      body.set(msg, 5);
-      const s = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "grpc-timeout": "10S" });
-      const timer = setTimeout(() => (s.close(), fail(new Error(`${path}: no answer in 10 s`))), 10_000);
-      const chunks = [];
-      let status = null;
-      s.on("response", (h) => (status = h["grpc-status"] ?? null));
-      s.on("trailers", (t) => (status = t["grpc-status"] ?? status));
-      s.on("data", (d) => chunks.push(d));
-      s.on("error", (e) => (clearTimeout(timer), fail(e)));
-      s.on("end", () => {
-        clearTimeout(timer);
-        if (status !== "0") return fail(new Error(`${path}: grpc-status ${status}`));
-        const res = Buffer.concat(chunks);
-        ok(Res.toObject(Res.decode(res.subarray(5, 5 + res.readUInt32BE(1))), { longs: String }));
-      });
-      s.end(body);
-    });
-  const clients = { close: () => session.close() };
-  for (const service of ["etcdserverpb.KV", "etcdserverpb.Lease", "v3lockpb.Lock"]) {
-    const methods = {};
-    for (const [rpc, [reqType, resType, streaming]] of Object.entries(SCHEMA[service])) {
-      if (!streaming) methods[rpc] = unary(`/${service}/${rpc}`, root.lookupType(reqType), root.lookupType(resType));
-    }
-    clients[service.split(".")[1]] = methods;
-  }
-  return clients;
-}
-
 /** Whether something accepts TCP connections at `url`. */
 function listening(url) {
   const { hostname, port } = new URL(url);
@@ -115,26 +71,6 @@ function listening(url) {
     socket.on("error", () => ok(false));
   });
 }
-
-function connect(url) {
-  const lean = leanClient(url);
-  const streams = {
-    Lease: grpcClient(url, "etcdserverpb.Lease", { bytes: Buffer, enums: undefined }),
-    Watch: grpcClient(url, "etcdserverpb.Watch", { bytes: Buffer, enums: undefined }),
-  };
-  return {
-    ...lean,
-    // Unary calls lean; the keepalive stream through grpc-js.
-    Lease: { ...lean.Lease, LeaseKeepAlive: () => streams.Lease.LeaseKeepAlive() },
-    Watch: streams.Watch,
-    close() {
-      lean.close();
-      for (const c of Object.values(streams)) c.close();
-    },
-  };
-}
-
-const call = (c, method, req) => c[method](req);
 
 /** CPU seconds (user + system) process `pid` has used. */
 function cpuSeconds(pid) {
@@ -147,158 +83,48 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-// Runs `op(client, i)` from `n` clients until MAX_OPS or MAX_MS; latencies in ms.
-async function measure(conns, n, setup, op) {
-  const states = await Promise.all(conns.slice(0, n).map((c, i) => setup(c, i)));
-  const lat = [];
-  let next = 0;
-  const t0 = performance.now();
-  const deadline = t0 + MAX_MS;
-  await Promise.all(
-    states.map(async (s, i) => {
-      for (;;) {
-        const k = next++;
-        if (k >= MAX_OPS || performance.now() > deadline) return;
-        const a = performance.now();
-        await op(s, k, i);
-        lat.push(performance.now() - a);
-      }
-    }),
-  );
-  const secs = (performance.now() - t0) / 1000;
-  lat.sort((a, b) => a - b);
-  return { ops: lat.length, opsPerSec: lat.length / secs, p50: percentile(lat, 50), p99: percentile(lat, 99) };
+// The load generator's run of `name` from `n` clients: { ops, opsPerSec,
+// p50, p99 } (ms), or it throws with the generator's error.
+function load(url, name, n, maxOps = MAX_OPS) {
+  const out = execFileSync(LOAD, [new URL(url).host, name, String(n), String(maxOps), String(MAX_MS)], {
+    encoding: "utf8",
+    timeout: MAX_MS + 60_000,
+  }).trim();
+  const r = JSON.parse(out);
+  return { ops: r.ops, opsPerSec: r.ops / r.secs, p50: r.p50, p99: r.p99 };
 }
 
-const CASES = {
-  "grant+put": {
-    setup: (c) => c,
-    op: async (c, k) => {
-      const g = await call(c.Lease, "LeaseGrant", { TTL: 60 });
-      await call(c.KV, "Put", { key: Buffer.from(`svc/${k}`), value: Buffer.from("alive"), lease: g.ID });
-    },
-  },
-  keepalive: {
-    setup: async (c) => {
-      const g = await call(c.Lease, "LeaseGrant", { TTL: 60 });
-      const stream = c.Lease.LeaseKeepAlive();
-      const waiting = [];
-      stream.on("data", () => waiting.shift()?.());
-      stream.on("error", () => {});
-      return { stream, id: g.ID, waiting };
-    },
-    op: (s) =>
-      within(
-        new Promise((ok) => {
-          s.waiting.push(ok);
-          s.stream.write({ ID: s.id });
-        }),
-        10_000,
-        "keepalive",
-      ),
-    done: (s) => s.stream.end(),
-  },
-  range: {
-    setup: async (c, i) => {
-      await call(c.KV, "Put", { key: Buffer.from(`r/${i}`), value: Buffer.from("x".repeat(64)) });
-      return { c, key: Buffer.from(`r/${i}`) };
-    },
-    op: (s) => call(s.c.KV, "Range", { key: s.key }),
-  },
-  "lock cycle": {
-    setup: async (c) => ({ c, lease: (await call(c.Lease, "LeaseGrant", { TTL: 60 })).ID }),
-    op: async (s) => {
-      const r = await call(s.c.Lock, "Lock", { name: Buffer.from("bench-lock"), lease: s.lease });
-      await call(s.c.Lock, "Unlock", { key: r.key });
-    },
-  },
-};
+// Operation names as the table shows them -> the load generator's cases.
+const CASES = { "grant+put": "grant+put", keepalive: "keepalive", range: "range", "lock cycle": "lock" };
 
-// One writer, WATCHERS watch streams on one key: per put, the time until
-// every watcher has its event. Reported as events delivered per second.
-async function watchFanOut(conns) {
-  const watchers = [];
-  for (let i = 0; i < WATCHERS; i++) {
-    const c = conns[i % conns.length];
-    const stream = c.Watch.Watch();
-    // Resolvers by revision, and revisions that arrived before the put
-    // that made them had answered.
-    const seen = new Map();
-    const early = new Set();
-    let created;
-    const ready = new Promise((r) => (created = r));
-    stream.on("data", (res) => {
-      if (res.created) created();
-      for (const ev of res.events ?? []) {
-        const rev = Number(ev.kv.mod_revision);
-        const r = seen.get(rev);
-        if (r) r();
-        else early.add(rev);
-      }
-    });
-    stream.on("error", () => {});
-    stream.write({ create_request: { key: Buffer.from("fan") } });
-    watchers.push({ stream, seen, early, ready });
-  }
-  try {
-    await within(Promise.all(watchers.map((w) => w.ready)), 10_000, "watch create");
-  } catch (e) {
-    for (const w of watchers) w.stream.cancel();
-    throw e;
-  }
-  const lat = [];
-  const t0 = performance.now();
-  for (let k = 0; k < WATCH_PUTS && performance.now() - t0 < MAX_MS; k++) {
-    const a = performance.now();
-    const arrivals = [];
-    // The revision is only known once the put answers: register by it then.
-    const pending = watchers.map((w) => new Promise((r) => arrivals.push({ w, r })));
-    const put = await call(conns[0].KV, "Put", { key: Buffer.from("fan"), value: Buffer.from(String(k)) });
-    const rev = Number(put.header.revision);
-    for (const { w, r } of arrivals) {
-      if (w.early.delete(rev)) r();
-      else w.seen.set(rev, r);
-    }
-    await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, 2000))]);
-    lat.push(performance.now() - a);
-  }
-  const secs = (performance.now() - t0) / 1000;
-  for (const w of watchers) w.stream.cancel();
-  lat.sort((a, b) => a - b);
-  return { ops: lat.length * WATCHERS, opsPerSec: (lat.length * WATCHERS) / secs, p50: percentile(lat, 50), p99: percentile(lat, 99) };
+function measured(pid, run) {
+  const cpu0 = cpuSeconds(pid);
+  const r = run();
+  return { ...r, cpuUs: ((cpuSeconds(pid) - cpu0) / r.ops) * 1e6 };
 }
+
+const failure = (e) => (JSON.parse(e.stdout?.trim() || "null")?.error ?? e.message).slice(0, 200);
 
 async function runSystem(kind) {
   const server = await start(kind);
-  const conns = Array.from({ length: Math.max(...CLIENTS) }, () => connect(server.url));
   const rows = [];
   try {
-    for (const [name, c] of Object.entries(CASES)) {
+    for (const [name, loadCase] of Object.entries(CASES)) {
       for (const n of CLIENTS) {
         try {
-          const states = [];
-          const cpu0 = cpuSeconds(server.pid);
-          const r = await measure(conns, n, async (conn, i) => {
-            const s = await c.setup(conn, i);
-            states.push(s);
-            return s;
-          }, c.op);
-          for (const s of states) c.done?.(s);
-          rows.push({ kind, name, n, ...r, cpuUs: ((cpuSeconds(server.pid) - cpu0) / r.ops) * 1e6 });
+          rows.push({ kind, name, n, ...measured(server.pid, () => load(server.url, loadCase, n)) });
         } catch (e) {
-          rows.push({ kind, name, n, error: e.details ?? e.message });
+          rows.push({ kind, name, n, error: failure(e) });
         }
       }
     }
+    const name = `watch fan-out (${WATCHERS} watchers)`;
     try {
-      const cpu0 = cpuSeconds(server.pid);
-      const r = await watchFanOut(conns);
-      rows.push({ kind, name: `watch fan-out (${WATCHERS} watchers)`, n: 1, ...r, cpuUs: ((cpuSeconds(server.pid) - cpu0) / r.ops) * 1e6 });
+      rows.push({ kind, name, n: 1, ...measured(server.pid, () => load(server.url, "watch", MAX_CLIENTS, WATCH_PUTS)) });
     } catch (e) {
-      rows.push({ kind, name: `watch fan-out (${WATCHERS} watchers)`, n: 1, error: e.details ?? e.message });
+      rows.push({ kind, name, n: 1, error: failure(e) });
     }
   } finally {
-    for (const c of conns) c.close();
     await server.stop();
   }
   return rows;
@@ -313,13 +139,14 @@ export async function serverBench() {
   } catch {
     return "## Server\n\nSkipped: etcd is not installed (`bash scripts/setup.sh --etcd`).\n";
   }
+  execFileSync("cargo", ["build", "--release", "-p", "edge-lease-load"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
   const edge = await runSystem("edge-lease");
   const etcd = await runSystem("etcd");
   const floor = await runFloor();
   const lines = [
     "## Server: edge-lease against etcd 3.4 (benches/server.mjs)",
     "",
-    `Both on this machine, on loopback, each write on disk (fsync'd) before it is answered, the same clients: unary calls through a lean gRPC client on node:http2 (one HTTP/2 connection per client), keepalive and watch streams through @grpc/grpc-js. The load generator shares the 2 cores with the server. Each case: at most ${MAX_OPS} operations or ${MAX_MS / 1000} s; latency is per operation in ms; server CPU is the server process's user + system time per operation (µs, from /proc; etcd may use both cores, edge-lease's JS runs on one). Watch fan-out: ${WATCHERS} watch streams on one key and one writer; latency from the put until all ${WATCHERS} have the event, throughput in events delivered per second.`,
+    `Both on this machine, on loopback, each write on disk (fsync'd) before it is answered, the same client: benches/load, a native load generator (Rust: h2 and prost on one thread, one HTTP/2 connection per client), which shares the 2 cores with the server. Each case: at most ${MAX_OPS} operations or ${MAX_MS / 1000} s; latency is per operation in ms; server CPU is the server process's user + system time per operation (µs, from /proc; etcd may use both cores, edge-lease's JS runs on one). Watch fan-out: ${WATCHERS} watch streams on one key over ${MAX_CLIENTS} connections and one writer; latency from the put until all ${WATCHERS} have the event, throughput in events delivered per second.`,
     "",
     "| operation | clients | edge-lease ops/s | etcd ops/s | ratio | edge-lease p50 / p99 ms | etcd p50 / p99 ms | server CPU µs/op edge-lease / etcd |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -343,25 +170,20 @@ export async function serverBench() {
   const f = floor.error ? `error: ${floor.error}` : `${fmt(floor.opsPerSec, 0)} calls/s at ${MAX_CLIENTS} clients, ${fmt(floor.cpuUs, 0)} µs of server CPU per call`;
   lines.push(
     "",
-    `The floor under any gRPC server in Node (benches/http2-floor.mjs: bare node:http2 answering each call with one fixed message, no work), measured with the same client: ${f}.`,
+    `The floor under a gRPC server on node:http2, as the server was built before it moved to its own HTTP/2 (benches/http2-floor.mjs: bare node:http2 answering each call with one fixed message, no work), measured with the same client: ${f}.`,
   );
   return lines.join("\n") + "\n";
 }
 
-// The node:http2 floor: the range case's calls against benches/http2-floor.mjs.
+// The node:http2 floor: the range case against benches/http2-floor.mjs.
 export async function runFloor() {
   const server = await start("floor");
-  const conns = Array.from({ length: MAX_CLIENTS }, () => leanClient(server.url));
   try {
-    const range = (c) => c.KV.Range({ key: Buffer.from("r/0") });
-    await measure(conns, MAX_CLIENTS, (c) => c, range); // warm-up, as the servers had earlier cases
-    const cpu0 = cpuSeconds(server.pid);
-    const r = await measure(conns, MAX_CLIENTS, (c) => c, range);
-    return { ...r, cpuUs: ((cpuSeconds(server.pid) - cpu0) / r.ops) * 1e6 };
+    load(server.url, "range", MAX_CLIENTS); // warm-up, as the servers had earlier cases
+    return measured(server.pid, () => load(server.url, "range", MAX_CLIENTS));
   } catch (e) {
-    return { error: e.message };
+    return { error: failure(e) };
   } finally {
-    for (const c of conns) c.close();
     await server.stop();
   }
 }

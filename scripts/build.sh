@@ -28,6 +28,18 @@ else
   echo "[build] wasm up to date"
 fi
 
+# The server's HTTP/2 module (Node only, so not in pkg/): plain cargo, no
+# bindings; server/h2.mjs gives it its few WASI imports.
+if changed dist/h2.wasm server/h2 Cargo.lock scripts/build.sh; then
+  echo "[build] dist/h2.wasm (server/h2, wasm32-wasip1)"
+  cargo build --release --target wasm32-wasip1 -p edge-lease-h2
+  mkdir -p dist
+  wasm-opt -O3 --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals target/wasm32-wasip1/release/edge_lease_h2.wasm -o dist/h2.wasm
+  echo "[build] dist/h2.wasm: $(wc -c < dist/h2.wasm) bytes"
+else
+  echo "[build] dist/h2.wasm up to date"
+fi
+
 if changed dist/.build-stamp js pkg/edge_lease.js scripts/build.sh scripts/bundle.mjs; then
   echo "[build] dist/node.cjs, dist/node.mjs (esbuild)"
   node scripts/bundle.mjs

@@ -18,11 +18,14 @@ done
 log() { printf '[setup] %s\n' "$*"; }
 export PATH="$HOME/.cargo/bin:$PATH"
 
-# Rust target for wasm.
-if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-  log "adding rust target wasm32-unknown-unknown"
-  rustup target add wasm32-unknown-unknown
-fi
+# Rust targets for wasm: the engine's, and the server's HTTP/2 module's
+# (server/h2 needs a clock, which wasm32-unknown-unknown lacks).
+for target in wasm32-unknown-unknown wasm32-wasip1; do
+  if ! rustup target list --installed | grep -qx "$target"; then
+    log "adding rust target $target"
+    rustup target add "$target"
+  fi
+done
 
 # wasm-bindgen-cli must match the crate's pinned wasm-bindgen exactly.
 want_wb=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)"/\1/p' Cargo.toml)

@@ -24,8 +24,8 @@ suite() {
   fi
 }
 
-suite "rust: fmt and clippy" bash -c 'cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo clippy --target wasm32-unknown-unknown -- -D warnings'
-suite "rust: cargo test (native, debug: overflow checks on)" cargo test
+suite "rust: fmt and clippy" bash -c 'cargo fmt --all --check && cargo clippy --workspace --all-targets -- -D warnings && cargo clippy --target wasm32-unknown-unknown -- -D warnings && cargo clippy -p edge-lease-h2 --target wasm32-wasip1 -- -D warnings'
+suite "rust: cargo test (native, debug: overflow checks on)" cargo test --workspace
 suite "wasm: wasm-pack test --node" wasm-pack test --node --release
 # Without WASM_BINDGEN_USE_BROWSER, suites not marked run_in_browser (tests/wasm.rs
 # runs in both) are skipped under --chrome.

@@ -1,15 +1,15 @@
-// The gRPC transport (Node only): @grpc/grpc-js serves every method of the
-// protos, (de)serialising with protobufjs into the service layer's plain
-// messages (64-bit integers as decimal strings, enums as names, bytes as
-// Buffers). Methods the service layer lacks answer Unimplemented.
-import * as grpc from "@grpc/grpc-js";
+// The gRPC transport (Node only): HTTP/2 from h2.mjs, messages
+// (de)serialised with protobufjs into the service layer's plain messages
+// (64-bit integers as decimal strings, enums as names, bytes as Buffers),
+// each call run by the kind of handler the service layer has for it.
+// Paths the protos lack, and methods the service layer lacks, answer
+// Unimplemented as grpc-go does.
+import { gunzipSync, inflateSync } from "node:zlib";
 import { loadRoot } from "./proto/load.mjs";
 import { services as schema } from "./proto/schema.mjs";
 import { Code, GrpcError, tooLargeMessage, unimplemented } from "./errors.mjs";
 import { MAX_MESSAGE_BYTES } from "./gateway.mjs";
-
-const SIZE = Symbol("size");
-const FAILED = Symbol("failed");
+import { H2Session } from "./h2.mjs";
 
 // proto3 leaves zero values off the wire (protobufjs would write the ones
 // set explicitly, enums named by their zero value too); oneof members are
@@ -27,222 +27,254 @@ function zeroless(T, obj) {
   return out;
 }
 
+const DECOMPRESS = { gzip: gunzipSync, deflate: inflateSync };
+
 function codec(root, typeName) {
   const T = root.lookupType(typeName);
   return {
-    serialize: (obj) => Buffer.from(T.encode(T.fromObject(zeroless(T, obj))).finish()),
-    deserialize(buf) {
-      // A bad message becomes the call's error (etcd's codes), not a crash.
-      if (buf.length > MAX_MESSAGE_BYTES) return { [FAILED]: tooLargeMessage(buf.length, MAX_MESSAGE_BYTES) };
+    encode: (obj) => T.encode(T.fromObject(zeroless(T, obj))).finish(),
+    /** The message in `bytes` (gRPC's compressed flag and grpc-encoding as given); a bad one throws etcd's error. */
+    decode(bytes, compressed, encoding) {
+      if (compressed) bytes = decompress(bytes, encoding);
       try {
-        const msg = T.toObject(T.decode(buf), { longs: String, enums: String });
-        msg[SIZE] = buf.length;
-        return msg;
+        return T.toObject(T.decode(bytes), { longs: String, enums: String });
       } catch (e) {
-        return { [FAILED]: new GrpcError(Code.InvalidArgument, `grpc: error unmarshalling request: ${e.message}`) };
+        throw new GrpcError(Code.InvalidArgument, `grpc: error unmarshalling request: ${e.message}`);
       }
     },
   };
 }
 
-const status = (e) =>
-  e instanceof GrpcError ? { code: e.code, details: e.message } : (console.error(e), { code: Code.Unknown, details: String(e?.message ?? e) });
-
-/** An AbortSignal that fires when the client cancels or its deadline passes. */
-function cancelSignal(call) {
-  const ac = new AbortController();
-  if (call.cancelled) ac.abort();
-  else call.once("cancelled", () => ac.abort());
-  return ac.signal;
+// grpc-go's answers for a compressed request message.
+function decompress(bytes, encoding) {
+  if (encoding === "identity") throw new GrpcError(Code.Internal, "grpc: compressed flag set with identity or empty encoding");
+  const inflate = DECOMPRESS[encoding];
+  if (!inflate) throw new GrpcError(Code.Unimplemented, `grpc: Decompressor is not installed for grpc-encoding "${encoding}"`);
+  try {
+    return inflate(bytes, { maxOutputLength: MAX_MESSAGE_BYTES + 1 });
+  } catch (e) {
+    if (e.code === "ERR_BUFFER_TOO_LARGE") throw tooLargeMessage(`more than ${MAX_MESSAGE_BYTES}`, MAX_MESSAGE_BYTES);
+    throw new GrpcError(Code.Internal, `grpc: failed to decompress the received message: ${e.message}`);
+  }
 }
 
-function unary(handler) {
-  return async (call, callback) => {
-    const req = call.request;
-    if (req[FAILED]) return callback(status(req[FAILED]));
-    let ac = null;
-    const onCancel = () => ac.abort();
-    const ctx = {
-      size: req[SIZE],
-      // Made on first use, and let go once answered (grpc-js then emits
-      // "cancelled" anyway): most calls never look, and each abort costs a
-      // DOMException.
-      get signal() {
-        if (!ac) {
-          ac = new AbortController();
-          if (call.cancelled) ac.abort();
-          else call.once("cancelled", onCancel);
-        }
-        return ac.signal;
-      },
-    };
-    try {
-      callback(null, await handler(req, ctx));
-    } catch (e) {
-      callback(status(e));
-    } finally {
-      if (ac) call.off("cancelled", onCancel);
+function fail(call, e) {
+  if (e instanceof GrpcError) return call.finish(e.code, e.message);
+  console.error(e);
+  call.finish(Code.Unknown, String(e?.message ?? e));
+}
+
+// What every kind of call shares: the request's size, an AbortSignal made
+// only when a handler asks (most never do, and each costs a DOMException),
+// aborted when the client cancels or the deadline passes.
+class Context {
+  constructor(call, size) {
+    this.call = call;
+    this.size = size;
+    this.ac = null;
+  }
+  get signal() {
+    if (!this.ac) {
+      this.ac = new AbortController();
+      if (this.call.done) this.ac.abort();
     }
-  };
+    return this.ac.signal;
+  }
+  abort() {
+    this.ac?.abort();
+  }
 }
 
-// A server stream: the handler's async iterable, one message per value,
-// ended OK when it is done; a cancel aborts the signal it was given.
-function serverStream(handler) {
-  return async (call) => {
-    const req = call.request;
-    call.on("error", () => {});
-    try {
-      if (req[FAILED]) throw req[FAILED];
-      const signal = cancelSignal(call);
-      for await (const res of handler.stream(req, { size: req[SIZE], signal })) {
-        if (signal.aborted) return;
-        if (!call.write(res)) await new Promise((ok) => (call.once("drain", ok), signal.addEventListener("abort", ok)));
-      }
-      if (!signal.aborted) call.end();
-    } catch (e) {
-      if (!call.cancelled) call.emit("error", status(e));
-    }
-  };
+// Starts `call`'s deadline (grpc-timeout): past it, the call ends with
+// DeadlineExceeded and its handler's signal aborts. Returns a stopper.
+function deadline(call, onExpire) {
+  if (!(call.timeoutMs >= 0)) return null;
+  return setTimeout(() => {
+    if (call.done) return;
+    call.finish(Code.DeadlineExceeded, "Deadline exceeded");
+    onExpire();
+  }, Math.min(call.timeoutMs, 2 ** 31 - 1));
 }
 
-// One answer per request; the stream ends OK when the client half-closes
-// (etcd3's keepaliveOnce waits for that).
-function each(handler) {
+// One request, one answer. The first message starts it; a call that ends
+// without one is a protocol error, as in grpc-go.
+function unary(m) {
   return (call) => {
-    call.on("data", (req) => {
-      if (call.cancelled || call.destroyed) return;
+    let ctx = null;
+    const timer = deadline(call, () => ctx?.abort());
+    const stop = () => timer && clearTimeout(timer);
+    call.onCancel = () => (stop(), ctx?.abort());
+    call.onEnd = () => {
+      if (!ctx) (stop(), call.finish(Code.Internal, "grpc: unary call ended with no request message"));
+    };
+    call.onMessage = async (bytes, compressed) => {
+      if (ctx) return;
+      ctx = new Context(call, bytes.length);
       try {
-        if (req[FAILED]) throw req[FAILED];
-        call.write(handler.each(req));
+        const res = await m.handler(m.req.decode(bytes, compressed, call.encoding), ctx);
+        if (call.done) return;
+        call.send(m.res.encode(res));
+        call.finish(Code.OK);
       } catch (e) {
-        call.emit("error", status(e));
+        if (!call.done) fail(call, e);
+      } finally {
+        stop();
       }
-    });
-    call.on("end", () => call.end());
-    call.on("error", () => {}); // a reset by the client (etcdctl keep-alive --once)
+    };
+  };
+}
+
+// A server stream (Observe): the handler's async iterable, one message per
+// value, ended OK when it is done.
+function serverStream(m) {
+  return (call) => {
+    let ctx = null;
+    let wake = null;
+    const timer = deadline(call, () => (ctx?.abort(), wake?.()));
+    const stop = () => timer && clearTimeout(timer);
+    call.onCancel = () => (stop(), ctx?.abort(), wake?.());
+    call.onDrain = () => wake?.();
+    call.onEnd = () => {
+      if (!ctx) (stop(), call.finish(Code.Internal, "grpc: server stream ended with no request message"));
+    };
+    call.onMessage = async (bytes, compressed) => {
+      if (ctx) return;
+      ctx = new Context(call, bytes.length);
+      try {
+        const signal = ctx.signal;
+        for await (const res of m.handler.stream(m.req.decode(bytes, compressed, call.encoding), ctx)) {
+          if (call.done || signal.aborted) return;
+          if (!call.send(m.res.encode(res))) await new Promise((ok) => (wake = ok));
+          wake = null;
+        }
+        if (!call.done) call.finish(Code.OK);
+      } catch (e) {
+        if (!call.done) fail(call, e);
+      } finally {
+        stop();
+      }
+    };
+  };
+}
+
+// One answer per request (LeaseKeepAlive); the stream ends OK when the
+// client half-closes (etcd3's keepaliveOnce waits for that).
+function each(m) {
+  return (call) => {
+    const timer = deadline(call, () => {});
+    const stop = () => timer && clearTimeout(timer);
+    call.onCancel = stop;
+    call.onMessage = (bytes, compressed) => {
+      if (call.done) return;
+      try {
+        call.send(m.res.encode(m.handler.each(m.req.decode(bytes, compressed, call.encoding))));
+      } catch (e) {
+        stop();
+        fail(call, e);
+      }
+    };
+    call.onEnd = () => (stop(), call.finish(Code.OK));
   };
 }
 
 // A session stream (Watch): requests and responses are independent; the
 // session says what to send, and hears when the stream can take more and
 // when it is gone. A client's half-close leaves it open, as etcd's does.
-function session(handler) {
+function session(m) {
   return (call) => {
     let closed = false;
-    const s = handler.open((msg) => (closed ? false : call.write(msg)));
+    let timer = null;
     const close = () => {
       if (closed) return;
       closed = true;
+      if (timer) clearTimeout(timer);
       s.close();
     };
-    call.on("drain", () => s.drain?.());
-    call.on("data", (req) => {
+    const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))));
+    timer = deadline(call, close);
+    call.onDrain = () => s.drain?.();
+    call.onEnd = () => s.end?.();
+    call.onCancel = close;
+    call.onMessage = (bytes, compressed) => {
       if (closed) return;
       try {
-        if (req[FAILED]) throw req[FAILED];
-        s.request(req);
+        s.request(m.req.decode(bytes, compressed, call.encoding));
       } catch (e) {
         close();
-        call.emit("error", status(e));
+        fail(call, e);
       }
-    });
-    call.on("end", () => s.end?.());
-    call.on("cancelled", close);
-    call.on("close", close);
-    call.on("error", close);
+    };
   };
 }
 
-function missing(name, streaming) {
-  const err = status(unimplemented(name));
-  if (!streaming) return (_call, callback) => callback(err);
-  return (call) => call.emit("error", err);
+// grpc-go's answers for a path it has no method for.
+function unknown(path) {
+  const [, service = "", method = ""] = /^\/([^/]*)\/?(.*)$/.exec(path) ?? [];
+  const known = Object.hasOwn(schema, service);
+  const message = known ? `unknown method ${method} for service ${service}` : `unknown service ${service}`;
+  return (call) => call.finish(Code.Unimplemented, message);
 }
 
-// Calls in progress per connection: a connection with none may be evicted
-// when connections run out (listen.mjs). The count lives in a box on the
-// socket, so a call that ends after its session let go of the socket still
-// counts itself down.
-const CALLS = Symbol("calls");
+const SESSION = Symbol("h2 session");
 
-/** How many calls `connection` (the socket listen.mjs handed us) has in progress. */
-export function activeCalls(connection) {
-  return connection?.[CALLS]?.n ?? 0;
-}
-
-// The count box of the connection a call came on. grpc-js keeps the HTTP/2
-// stream on the call it wraps, and node:http2's session.socket stands for
-// the net.Socket listen.mjs handed over (it forwards property reads and
-// writes, and throws once the session is closed). Both are internals:
-// should they move, calls go uncounted (their connections then look idle
-// at the cap) and tests/server/slow-clients.test.mjs fails.
-function callsOf(call) {
-  try {
-    const socket = call.call?.stream?.session?.socket;
-    if (!socket) return null;
-    return (socket[CALLS] ??= { n: 0 });
-  } catch {
-    return null;
-  }
-}
-
-// Counts the call until its HTTP/2 stream closes (grpc-js then emits
-// "cancelled" on every call, finished or not).
-function tracked(fn) {
-  return (call, callback) => {
-    const calls = callsOf(call);
-    if (calls) {
-      calls.n++;
-      call.once("cancelled", () => calls.n--);
-    }
-    return fn(call, callback);
-  };
+/** How many calls the HTTP/2 connection on `socket` has in progress. */
+export function activeCalls(socket) {
+  return socket?.[SESSION]?.calls.size ?? 0;
 }
 
 /**
- * A grpc-js Server with every service of the protos, backed by `services`.
- * `maxConcurrentStreams`: calls one connection may have open at once (the
- * HTTP/2 setting; clients queue the rest), etcd's --max-concurrent-streams.
+ * The gRPC server for `services` (services/index.mjs's table):
+ * `serve(socket)` takes a connection whose first bytes are the HTTP/2
+ * preface; `close()` ends them all. `maxConcurrentStreams`: calls one
+ * connection may have open at once (the HTTP/2 setting; clients queue the
+ * rest), etcd's --max-concurrent-streams. A connection with no call for
+ * `idleMs` is closed with GOAWAY (clients reconnect).
  */
-export function createGrpcServer(services, { maxConcurrentStreams } = {}) {
+export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 5 * 60 * 1000 } = {}) {
   const root = loadRoot();
-  const server = new grpc.Server({
-    // Above etcd's 2 MiB, so deserialize() can answer with etcd's message.
-    "grpc.max_receive_message_length": 2 * MAX_MESSAGE_BYTES,
-    // A connection with no call for this long is closed (clients reconnect).
-    "grpc.max_connection_idle_ms": 5 * 60 * 1000,
-    ...(maxConcurrentStreams ? { "grpc.max_concurrent_streams": maxConcurrentStreams } : {}),
-  });
-  for (const [service, methods] of Object.entries(schema)) {
-    const definition = {};
-    const implementation = {};
-    for (const [rpc, [reqType, resType, streaming]] of Object.entries(methods)) {
-      const req = codec(root, reqType);
-      const res = codec(root, resType);
-      definition[rpc] = {
-        path: `/${service}/${rpc}`,
-        requestStream: streaming.includes("c"),
-        responseStream: streaming.includes("s"),
-        requestSerialize: req.serialize,
-        requestDeserialize: req.deserialize,
-        responseSerialize: res.serialize,
-        responseDeserialize: res.deserialize,
-      };
+  const methods = new Map();
+  for (const [service, rpcs] of Object.entries(schema)) {
+    for (const [rpc, [reqType, resType, streaming]] of Object.entries(rpcs)) {
       const name = `${service}/${rpc}`;
       const handler = services.get(name);
-      if (!handler) implementation[rpc] = missing(name, streaming !== "");
-      else if (handler.each) implementation[rpc] = each(handler);
-      else if (handler.stream) implementation[rpc] = serverStream(handler);
-      else if (handler.open) implementation[rpc] = session(handler);
-      else implementation[rpc] = unary(handler);
+      const m = { handler, req: codec(root, reqType), res: codec(root, resType) };
+      let start;
+      if (!handler) {
+        const e = unimplemented(name);
+        start = (call) => call.finish(e.code, e.message);
+      } else if (handler.each) start = each(m);
+      else if (handler.stream) start = serverStream(m);
+      else if (handler.open) start = session(m);
+      else start = unary(m);
+      methods.set(`/${name}`, start);
     }
-    for (const rpc of Object.keys(implementation)) implementation[rpc] = tracked(implementation[rpc]);
-    server.addService(definition, implementation);
   }
-  return server;
-}
-
-export function connectionInjector(server) {
-  return server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const sessions = new Set();
+  const onCall = (call) => {
+    // A request message over the limit ends its call with etcd's error.
+    call.onTooLarge = (size) => {
+      const e = tooLargeMessage(size, MAX_MESSAGE_BYTES);
+      call.finish(e.code, e.message);
+      call.onCancel?.();
+    };
+    (methods.get(call.path) ?? unknown(call.path))(call);
+  };
+  const sweep = setInterval(() => {
+    const now = performance.now();
+    for (const s of sessions) if (s.calls.size === 0 && now - s.lastActive > idleMs) s.shutdown();
+  }, Math.min(idleMs, 30_000));
+  sweep.unref();
+  return {
+    serve(socket) {
+      const s = new H2Session(socket, { onCall, maxConcurrentStreams, maxMessage: MAX_MESSAGE_BYTES });
+      socket[SESSION] = s;
+      sessions.add(s);
+      socket.once("close", () => sessions.delete(s));
+      socket.resume();
+    },
+    close() {
+      clearInterval(sweep);
+      for (const s of sessions) s.destroy();
+    },
+  };
 }

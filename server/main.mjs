@@ -9,7 +9,7 @@ import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "./services/index.mjs";
 import { createGateway } from "./gateway.mjs";
-import { createGrpcServer, connectionInjector, activeCalls } from "./grpc.mjs";
+import { createGrpcServer, activeCalls } from "./grpc.mjs";
 import { createHttpServer, busy as httpBusy } from "./http.mjs";
 import { createStatic } from "./static.mjs";
 import { connectionPool, sniffingServer, limitsFrom } from "./listen.mjs";
@@ -73,7 +73,7 @@ const servers = [];
 for (const url of flags.listen) {
   const server = sniffingServer({
     http1: (socket) => http.emit("connection", socket),
-    http2: (socket) => grpcServer.current.injectConnection(socket),
+    http2: (socket) => (grpcServer.current ? grpcServer.current.serve(socket) : socket.destroy()),
     pool,
     sniffTimeoutMs: limits.headersTimeoutMs,
   });
@@ -127,8 +127,7 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
   });
 }
 gateway = createGateway({ services });
-const grpc = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams });
-grpcServer.current = connectionInjector(grpc);
+grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams });
 
 for (const s of servers) {
   const a = s.address();
@@ -143,7 +142,7 @@ console.log(
 // timer and the journal.
 async function shutdown(signal) {
   for (const s of servers) s.close();
-  grpcServer.current?.destroy();
+  grpcServer.current?.close();
   stopCompactor();
   lessor?.close();
   // Waits for a compaction in progress to stop and the lock to go.

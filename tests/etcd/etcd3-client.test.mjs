@@ -6,9 +6,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Etcd3 } from "etcd3";
 import * as grpc from "@grpc/grpc-js";
-import { within } from "./grpc-client.mjs";
 import { startBoth, post } from "./harness.mjs";
-import { grpcClient } from "../../server/proto/load.mjs";
+import { grpcClient, within } from "./grpc-client.mjs";
 
 
 test("etcd3 client: kv and a lease lost after a server-side revoke, on both", async (t) => {

@@ -4,7 +4,35 @@
 // Messages come back as plain objects: 64-bit integers as decimal strings,
 // enums as names, bytes as base64.
 import * as grpc from "@grpc/grpc-js";
-import { grpcClient } from "../../server/proto/load.mjs";
+import { loadRoot } from "../../server/proto/load.mjs";
+
+let shared;
+
+/**
+ * A @grpc/grpc-js client of `service` (e.g. "etcdserverpb.KV") at `url`
+ * with these definitions, for tests and benchmarks (the same bytes to a
+ * real etcd and to edge-lease). Responses are plain objects: 64-bit
+ * integers as decimal strings, enums as names (`enums: String`), bytes as
+ * `bytes` says (String: base64; Buffer). `channel` options go to grpc-js.
+ */
+export function grpcClient(url, service, { bytes = String, enums = String, channel = {} } = {}) {
+  shared ??= loadRoot();
+  const svc = shared.lookupService(service);
+  const def = {};
+  for (const m of svc.methodsArray) {
+    const Req = shared.lookupType(m.requestType);
+    const Res = shared.lookupType(m.responseType);
+    def[m.name] = {
+      path: `/${service}/${m.name}`,
+      requestStream: Boolean(m.requestStream),
+      responseStream: Boolean(m.responseStream),
+      requestSerialize: (o) => Buffer.from(Req.encode(Req.fromObject(o)).finish()),
+      responseDeserialize: (b) => Res.toObject(Res.decode(b), { longs: String, enums, bytes }),
+    };
+  }
+  const Ctor = grpc.makeGenericClientConstructor(def, service);
+  return new Ctor(url.replace("http://", ""), grpc.credentials.createInsecure(), channel);
+}
 
 export function connect(t, url) {
   const clients = {};

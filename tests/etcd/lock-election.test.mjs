@@ -8,8 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { startBoth, post } from "./harness.mjs";
-import { within } from "./grpc-client.mjs";
-import { grpcClient as sharedClient } from "../../server/proto/load.mjs";
+import { grpcClient as sharedClient, within } from "./grpc-client.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { startServer, slowBodies, probe } from "./slow-clients.mjs";
-import { grpcClient as sharedClient } from "../../server/proto/load.mjs";
+import { grpcClient as sharedClient } from "../etcd/grpc-client.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,0 +1,536 @@
+//! The server benchmark's load generator: benches/server.mjs runs it once per
+//! case against edge-lease's server and against etcd, and reads one JSON line.
+//!
+//!   edge-lease-load <host:port> <case> <clients> <max ops> <max ms>
+//!
+//! Cases: grant+put, keepalive, range, lock, watch (100 watch streams on one
+//! key over `clients` connections, one writer). Each client has its own
+//! HTTP/2 connection; all run on one thread, so the generator takes at most
+//! one of the machine's cores. Every call carries grpc-timeout and a local
+//! timeout of 10 s; every case stops at `max ops` or `max ms`.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use h2::client::SendRequest;
+use h2::{RecvStream, SendStream};
+use prost::Message;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio::time::timeout;
+
+type Error = Box<dyn std::error::Error>;
+type Result<T> = std::result::Result<T, Error>;
+
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+const WATCHERS: usize = 100;
+
+/// The few etcd messages the cases use, fields numbered as in rpc.proto.
+mod pb {
+    use prost::Message;
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct Header {
+        #[prost(int64, tag = "3")]
+        pub revision: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct RangeRequest {
+        #[prost(bytes = "vec", tag = "1")]
+        pub key: Vec<u8>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct RangeResponse {
+        #[prost(int64, tag = "4")]
+        pub count: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct PutRequest {
+        #[prost(bytes = "vec", tag = "1")]
+        pub key: Vec<u8>,
+        #[prost(bytes = "vec", tag = "2")]
+        pub value: Vec<u8>,
+        #[prost(int64, tag = "3")]
+        pub lease: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct PutResponse {
+        #[prost(message, optional, tag = "1")]
+        pub header: Option<Header>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct LeaseGrantRequest {
+        #[prost(int64, tag = "1")]
+        pub ttl: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct LeaseGrantResponse {
+        #[prost(int64, tag = "2")]
+        pub id: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct LeaseKeepAliveRequest {
+        #[prost(int64, tag = "1")]
+        pub id: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct LeaseKeepAliveResponse {
+        #[prost(int64, tag = "3")]
+        pub ttl: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct LockRequest {
+        #[prost(bytes = "vec", tag = "1")]
+        pub name: Vec<u8>,
+        #[prost(int64, tag = "2")]
+        pub lease: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct LockResponse {
+        #[prost(bytes = "vec", tag = "2")]
+        pub key: Vec<u8>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct UnlockRequest {
+        #[prost(bytes = "vec", tag = "1")]
+        pub key: Vec<u8>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct Empty {}
+    #[derive(Clone, PartialEq, Message)]
+    pub struct WatchCreateRequest {
+        #[prost(bytes = "vec", tag = "1")]
+        pub key: Vec<u8>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct WatchRequest {
+        #[prost(message, optional, tag = "1")]
+        pub create_request: Option<WatchCreateRequest>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct KeyValue {
+        #[prost(int64, tag = "3")]
+        pub mod_revision: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct Event {
+        #[prost(message, optional, tag = "2")]
+        pub kv: Option<KeyValue>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    pub struct WatchResponse {
+        #[prost(bool, tag = "3")]
+        pub created: bool,
+        #[prost(message, repeated, tag = "11")]
+        pub events: Vec<Event>,
+    }
+}
+
+/// One client: one HTTP/2 connection.
+#[derive(Clone)]
+struct Client {
+    h2: SendRequest<Bytes>,
+    authority: Rc<str>,
+}
+
+impl Client {
+    async fn connect(addr: &str) -> Result<Client> {
+        let tcp = TcpStream::connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        let (h2, conn) = h2::client::handshake(tcp).await?;
+        tokio::task::spawn_local(async move {
+            let _ = conn.await;
+        });
+        Ok(Client {
+            h2,
+            authority: addr.into(),
+        })
+    }
+
+    async fn open(&self, path: &str) -> Result<(h2::client::ResponseFuture, SendStream<Bytes>)> {
+        let req = http::Request::builder()
+            .method("POST")
+            .uri(format!("http://{}{path}", self.authority))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("grpc-timeout", "10S")
+            .body(())?;
+        let mut h2 = self.h2.clone().ready().await?;
+        Ok(h2.send_request(req, false)?)
+    }
+
+    async fn unary<Res: Message + Default>(&self, path: &str, req: &impl Message) -> Result<Res> {
+        timeout(CALL_TIMEOUT, async {
+            let (res, mut send) = self.open(path).await?;
+            send.send_data(frame(req), true)?;
+            let (parts, body) = res.await?.into_parts();
+            let mut reader = Reader::new(body);
+            let msg = reader.next().await?;
+            let trailers = reader.body.as_mut().ok_or("no body")?.trailers().await?;
+            let status = trailers
+                .as_ref()
+                .unwrap_or(&parts.headers)
+                .get("grpc-status")
+                .map(|v| v.as_bytes().to_vec());
+            if status.as_deref() != Some(b"0") {
+                return Err(format!("{path}: grpc-status {status:?}").into());
+            }
+            let msg = msg.ok_or_else(|| format!("{path}: no message"))?;
+            Ok(Res::decode(msg)?)
+        })
+        .await
+        .map_err(|_| format!("{path}: no answer in 10 s"))?
+    }
+
+    /// A bidirectional stream: its sender and a reader of its messages
+    /// (servers send the response headers with the first message).
+    async fn stream(&self, path: &str) -> Result<(SendStream<Bytes>, Reader)> {
+        let (res, send) = self.open(path).await?;
+        Ok((send, Reader::pending(res)))
+    }
+}
+
+fn frame(msg: &impl Message) -> Bytes {
+    let mut b = BytesMut::with_capacity(5 + msg.encoded_len());
+    b.put_u8(0);
+    b.put_u32(msg.encoded_len() as u32);
+    msg.encode(&mut b).expect("room reserved");
+    b.freeze()
+}
+
+/// gRPC messages out of a response body.
+struct Reader {
+    headers: Option<h2::client::ResponseFuture>,
+    body: Option<RecvStream>,
+    buf: BytesMut,
+}
+
+impl Reader {
+    fn new(body: RecvStream) -> Reader {
+        Reader {
+            headers: None,
+            body: Some(body),
+            buf: BytesMut::new(),
+        }
+    }
+
+    fn pending(headers: h2::client::ResponseFuture) -> Reader {
+        Reader {
+            headers: Some(headers),
+            body: None,
+            buf: BytesMut::new(),
+        }
+    }
+
+    async fn next(&mut self) -> Result<Option<Bytes>> {
+        loop {
+            if self.buf.len() >= 5 {
+                let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]])
+                    as usize;
+                if self.buf.len() >= 5 + len {
+                    self.buf.advance(5);
+                    return Ok(Some(self.buf.split_to(len).freeze()));
+                }
+            }
+            if let Some(headers) = self.headers.take() {
+                self.body = Some(headers.await?.into_body());
+            }
+            let body = self.body.as_mut().ok_or("no body")?;
+            match body.data().await {
+                Some(chunk) => {
+                    let chunk = chunk?;
+                    let _ = body.flow_control().release_capacity(chunk.len());
+                    self.buf.extend_from_slice(&chunk);
+                }
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+const KV_RANGE: &str = "/etcdserverpb.KV/Range";
+const KV_PUT: &str = "/etcdserverpb.KV/Put";
+const LEASE_GRANT: &str = "/etcdserverpb.Lease/LeaseGrant";
+const LEASE_KEEPALIVE: &str = "/etcdserverpb.Lease/LeaseKeepAlive";
+const LOCK: &str = "/v3lockpb.Lock/Lock";
+const UNLOCK: &str = "/v3lockpb.Lock/Unlock";
+const WATCH: &str = "/etcdserverpb.Watch/Watch";
+
+async fn grant(c: &Client) -> Result<i64> {
+    Ok(
+        c.unary::<pb::LeaseGrantResponse>(LEASE_GRANT, &pb::LeaseGrantRequest { ttl: 60 })
+            .await?
+            .id,
+    )
+}
+
+/// What a client keeps between operations.
+enum State {
+    Plain(Client),
+    Range(Client, Vec<u8>),
+    KeepAlive(SendStream<Bytes>, Reader, i64),
+    Lock(Client, i64),
+}
+
+async fn setup(case: &str, c: Client, i: usize) -> Result<State> {
+    Ok(match case {
+        "grant+put" => State::Plain(c),
+        "range" => {
+            let key = format!("r/{i}").into_bytes();
+            c.unary::<pb::PutResponse>(
+                KV_PUT,
+                &pb::PutRequest {
+                    key: key.clone(),
+                    value: vec![b'x'; 64],
+                    lease: 0,
+                },
+            )
+            .await?;
+            State::Range(c, key)
+        }
+        "keepalive" => {
+            let id = grant(&c).await?;
+            let (send, reader) = c.stream(LEASE_KEEPALIVE).await?;
+            State::KeepAlive(send, reader, id)
+        }
+        "lock" => {
+            let lease = grant(&c).await?;
+            State::Lock(c, lease)
+        }
+        _ => return Err(format!("unknown case {case}").into()),
+    })
+}
+
+async fn op(s: &mut State, k: usize) -> Result<()> {
+    match s {
+        State::Plain(c) => {
+            let lease = grant(c).await?;
+            let put = pb::PutRequest {
+                key: format!("svc/{k}").into_bytes(),
+                value: b"alive".to_vec(),
+                lease,
+            };
+            c.unary::<pb::PutResponse>(KV_PUT, &put).await?;
+        }
+        State::Range(c, key) => {
+            let r = c
+                .unary::<pb::RangeResponse>(KV_RANGE, &pb::RangeRequest { key: key.clone() })
+                .await?;
+            if r.count != 1 {
+                return Err("range: the key is missing".into());
+            }
+        }
+        State::KeepAlive(send, reader, id) => {
+            send.send_data(frame(&pb::LeaseKeepAliveRequest { id: *id }), false)?;
+            let msg = timeout(CALL_TIMEOUT, reader.next())
+                .await
+                .map_err(|_| "keepalive: no answer in 10 s")??;
+            let res =
+                pb::LeaseKeepAliveResponse::decode(msg.ok_or("keepalive: the stream ended")?)?;
+            if res.ttl <= 0 {
+                return Err("keepalive: the lease is gone".into());
+            }
+        }
+        State::Lock(c, lease) => {
+            let r = c
+                .unary::<pb::LockResponse>(
+                    LOCK,
+                    &pb::LockRequest {
+                        name: b"bench-lock".to_vec(),
+                        lease: *lease,
+                    },
+                )
+                .await?;
+            c.unary::<pb::Empty>(UNLOCK, &pb::UnlockRequest { key: r.key })
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+struct Report {
+    ops: usize,
+    secs: f64,
+    lat_ms: Vec<f64>,
+}
+
+/// `clients` clients run `case` until `max_ops` operations or `max_ms`.
+async fn run(clients: &[Client], case: &str, max_ops: usize, max_ms: u64) -> Result<Report> {
+    let mut states = Vec::new();
+    for (i, c) in clients.iter().enumerate() {
+        states.push(setup(case, c.clone(), i).await?);
+    }
+    let next = Rc::new(Cell::new(0usize));
+    let lat = Rc::new(RefCell::new(Vec::with_capacity(max_ops)));
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_millis(max_ms);
+    let mut tasks = Vec::new();
+    for mut s in states {
+        let (next, lat, case) = (next.clone(), lat.clone(), case.to_string());
+        tasks.push(tokio::task::spawn_local(async move {
+            loop {
+                let k = next.get();
+                if k >= max_ops || Instant::now() > deadline {
+                    break;
+                }
+                next.set(k + 1);
+                let a = Instant::now();
+                op(&mut s, k).await.map_err(|e| format!("{case}: {e}"))?;
+                lat.borrow_mut().push(a.elapsed().as_secs_f64() * 1e3);
+            }
+            if let State::KeepAlive(mut send, _, _) = s {
+                let _ = send.send_data(Bytes::new(), true);
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let lat_ms = std::mem::take(&mut *lat.borrow_mut());
+    Ok(Report {
+        ops: lat_ms.len(),
+        secs,
+        lat_ms,
+    })
+}
+
+/// One writer, WATCHERS streams on one key spread over the clients'
+/// connections: per put, the time until every watcher has its event.
+/// Counted in events delivered.
+async fn watch(clients: &[Client], max_puts: usize, max_ms: u64) -> Result<Report> {
+    let arrived: Rc<RefCell<HashMap<i64, usize>>> = Rc::default();
+    let notify = Rc::new(Notify::new());
+    let created = Rc::new(Cell::new(0usize));
+    let mut tasks = Vec::new();
+    for i in 0..WATCHERS {
+        let c = &clients[i % clients.len()];
+        let (mut send, mut reader) = c.stream(WATCH).await?;
+        let create = pb::WatchRequest {
+            create_request: Some(pb::WatchCreateRequest {
+                key: b"fan".to_vec(),
+            }),
+        };
+        send.send_data(frame(&create), false)?;
+        let (arrived, notify, created) = (arrived.clone(), notify.clone(), created.clone());
+        tasks.push(tokio::task::spawn_local(async move {
+            let _keep = send;
+            while let Ok(Some(msg)) = reader.next().await {
+                let Ok(res) = pb::WatchResponse::decode(msg) else {
+                    break;
+                };
+                if res.created {
+                    created.set(created.get() + 1);
+                }
+                for ev in res.events {
+                    *arrived
+                        .borrow_mut()
+                        .entry(ev.kv.map_or(0, |kv| kv.mod_revision))
+                        .or_default() += 1;
+                }
+                notify.notify_waiters();
+            }
+        }));
+    }
+    let all_created = async {
+        while created.get() < WATCHERS {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    timeout(CALL_TIMEOUT, all_created)
+        .await
+        .map_err(|_| "watch: not all created in 10 s")?;
+    let writer = &clients[0];
+    let mut lat_ms = Vec::new();
+    let t0 = Instant::now();
+    for k in 0..max_puts {
+        if t0.elapsed() > Duration::from_millis(max_ms) {
+            break;
+        }
+        let a = Instant::now();
+        let put = pb::PutRequest {
+            key: b"fan".to_vec(),
+            value: k.to_string().into_bytes(),
+            lease: 0,
+        };
+        let rev = writer
+            .unary::<pb::PutResponse>(KV_PUT, &put)
+            .await?
+            .header
+            .map_or(0, |h| h.revision);
+        let all = async {
+            loop {
+                let wait = notify.notified();
+                if arrived.borrow().get(&rev).copied().unwrap_or(0) >= WATCHERS {
+                    return;
+                }
+                wait.await;
+            }
+        };
+        timeout(Duration::from_secs(2), all)
+            .await
+            .map_err(|_| format!("watch: revision {rev} not delivered to all in 2 s"))?;
+        arrived.borrow_mut().remove(&rev);
+        lat_ms.push(a.elapsed().as_secs_f64() * 1e3);
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    for t in tasks {
+        t.abort();
+    }
+    Ok(Report {
+        ops: lat_ms.len() * WATCHERS,
+        secs,
+        lat_ms,
+    })
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((p / 100.0 * sorted.len() as f64) as usize).min(sorted.len() - 1)]
+}
+
+async fn main_async(args: Vec<String>) -> Result<String> {
+    let [addr, case, clients, max_ops, max_ms] = &args[..] else {
+        return Err(
+            "usage: edge-lease-load <host:port> <case> <clients> <max ops> <max ms>".into(),
+        );
+    };
+    let (n, max_ops, max_ms): (usize, usize, u64) =
+        (clients.parse()?, max_ops.parse()?, max_ms.parse()?);
+    let mut conns = Vec::new();
+    for _ in 0..n.max(1) {
+        conns.push(Client::connect(addr).await?);
+    }
+    let mut r = if case == "watch" {
+        watch(&conns, max_ops, max_ms).await?
+    } else {
+        run(&conns, case, max_ops, max_ms).await?
+    };
+    r.lat_ms.sort_by(f64::total_cmp);
+    let (p50, p99) = (percentile(&r.lat_ms, 50.0), percentile(&r.lat_ms, 99.0));
+    Ok(format!(
+        r#"{{"ops":{},"secs":{:.4},"p50":{p50:.4},"p99":{p99:.4}}}"#,
+        r.ops, r.secs
+    ))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let local = tokio::task::LocalSet::new();
+    match local.block_on(&rt, main_async(args)) {
+        Ok(line) => println!("{line}"),
+        Err(e) => {
+            println!(r#"{{"error":{:?}}}"#, e.to_string());
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,275 @@
+// HTTP/2 for the gRPC transport: a socket's bytes go through the h2 wasm
+// module (server/h2/, Rust's h2 crate), which answers with bytes to write and
+// events for the calls on it. One module instance serves every connection.
+// grpc.mjs turns the calls into service calls.
+import { readFileSync } from "node:fs";
+import { randomFillSync } from "node:crypto";
+
+const WASM = new URL("../dist/h2.wasm", import.meta.url);
+
+const EV_CALL = 1, EV_MESSAGE = 2, EV_END = 3, EV_CANCEL = 4, EV_TOO_LARGE = 5, EV_DRAIN = 6, EV_CLOSED = 7;
+
+let compiled = null;
+let current = null;
+
+// The module's few WASI imports: a clock (h2 times reset streams), random
+// bytes (std's hash seeds), stderr for a panic's message. No files, no
+// environment.
+function wasi(memory) {
+  const view = () => new DataView(memory().buffer);
+  return {
+    clock_time_get(id, _precision, out) {
+      const ns = id === 0 ? BigInt(Date.now()) * 1_000_000n : process.hrtime.bigint();
+      view().setBigUint64(out, ns, true);
+      return 0;
+    },
+    random_get(ptr, len) {
+      randomFillSync(new Uint8Array(memory().buffer, ptr, len));
+      return 0;
+    },
+    environ_sizes_get(count, size) {
+      view().setUint32(count, 0, true);
+      view().setUint32(size, 0, true);
+      return 0;
+    },
+    environ_get: () => 0,
+    fd_write(fd, iovs, n, written) {
+      const v = view();
+      let total = 0;
+      for (let i = 0; i < n; i++) {
+        const ptr = v.getUint32(iovs + 8 * i, true);
+        const len = v.getUint32(iovs + 8 * i + 4, true);
+        if (fd === 1 || fd === 2) process.stderr.write(Buffer.from(new Uint8Array(memory().buffer, ptr, len)));
+        total += len;
+      }
+      v.setUint32(written, total, true);
+      return 0;
+    },
+    proc_exit(code) {
+      throw new Error(`h2 module exited with ${code}`);
+    },
+  };
+}
+
+// The shared instance, made anew if the last one failed (a trap leaves
+// Rust's state unknown, so every connection on it is closed).
+function instance() {
+  if (current && !current.failed) return current;
+  compiled ??= new WebAssembly.Module(readFileSync(WASM));
+  let memory = null;
+  const { exports } = new WebAssembly.Instance(compiled, { wasi_snapshot_preview1: wasi(() => memory) });
+  memory = exports.memory;
+  current = { x: exports, memory, sessions: new Set(), failed: false };
+  return current;
+}
+
+function fail(inst, e) {
+  if (inst.failed) return;
+  inst.failed = true;
+  console.error(`edge-lease: HTTP/2 module failed, closing its ${inst.sessions.size} connections: ${e?.stack ?? e}`);
+  for (const s of inst.sessions) s.destroy();
+}
+
+const encoder = new TextEncoder();
+
+/** A gRPC call as the h2 module reports it. grpc.mjs sets the on* hooks. */
+export class H2Call {
+  constructor(session, id, path, timeoutMs, encoding) {
+    this.session = session;
+    this.id = id;
+    this.path = path;
+    /** grpc-timeout in ms, or -1. */
+    this.timeoutMs = timeoutMs;
+    /** grpc-encoding ("identity" if none). */
+    this.encoding = encoding;
+    this.done = false;
+    this.onMessage = null; // (bytes: Buffer, compressed: boolean)
+    this.onEnd = null; // the client half-closed
+    this.onCancel = null; // reset by the client, or its connection went
+    this.onDrain = null; // send() said wait, and now it need not
+    this.onTooLarge = null; // (length) a request message over the limit
+  }
+
+  /** Queues a response message; false if the caller should wait for onDrain. */
+  send(bytes) {
+    if (this.done) return false;
+    return this.session.command((x, mem) => {
+      const ptr = x.h2_scratch(bytes.length);
+      new Uint8Array(mem.buffer, ptr, bytes.length).set(bytes);
+      return x.h2_send(this.session.handle, this.id, bytes.length) === 1;
+    }, false);
+  }
+
+  /** Ends the call with a gRPC status once what it queued is sent. */
+  finish(code, message = "") {
+    if (this.done) return;
+    this.done = true;
+    this.session.calls.delete(this.id);
+    this.session.command((x, mem) => {
+      const ptr = x.h2_scratch(message.length * 3);
+      const { written } = encoder.encodeInto(message, new Uint8Array(mem.buffer, ptr, message.length * 3));
+      x.h2_finish(this.session.handle, this.id, code, written);
+    });
+  }
+}
+
+/**
+ * One HTTP/2 connection on `socket` (its first bytes the client preface).
+ * `onCall(call)` hears each new call; `maxMessage` caps request messages.
+ */
+export class H2Session {
+  constructor(socket, { onCall, maxConcurrentStreams = 0, maxMessage }) {
+    this.socket = socket;
+    this.onCall = onCall;
+    this.calls = new Map();
+    this.lastActive = performance.now();
+    this.inst = instance();
+    this.inst.sessions.add(this);
+    this.handle = -1;
+    this.closed = false;
+    this.scheduled = false;
+    this.out = []; // bytes to write this turn
+    this.handle = this.command((x) => x.h2_open(maxConcurrentStreams >>> 0, maxMessage >>> 0), -1);
+    if (this.handle < 0) return;
+    socket.on("data", (chunk) => this.input(chunk));
+    socket.on("end", () => this.command((x) => x.h2_eof(this.handle)));
+    socket.on("close", () => this.destroy());
+    socket.on("error", () => this.destroy());
+    this.flush();
+  }
+
+  input(chunk) {
+    this.command((x, mem) => {
+      const ptr = x.h2_scratch(chunk.length);
+      new Uint8Array(mem.buffer, ptr, chunk.length).set(chunk);
+      x.h2_input(this.handle, chunk.length);
+    });
+    // Calls, messages and cancels are heard at once, not a tick later.
+    this.flush();
+  }
+
+  /**
+   * Runs `fn(exports, memory)` against the module (a trap closes this
+   * instance's connections and gives `otherwise`), then has what it produced
+   * sent before the tick ends.
+   */
+  command(fn, otherwise) {
+    const inst = this.inst;
+    if (this.closed || inst.failed) return otherwise;
+    let out;
+    try {
+      out = fn(inst.x, inst.memory);
+    } catch (e) {
+      fail(inst, e);
+      return otherwise;
+    }
+    if (!this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(() => this.flush());
+    }
+    return out;
+  }
+
+  /** Writes what the module produced and hands out its events. */
+  flush() {
+    this.scheduled = false;
+    if (this.closed || this.inst.failed) return;
+    let events, output;
+    try {
+      const { x, memory } = this.inst;
+      const at = new Uint32Array(memory.buffer, x.h2_take(this.handle), 4);
+      // Copies: the module reuses its buffers, and the events' messages are
+      // decoded into objects that may keep slices of them.
+      events = at[1] ? Buffer.from(new Uint8Array(memory.buffer, at[0], at[1])) : null;
+      output = at[3] ? Buffer.from(new Uint8Array(memory.buffer, at[2], at[3])) : null;
+    } catch (e) {
+      fail(this.inst, e);
+      return;
+    }
+    if (output) {
+      this.out.push(output);
+      if (this.out.length === 1) setImmediate(() => this.write());
+    }
+    if (events) this.dispatch(events);
+  }
+
+  // One socket write per connection and event-loop turn: the answers to
+  // every call read in this turn, with the window updates and acks, go out
+  // together (a write to a loopback socket costs more than a call's
+  // protocol work).
+  write() {
+    if (this.scheduled) this.flush();
+    const out = this.out;
+    this.out = [];
+    if (out.length === 0 || this.socket.destroyed) return;
+    this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
+  }
+
+  dispatch(buf) {
+    for (let at = 0; at < buf.length; ) {
+      const kind = buf[at];
+      const id = buf.readUInt32LE(at + 1);
+      const len = buf.readUInt32LE(at + 5);
+      const body = buf.subarray(at + 9, at + 9 + len);
+      at += 9 + len;
+      if (kind === EV_CLOSED) {
+        this.end();
+        continue;
+      }
+      if (kind === EV_CALL) {
+        const timeoutMs = body.readDoubleLE(0);
+        const encoding = body.toString("latin1", 9, 9 + body[8]);
+        const path = body.toString("latin1", 9 + body[8]);
+        const call = new H2Call(this, id, path, timeoutMs, encoding);
+        this.calls.set(id, call);
+        this.lastActive = performance.now();
+        this.onCall(call);
+        continue;
+      }
+      const call = this.calls.get(id);
+      if (!call) continue;
+      if (kind === EV_MESSAGE) call.onMessage?.(body.subarray(1), body[0] !== 0);
+      else if (kind === EV_END) call.onEnd?.();
+      else if (kind === EV_DRAIN) call.onDrain?.();
+      else if (kind === EV_TOO_LARGE) call.onTooLarge?.(body.readUInt32LE(0));
+      else if (kind === EV_CANCEL) this.cancel(call);
+    }
+    if (this.calls.size === 0) this.lastActive = performance.now();
+  }
+
+  cancel(call) {
+    if (call.done) return;
+    call.done = true;
+    this.calls.delete(call.id);
+    call.onCancel?.();
+  }
+
+  /** GOAWAY: calls in progress finish, then the connection ends. */
+  shutdown() {
+    this.command((x) => x.h2_shutdown(this.handle));
+  }
+
+  /** The protocol is over: what is left to write goes, then the socket closes. */
+  end() {
+    if (this.closed) return;
+    this.destroy(false);
+    if (this.out.length) this.write();
+    this.socket.end();
+  }
+
+  /** Closes the connection now; its calls are cancelled. */
+  destroy(now = true) {
+    if (this.closed) return;
+    this.closed = true;
+    this.inst.sessions.delete(this);
+    for (const call of [...this.calls.values()]) this.cancel(call);
+    if (!this.inst.failed && this.handle >= 0) {
+      try {
+        this.inst.x.h2_free(this.handle);
+      } catch (e) {
+        fail(this.inst, e);
+      }
+    }
+    if (now) this.socket.destroy();
+  }
+}

@@ -1,0 +1,135 @@
+//! The module's exports: plain functions over numbers, connections named by a
+//! handle. Bytes come in through one scratch buffer (the host asks for room,
+//! writes, then calls); bytes go out through `h2_take`, whose buffers stay
+//! valid until the next call.
+
+use crate::{Conn, Limits};
+use std::cell::RefCell;
+
+#[derive(Default)]
+struct Module {
+    conns: Vec<Option<Conn>>,
+    free: Vec<u32>,
+    scratch: Vec<u8>,
+    events: Vec<u8>,
+    output: Vec<u8>,
+    taken: [u32; 4],
+}
+
+thread_local! {
+    static MODULE: RefCell<Module> = RefCell::new(Module::default());
+}
+
+fn with_conn<R>(h: u32, f: impl FnOnce(&mut Conn, &[u8]) -> R) -> Option<R> {
+    MODULE.with(|m| {
+        let m = &mut *m.borrow_mut();
+        let conn = m.conns.get_mut(h as usize)?.as_mut()?;
+        Some(f(conn, &m.scratch))
+    })
+}
+
+/// Room for `len` bytes of input; the host writes there before its next call.
+#[no_mangle]
+pub extern "C" fn h2_scratch(len: u32) -> *mut u8 {
+    MODULE.with(|m| {
+        let scratch = &mut m.borrow_mut().scratch;
+        scratch.resize(len as usize, 0);
+        scratch.as_mut_ptr()
+    })
+}
+
+/// A new connection (the client preface not yet read); its handle.
+#[no_mangle]
+pub extern "C" fn h2_open(max_concurrent_streams: u32, max_message: u32) -> u32 {
+    let conn = Conn::new(Limits {
+        max_concurrent_streams,
+        max_message: max_message as usize,
+    });
+    MODULE.with(|m| {
+        let m = &mut *m.borrow_mut();
+        match m.free.pop() {
+            Some(h) => {
+                m.conns[h as usize] = Some(conn);
+                h
+            }
+            None => {
+                m.conns.push(Some(conn));
+                (m.conns.len() - 1) as u32
+            }
+        }
+    })
+}
+
+/// The connection's resources back; its handle may be reused.
+#[no_mangle]
+pub extern "C" fn h2_free(h: u32) {
+    MODULE.with(|m| {
+        let m = &mut *m.borrow_mut();
+        if let Some(slot @ Some(_)) = m.conns.get_mut(h as usize) {
+            *slot = None;
+            m.free.push(h);
+        }
+    })
+}
+
+/// The first `len` scratch bytes were read from the socket.
+#[no_mangle]
+pub extern "C" fn h2_input(h: u32, len: u32) {
+    with_conn(h, |c, scratch| {
+        c.input(&scratch[..(len as usize).min(scratch.len())])
+    });
+}
+
+/// The socket's read side ended.
+#[no_mangle]
+pub extern "C" fn h2_eof(h: u32) {
+    with_conn(h, |c, _| c.eof());
+}
+
+/// Sends the first `len` scratch bytes as a message on call `id`; 1 if the
+/// call can take more now, 0 if it should wait for a Drain event (or is gone).
+#[no_mangle]
+pub extern "C" fn h2_send(h: u32, id: u32, len: u32) -> u32 {
+    with_conn(h, |c, scratch| {
+        c.send(id, &scratch[..(len as usize).min(scratch.len())]) as u32
+    })
+    .unwrap_or(0)
+}
+
+/// Ends call `id` with gRPC status `code` and the first `len` scratch bytes (UTF-8) as its message.
+#[no_mangle]
+pub extern "C" fn h2_finish(h: u32, id: u32, code: u32, len: u32) {
+    with_conn(h, |c, scratch| {
+        let text =
+            String::from_utf8_lossy(&scratch[..(len as usize).min(scratch.len())]).into_owned();
+        c.finish(id, code, &text)
+    });
+}
+
+/// GOAWAY: calls in progress go on, no new ones.
+#[no_mangle]
+pub extern "C" fn h2_shutdown(h: u32) {
+    with_conn(h, |c, _| c.shutdown());
+}
+
+/// The events and the bytes to write since the last take, as a pointer to
+/// four u32s: events' address and length, output's address and length.
+#[no_mangle]
+pub extern "C" fn h2_take(h: u32) -> *const u32 {
+    MODULE.with(|m| {
+        let m = &mut *m.borrow_mut();
+        if let Some(Some(conn)) = m.conns.get_mut(h as usize) {
+            conn.swap(&mut m.events, &mut m.output);
+        } else {
+            m.events.clear();
+            m.output.clear();
+        }
+        m.taken = [
+            m.events.as_ptr() as u32,
+            m.events.len() as u32,
+            m.output.as_ptr() as u32,
+            m.output.len() as u32,
+        ];
+        m.taken.as_ptr()
+    })
+}

@@ -1,0 +1,574 @@
+//! HTTP/2 and gRPC message framing for the server's gRPC transport.
+//!
+//! server/grpc.mjs owns the sockets, the calls and the services; this crate
+//! owns the protocol. Node's HTTP/2 spends ~40 µs of CPU per call on JS stream
+//! objects and callbacks before any gRPC work (benches/ANALYSIS.md); here the
+//! bytes of one socket read, however many frames they hold, go in with one
+//! call and come back as one batch of events.
+//!
+//! Built for wasm32-wasip1, not wasm32-unknown-unknown: h2 reads
+//! `Instant::now()` when a stream is reset, which only a target with a clock
+//! can answer (server/h2.mjs gives it one).
+//!
+//! h2 is driven with a no-op waker: after every input and every command,
+//! `pump` polls the connection and each call until nothing progresses.
+
+mod events;
+mod ffi;
+mod hpack;
+mod inbound;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use events::{Event, Events};
+use h2::server::{Connection, Handshake, SendResponse};
+use h2::{RecvStream, SendStream};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use inbound::Inbound;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+/// A call asks its sender to wait once this many messages, or bytes, wait
+/// for flow control. As etcd's watch streams, which buffer 128 responses: a
+/// watcher told to wait restarts later from where it was, its events then
+/// batched, where etcd would still have sent them one response each.
+const HIGH_WATER_MESSAGES: usize = 128;
+const HIGH_WATER_BYTES: usize = 16 << 20;
+
+/// The bytes between h2 and the socket: what was read and not yet parsed,
+/// what is to be written.
+#[derive(Default)]
+struct Pipe {
+    input: BytesMut,
+    eof: bool,
+    output: Vec<u8>,
+}
+
+struct Io(Rc<RefCell<Pipe>>);
+
+impl tokio::io::AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let mut pipe = self.0.borrow_mut();
+        if pipe.input.is_empty() {
+            // Nothing filled at EOF is how AsyncRead says "closed".
+            return if pipe.eof {
+                Poll::Ready(Ok(()))
+            } else {
+                Poll::Pending
+            };
+        }
+        let n = buf.remaining().min(pipe.input.len());
+        buf.put_slice(&pipe.input[..n]);
+        pipe.input.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl tokio::io::AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        b: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.0.borrow_mut().output.extend_from_slice(b);
+        Poll::Ready(Ok(b.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+enum State {
+    Handshake(Handshake<Io, Bytes>),
+    Open(Connection<Io, Bytes>),
+    Closed,
+}
+
+/// Limits a connection is opened with.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Calls one connection may have open at once (0: h2's default, no limit).
+    pub max_concurrent_streams: u32,
+    /// A request message longer than this is reported, not buffered.
+    pub max_message: usize,
+}
+
+/// One HTTP/2 connection serving gRPC calls.
+pub struct Conn {
+    pipe: Rc<RefCell<Pipe>>,
+    inbound: Inbound,
+    state: State,
+    calls: HashMap<u32, Call>,
+    events: Events,
+    max_message: usize,
+}
+
+impl Conn {
+    pub fn new(limits: Limits) -> Conn {
+        let pipe = Rc::new(RefCell::new(Pipe::default()));
+        let mut builder = h2::server::Builder::new();
+        // As grpc-go's defaults: room for a large message in flight without a
+        // window update per 64 KiB.
+        builder
+            .initial_window_size(1 << 20)
+            .initial_connection_window_size(1 << 22);
+        if limits.max_concurrent_streams > 0 {
+            builder.max_concurrent_streams(limits.max_concurrent_streams);
+        }
+        let state = State::Handshake(builder.handshake(Io(pipe.clone())));
+        let mut conn = Conn {
+            pipe,
+            inbound: Inbound::default(),
+            state,
+            calls: HashMap::new(),
+            events: Events::default(),
+            max_message: limits.max_message,
+        };
+        conn.pump();
+        conn
+    }
+
+    /// Bytes read from the socket.
+    pub fn input(&mut self, bytes: &[u8]) {
+        let broken = self
+            .inbound
+            .feed(bytes, &mut self.pipe.borrow_mut().input)
+            .is_err();
+        self.pump();
+        if broken {
+            // GOAWAY, then the end.
+            if let State::Open(conn) = &mut self.state {
+                conn.abrupt_shutdown(h2::Reason::PROTOCOL_ERROR);
+            }
+            self.pump();
+            self.close();
+        }
+    }
+
+    /// The socket's read side ended.
+    pub fn eof(&mut self) {
+        self.pipe.borrow_mut().eof = true;
+        self.pump();
+    }
+
+    /// Queues one response message on call `id`; false once the call holds
+    /// more than it can send now (an Event::Drain follows) or is gone.
+    pub fn send(&mut self, id: u32, message: &[u8]) -> bool {
+        let Some(call) = self.calls.get_mut(&id) else {
+            return false;
+        };
+        let more = call.send(message);
+        self.pump();
+        more
+    }
+
+    /// Ends call `id` with a gRPC status, after what it has queued.
+    pub fn finish(&mut self, id: u32, code: u32, message: &str) {
+        if let Some(call) = self.calls.get_mut(&id) {
+            call.finish(code, message);
+            self.pump();
+        }
+    }
+
+    /// Says GOAWAY: calls in progress finish, new ones are refused.
+    pub fn shutdown(&mut self) {
+        if let State::Open(conn) = &mut self.state {
+            conn.graceful_shutdown();
+        }
+        self.pump();
+    }
+
+    /// Whether the connection is over (Event::Closed was given).
+    pub fn closed(&self) -> bool {
+        matches!(self.state, State::Closed)
+    }
+
+    /// The events and the bytes to write since the last take.
+    pub fn take(&mut self) -> (Vec<u8>, Vec<u8>) {
+        (
+            std::mem::take(&mut self.events.0),
+            std::mem::take(&mut self.pipe.borrow_mut().output),
+        )
+    }
+
+    /// Like `take`, keeping both buffers' storage for the next round.
+    pub fn swap(&mut self, events: &mut Vec<u8>, output: &mut Vec<u8>) {
+        events.clear();
+        output.clear();
+        std::mem::swap(events, &mut self.events.0);
+        std::mem::swap(output, &mut self.pipe.borrow_mut().output);
+    }
+
+    fn pump(&mut self) {
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            let mut progress = false;
+            let mut accepted = Vec::new();
+            let mut over = false;
+            match &mut self.state {
+                State::Handshake(hs) => match Pin::new(hs).poll(&mut cx) {
+                    Poll::Ready(Ok(conn)) => {
+                        self.state = State::Open(conn);
+                        progress = true;
+                    }
+                    Poll::Ready(Err(_)) => over = true,
+                    Poll::Pending => {}
+                },
+                State::Open(conn) => loop {
+                    match conn.poll_accept(&mut cx) {
+                        Poll::Ready(Some(Ok(call))) => accepted.push(call),
+                        Poll::Ready(Some(Err(_)) | None) => {
+                            over = true;
+                            break;
+                        }
+                        Poll::Pending => break,
+                    }
+                },
+                State::Closed => return,
+            }
+            for (req, respond) in accepted {
+                progress = true;
+                self.accept(req, respond);
+            }
+            let max = self.max_message;
+            let events = &mut self.events;
+            self.calls.retain(|&id, call| {
+                progress |= call.poll(&mut cx, id, max, events);
+                !call.gone
+            });
+            if over {
+                return self.close();
+            }
+            if !progress {
+                return;
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        for (&id, call) in self.calls.iter() {
+            if !call.gone {
+                self.events.push(Event::Cancel, id, &[]);
+            }
+        }
+        self.calls.clear();
+        self.events.push(Event::Closed, 0, &[]);
+        self.state = State::Closed;
+    }
+
+    fn accept(&mut self, req: Request<RecvStream>, mut respond: SendResponse<Bytes>) {
+        let id = respond.stream_id().as_u32();
+        let grpc = req.method() == http::Method::POST
+            && req
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+        if !grpc {
+            // What grpc-go answers a request that is not gRPC.
+            let res = Response::builder()
+                .status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+                .body(())
+                .expect("static response");
+            let _ = respond.send_response(res, true);
+            return;
+        }
+        let headers = req.headers();
+        let timeout = headers
+            .get("grpc-timeout")
+            .and_then(|v| timeout_ms(v.as_bytes()))
+            .unwrap_or(-1.0);
+        let encoding = headers
+            .get("grpc-encoding")
+            .map(|v| v.as_bytes())
+            .unwrap_or(b"identity");
+        let path = req.uri().path().as_bytes();
+        let mut payload = Vec::with_capacity(9 + encoding.len() + path.len());
+        payload.extend_from_slice(&timeout.to_le_bytes());
+        payload.push(encoding.len().min(255) as u8);
+        payload.extend_from_slice(&encoding[..encoding.len().min(255)]);
+        payload.extend_from_slice(path);
+        self.events.push(Event::Call, id, &payload);
+        let recv = req.into_body();
+        self.calls.insert(id, Call::new(recv, respond));
+    }
+}
+
+/// A call: the request stream being read and the response being written.
+struct Call {
+    recv: Option<RecvStream>,
+    respond: SendResponse<Bytes>,
+    send: Option<SendStream<Bytes>>,
+    /// Request bytes not yet a whole message.
+    partial: BytesMut,
+    /// Response messages waiting for flow control.
+    queue: VecDeque<Bytes>,
+    queued: usize,
+    blocked: bool,
+    /// The status, sent once the queue is empty.
+    trailers: Option<HeaderMap>,
+    finished: bool,
+    /// Done with: dropped on the next pump.
+    gone: bool,
+}
+
+impl Call {
+    fn new(recv: RecvStream, respond: SendResponse<Bytes>) -> Call {
+        Call {
+            recv: Some(recv),
+            respond,
+            send: None,
+            partial: BytesMut::new(),
+            queue: VecDeque::new(),
+            queued: 0,
+            blocked: false,
+            trailers: None,
+            finished: false,
+            gone: false,
+        }
+    }
+
+    fn send(&mut self, message: &[u8]) -> bool {
+        if self.finished || self.gone || !self.start() {
+            return false;
+        }
+        let mut framed = BytesMut::with_capacity(5 + message.len());
+        framed.put_u8(0);
+        framed.put_u32(message.len() as u32);
+        framed.extend_from_slice(message);
+        self.queued += framed.len();
+        self.queue.push_back(framed.freeze());
+        if self.queue.len() >= HIGH_WATER_MESSAGES || self.queued >= HIGH_WATER_BYTES {
+            self.blocked = true;
+        }
+        !self.blocked
+    }
+
+    /// Sends the response headers if not yet sent; false if the stream is gone.
+    fn start(&mut self) -> bool {
+        if self.send.is_some() {
+            return true;
+        }
+        match self.respond.send_response(grpc_response(), false) {
+            Ok(s) => {
+                self.send = Some(s);
+                true
+            }
+            Err(_) => {
+                self.gone = true;
+                false
+            }
+        }
+    }
+
+    fn finish(&mut self, code: u32, message: &str) {
+        if self.finished || self.gone {
+            return;
+        }
+        self.finished = true;
+        let mut status = HeaderMap::new();
+        status.insert("grpc-status", HeaderValue::from(code));
+        if !message.is_empty() {
+            if let Ok(v) = HeaderValue::from_str(&percent_encode(message)) {
+                status.insert("grpc-message", v);
+            }
+        }
+        if self.send.is_none() {
+            // Trailers-only: the status in the one HEADERS frame.
+            let mut res = grpc_response();
+            res.headers_mut().extend(status);
+            let _ = self.respond.send_response(res, true);
+            self.gone = true;
+        } else {
+            self.trailers = Some(status);
+        }
+    }
+
+    /// Moves the call on; true if anything changed.
+    fn poll(&mut self, cx: &mut Context<'_>, id: u32, max: usize, events: &mut Events) -> bool {
+        let mut progress = false;
+        // While the client does not read what it asked for, its requests
+        // wait in h2 unread, their window not given back: the client's
+        // sends block, as they would against etcd.
+        while let Some(recv) = self.recv.as_mut().filter(|_| !self.blocked) {
+            match recv.poll_data(cx) {
+                Poll::Ready(Some(Ok(data))) => {
+                    let _ = recv.flow_control().release_capacity(data.len());
+                    self.partial.extend_from_slice(&data);
+                    self.messages(id, max, events);
+                    progress = true;
+                }
+                Poll::Ready(Some(Err(_))) => return self.cancel(id, events),
+                Poll::Ready(None) => {
+                    self.recv = None;
+                    if !self.finished {
+                        events.push(Event::End, id, &[]);
+                    }
+                    progress = true;
+                }
+                Poll::Pending => break,
+            }
+        }
+        if self.gone {
+            return progress;
+        }
+        // A reset by the client, when its request side is not being read.
+        if self.recv.is_none() || self.blocked {
+            let reset = match &mut self.send {
+                Some(send) => send.poll_reset(cx),
+                None => self.respond.poll_reset(cx),
+            };
+            if reset.is_ready() {
+                return self.cancel(id, events);
+            }
+        }
+        let Some(send) = &mut self.send else {
+            return progress;
+        };
+        if self.queued > 0 {
+            send.reserve_capacity(self.queued);
+            let mut room = send.capacity();
+            while room > 0 {
+                let Some(front) = self.queue.front_mut() else {
+                    break;
+                };
+                let chunk = front.split_to(room.min(front.len()));
+                if front.is_empty() {
+                    self.queue.pop_front();
+                }
+                room -= chunk.len();
+                self.queued -= chunk.len();
+                progress = true;
+                if send.send_data(chunk, false).is_err() {
+                    return self.cancel(id, events);
+                }
+            }
+            if self.blocked && self.queued == 0 {
+                self.blocked = false;
+                events.push(Event::Drain, id, &[]);
+            }
+        }
+        if self.queued == 0 {
+            if let Some(status) = self.trailers.take() {
+                let _ = send.send_trailers(status);
+                self.gone = true;
+                progress = true;
+            }
+        }
+        progress
+    }
+
+    /// Splits whole messages off the request bytes.
+    fn messages(&mut self, id: u32, max: usize, events: &mut Events) {
+        while self.partial.len() >= 5 {
+            let len = u32::from_be_bytes([
+                self.partial[1],
+                self.partial[2],
+                self.partial[3],
+                self.partial[4],
+            ]) as usize;
+            if len > max {
+                // Reported, never buffered: dropping the request stream lets
+                // h2 give its flow-control window back as the rest arrives.
+                events.push(Event::TooLarge, id, &(len as u32).to_le_bytes());
+                self.recv = None;
+                self.partial = BytesMut::new();
+                return;
+            }
+            if self.partial.len() < 5 + len {
+                // Room for the rest, once.
+                self.partial.reserve(5 + len - self.partial.len());
+                return;
+            }
+            let message = self.partial.split_to(5 + len);
+            // The first byte is the compressed flag; the host decompresses.
+            events.push_parts(Event::Message, id, &message[..1], &message[5..]);
+        }
+    }
+
+    fn cancel(&mut self, id: u32, events: &mut Events) -> bool {
+        if !self.gone {
+            self.gone = true;
+            events.push(Event::Cancel, id, &[]);
+        }
+        true
+    }
+}
+
+fn grpc_response() -> Response<()> {
+    let mut res = Response::new(());
+    res.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    res
+}
+
+/// grpc-timeout ("100m", "5S", at most 8 digits and a unit) in milliseconds.
+fn timeout_ms(v: &[u8]) -> Option<f64> {
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n: f64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    let ms = match unit {
+        b"H" => 3_600_000.0,
+        b"M" => 60_000.0,
+        b"S" => 1_000.0,
+        b"m" => 1.0,
+        b"u" => 1e-3,
+        b"n" => 1e-6,
+        _ => return None,
+    };
+    Some(n * ms)
+}
+
+/// grpc-message's encoding: printable ASCII but '%' as is, the rest as %XX of UTF-8.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        if (0x20..0x7f).contains(&b) && b != b'%' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(timeout_ms(b"100m"), Some(100.0));
+        assert_eq!(timeout_ms(b"5S"), Some(5000.0));
+        assert_eq!(timeout_ms(b"2H"), Some(7_200_000.0));
+        assert_eq!(timeout_ms(b"123456789S"), None);
+        assert_eq!(timeout_ms(b"S"), None);
+        assert_eq!(timeout_ms(b"5x"), None);
+        assert_eq!(timeout_ms(b""), None);
+    }
+
+    #[test]
+    fn messages_are_percent_encoded() {
+        assert_eq!(
+            percent_encode("etcdserver: key not found"),
+            "etcdserver: key not found"
+        );
+        assert_eq!(percent_encode("100% é\n"), "100%25 %C3%A9%0A");
+    }
+}

@@ -26,9 +26,10 @@
 //
 // write() appends one record and fsyncs before returning, so the lessor's
 // operation returns only once its change is on disk (acknowledged = durable).
-// With { groupCommit: true } write() appends and returns a promise of the
-// next fsync instead: one fsync then covers every record appended while the
-// one before it ran (a server answers once the promise resolves).
+// With { groupCommit: true } write() queues the record and returns a promise
+// instead: at the end of the event-loop turn (or when the running fsync
+// ends) the queued records are appended with one write and covered by one
+// fsync, off the event loop (a server answers once the promise resolves).
 // A crash can leave a torn last record: it was never acknowledged, so
 // open drops it. Anything else that does not check out is CorruptEntry
 // (isTornTail draws the line).
@@ -646,6 +647,9 @@ export class FileStore {
   // and journal fds to close once the running fsync is done with them.
   #group;
   #syncing = false;
+  #scheduled = false;
+  // Records written and not yet appended (this turn's), and who waits.
+  #pending = [];
   #waiting = [];
   #retired = [];
 
@@ -725,17 +729,26 @@ export class FileStore {
 
   /**
    * Appends the batch and fsyncs: when this returns, it is durable. With
-   * groupCommit, returns once appended, with a promise that resolves when an
-   * fsync has made it durable (a failed fsync rejects it and fails the store).
+   * groupCommit, returns at once with a promise that resolves when the
+   * batch is appended and an fsync has made it durable (a failed append or
+   * fsync rejects it and fails the store).
    */
   write(batch) {
     this.#check();
     const rec = encodeBatch(batch.put, batch.delete);
     if (!this.#group) return this.#append(rec);
-    this.#append(rec, false);
+    this.#pending.push(rec);
     return new Promise((resolve, reject) => {
       this.#waiting.push({ resolve, reject });
-      if (!this.#syncing) this.#sync();
+      // The round starts once this turn's writes are in: they share one
+      // append and one fsync.
+      if (!this.#syncing && !this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => {
+          this.#scheduled = false;
+          if (!this.#syncing && this.#waiting.length > 0 && this.#fd !== null) this.#sync();
+        });
+      }
     });
   }
 
@@ -747,6 +760,7 @@ export class FileStore {
   // One fsync (on libuv's pool, off the event loop) for everything appended
   // so far; records appended meanwhile wait for the next one.
   #sync() {
+    if (!this.#appendPending()) return;
     const round = this.#waiting;
     this.#waiting = [];
     this.#syncing = true;
@@ -774,7 +788,7 @@ export class FileStore {
   // The records appended but not yet covered by an fsync are made durable
   // now, synchronously (before the journal is sealed or closed).
   #syncWaiting() {
-    if (this.#waiting.length === 0) return;
+    if (this.#waiting.length === 0 || !this.#appendPending()) return;
     const round = this.#waiting.splice(0);
     try {
       fsyncSync(this.#fd);
@@ -784,6 +798,23 @@ export class FileStore {
       return;
     }
     for (const w of round) w.resolve();
+  }
+
+  // With groupCommit: the records written since the last round, in one
+  // write. A failure fails the store (the lessor has applied them already)
+  // and every write waiting; returns whether they were appended.
+  #appendPending() {
+    if (this.#pending.length === 0) return true;
+    const recs = this.#pending.length === 1 ? this.#pending[0] : Buffer.concat(this.#pending);
+    this.#pending = [];
+    try {
+      this.#append(recs, false);
+      return true;
+    } catch (e) {
+      this.#broken ??= e;
+      for (const w of this.#waiting.splice(0)) w.reject(e);
+      return false;
+    }
   }
 
   #append(rec, sync = true) {
@@ -856,6 +887,7 @@ export class FileStore {
     let fd;
     try {
       fd = openSync(join(this.#dir, name), "r+");
+      if (!this.#appendPending()) throw this.#broken;
       this.#append(record(SEAL, 0)); // its fsync covers the records before it
     } catch (e) {
       if (fd !== undefined) closeSync(fd);

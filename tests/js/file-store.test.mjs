@@ -729,15 +729,17 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   assert.equal(store.pipelined, true);
   lessor.put("a", "1");
   lessor.put("b", "1");
+  // The operations returned at once; at the end of the turn one fsync
+  // starts, covering both.
+  assert.equal(lessor.pendingWrites, 2);
+  assert.equal(held.length, 0);
+  await until(() => held.length === 1);
   lessor.put("c", "1");
-  // The operations returned at once; one fsync runs, covering "a" only.
-  assert.equal(lessor.pendingWrites, 3);
-  assert.equal(held.length, 1);
   const all = lessor.flush();
   assert.equal(await settled(all), "waiting");
   finish();
-  // "b" and "c" were appended while it ran: one fsync for both.
-  await until(() => held.length === 1 && lessor.pendingWrites === 2);
+  // "c" came while it ran: the next fsync covers it.
+  await until(() => held.length === 1 && lessor.pendingWrites === 1);
   assert.equal(await settled(all), "waiting");
   finish();
   await until(() => lessor.pendingWrites === 0);
@@ -746,6 +748,7 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   // flush() waits for the writes made before it, not for later ones.
   lessor.put("d", "1");
   const mine = lessor.flush();
+  await until(() => held.length === 1);
   lessor.put("e", "1");
   finish();
   await until(() => held.length === 1);
@@ -758,6 +761,7 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   // waiters get StorageFailed and the lessor takes no more changes.
   lessor.put("f", "1");
   const lost = lessor.flush();
+  await until(() => held.length === 1);
   finish(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
   await assert.rejects(lost, (e) => e.code === "StorageFailed");
   assert.throws(() => lessor.put("g", "1"), (e) => e.code === "StorageFailed");
@@ -768,8 +772,9 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   // Closing syncs what is appended but not yet covered, before it returns.
   const dir2 = tempDir(t);
   const two = open(dir2, undefined, { groupCommit: true });
-  two.lessor.put("x", "1"); // its fsync is held
-  two.lessor.put("y", "1"); // waits for the next one
+  two.lessor.put("x", "1");
+  await until(() => held.length === 1); // its fsync is held
+  two.lessor.put("y", "1"); // queued, not yet appended
   const flushed = two.lessor.flush();
   await two.store.close();
   finish(); // the held one finishes after the close (its fd closes only then)
@@ -781,4 +786,29 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   assert.deepEqual([back.lessor.get("x")?.value, back.lessor.get("y")?.value], ["1", "1"]);
   await back.store.close();
   back.lessor.close();
+
+  // A failed append (the turn's records in one write) fails the same way,
+  // and the journal is cut back to its last good record.
+  const dir3 = tempDir(t);
+  const three = open(dir3, undefined, { groupCommit: true });
+  three.lessor.put("kept", "1");
+  await three.lessor.flush();
+  const realWriteSync = fs.writeSync;
+  fs.writeSync = () => {
+    throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+  };
+  syncBuiltinESMExports();
+  three.lessor.put("p", "1");
+  three.lessor.put("q", "1");
+  const failed = three.lessor.flush();
+  await assert.rejects(failed, (e) => e.code === "StorageFailed");
+  fs.writeSync = realWriteSync;
+  syncBuiltinESMExports();
+  assert.throws(() => three.lessor.put("r", "1"), (e) => e.code === "StorageFailed");
+  await three.store.close();
+  three.lessor.close();
+  const again = open(dir3);
+  assert.deepEqual([again.lessor.get("kept")?.value, again.lessor.get("p"), again.lessor.get("q")], ["1", undefined, undefined]);
+  await again.store.close();
+  again.lessor.close();
 });

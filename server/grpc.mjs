@@ -130,9 +130,7 @@ function unary(m) {
       ctx = new Context(call, bytes.length);
       try {
         const res = await m.handler(m.req.decode(bytes, compressed, call.encoding), ctx);
-        if (call.done) return;
-        call.send(m.res.encode(res));
-        call.finish(Code.OK);
+        if (!call.done) call.reply(m.res.encode(res));
       } catch (e) {
         if (!call.done) fail(call, e);
       } finally {
@@ -162,7 +160,8 @@ function serverStream(m) {
         const signal = ctx.signal;
         for await (const res of m.handler.stream(m.req.decode(bytes, compressed, call.encoding), ctx)) {
           if (call.done || signal.aborted) return;
-          if (!call.send(m.res.encode(res))) await new Promise((ok) => (wake = ok));
+          // (A call that ended inside send() never drains.)
+          if (!call.send(m.res.encode(res)) && !call.done) await new Promise((ok) => (wake = ok));
           wake = null;
         }
         if (!call.done) call.finish(Code.OK);
@@ -234,6 +233,7 @@ function unknown(path) {
 }
 
 const SESSION = Symbol("h2 session");
+const SHUTDOWN_GRACE_MS = 30_000;
 
 /** How many calls the HTTP/2 connection on `socket` has in progress. */
 export function activeCalls(socket) {
@@ -279,7 +279,11 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
   };
   const sweep = setInterval(() => {
     const now = performance.now();
-    for (const s of sessions) if (s.calls.size === 0 && now - s.lastActive > idleMs) s.shutdown();
+    for (const s of sessions) {
+      if (s.calls.size === 0 && now - s.lastActive > idleMs) s.shutdown();
+      // GOAWAY waits for the client's ping ack; one that never answers is cut.
+      if (s.shutdownAt !== undefined && now - s.shutdownAt > SHUTDOWN_GRACE_MS) s.destroy();
+    }
   }, Math.min(idleMs, 30_000));
   sweep.unref();
   return {

@@ -100,11 +100,23 @@ export class H2Call {
     }, false);
   }
 
+  /** Answers with one message and status OK (a unary call's answer). */
+  reply(bytes) {
+    if (this.done) return;
+    this.done = true;
+    this.session.forget(this);
+    this.session.command((x, mem) => {
+      const ptr = x.h2_scratch(bytes.length);
+      new Uint8Array(mem.buffer, ptr, bytes.length).set(bytes);
+      x.h2_reply(this.session.handle, this.id, bytes.length);
+    });
+  }
+
   /** Ends the call with a gRPC status once what it queued is sent. */
   finish(code, message = "") {
     if (this.done) return;
     this.done = true;
-    this.session.calls.delete(this.id);
+    this.session.forget(this);
     this.session.command((x, mem) => {
       const ptr = x.h2_scratch(message.length * 3);
       const { written } = encoder.encodeInto(message, new Uint8Array(mem.buffer, ptr, message.length * 3));
@@ -129,6 +141,7 @@ export class H2Session {
     this.closed = false;
     this.scheduled = false;
     this.out = []; // bytes to write this turn
+    this.full = false; // the socket said to wait for "drain"
     this.handle = this.command((x) => x.h2_open(maxConcurrentStreams >>> 0, maxMessage >>> 0), -1);
     if (this.handle < 0) return;
     socket.on("data", (chunk) => this.input(chunk));
@@ -202,7 +215,18 @@ export class H2Session {
     const out = this.out;
     this.out = [];
     if (out.length === 0 || this.socket.destroyed) return;
-    this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
+    if (!this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out)) && !this.full) {
+      // The client does not read: hold h2 back and stop reading its requests
+      // until the socket drains, so nothing piles up here.
+      this.full = true;
+      this.command((x) => x.h2_socket_full(this.handle, 1));
+      this.socket.pause();
+      this.socket.once("drain", () => {
+        this.full = false;
+        this.command((x) => x.h2_socket_full(this.handle, 0));
+        this.socket.resume();
+      });
+    }
   }
 
   dispatch(buf) {
@@ -234,18 +258,24 @@ export class H2Session {
       else if (kind === EV_TOO_LARGE) call.onTooLarge?.(body.readUInt32LE(0));
       else if (kind === EV_CANCEL) this.cancel(call);
     }
-    if (this.calls.size === 0) this.lastActive = performance.now();
   }
 
   cancel(call) {
     if (call.done) return;
     call.done = true;
-    this.calls.delete(call.id);
+    this.forget(call);
     call.onCancel?.();
+  }
+
+  /** A call is over: the connection is idle from now if it was the last. */
+  forget(call) {
+    this.calls.delete(call.id);
+    if (this.calls.size === 0) this.lastActive = performance.now();
   }
 
   /** GOAWAY: calls in progress finish, then the connection ends. */
   shutdown() {
+    this.shutdownAt ??= performance.now();
     this.command((x) => x.h2_shutdown(this.handle));
   }
 

@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { connect as http2Connect } from "node:http2";
 import { connect as netConnect } from "node:net";
 import { gzipSync } from "node:zlib";
-import { startEdge } from "../etcd/harness.mjs";
+import { readFileSync } from "node:fs";
+import { startEdge, startEtcd } from "../etcd/harness.mjs";
 import { loadRoot } from "../../server/proto/load.mjs";
 import { within } from "../etcd/grpc-client.mjs";
 
@@ -71,10 +72,6 @@ test("gRPC transport: grpc-go's answers, etcd's size limit, compression, deadlin
   const noMethod = await call(session, "/etcdserverpb.KV/Nope", range("a"));
   assert.deepEqual([noMethod.status, noMethod.message], [12, "unknown method Nope for service etcdserverpb.KV"]);
 
-  // Not gRPC: HTTP 415, as grpc-go.
-  const json = await call(session, "/etcdserverpb.KV/Range", "{}", { "content-type": "application/json" });
-  assert.equal(json.head[":status"], 415);
-
   // Compressed requests: gzip is inflated; a flag with no encoding, or an
   // encoding the server lacks, gets grpc-go's error.
   const body = T("etcdserverpb.PutRequest").encode({ key: Buffer.from("gz"), value: Buffer.from("zipped") }).finish();
@@ -119,6 +116,81 @@ test("gRPC transport: grpc-go's answers, etcd's size limit, compression, deadlin
   assert.deepEqual(kvs(await call(session, "/etcdserverpb.KV/Range", range("a"))), [["a", "1"]]);
 });
 
+test("gRPC transport: a request that is not gRPC is reset with PROTOCOL_ERROR, as etcd 3.4 does", async (t) => {
+  for (const side of [await startEtcd(t), await startEdge(t)]) {
+    const session = http2Connect(side.url);
+    session.on("error", () => {});
+    const json = await within(
+      new Promise((ok) => {
+        const s = session.request({ ":method": "POST", ":path": "/etcdserverpb.KV/Range", "content-type": "application/json" });
+        s.on("error", () => {});
+        s.on("close", () => ok(s.rstCode));
+        s.end("{}");
+      }),
+      5_000,
+      "the reset",
+    );
+    session.close();
+    assert.equal(json, 1, side.url); // NGHTTP2_PROTOCOL_ERROR
+  }
+});
+
+// Raw HTTP/2 bytes to the server: what comes back until it closes.
+function rawExchange(port, bytes, ms = 5_000) {
+  return within(
+    new Promise((ok) => {
+      const s = netConnect(Number(port), "127.0.0.1", () => s.write(bytes));
+      let got = Buffer.alloc(0);
+      s.on("data", (d) => (got = Buffer.concat([got, d])));
+      s.on("close", () => ok(got));
+      s.on("error", () => {});
+    }),
+    ms,
+    "the connection to close",
+  );
+}
+
+// The frames in `bytes`: [type, payload].
+function frames(bytes) {
+  const out = [];
+  for (let at = 0; at + 9 <= bytes.length; at += 9 + bytes.readUIntBE(at, 3)) out.push([bytes[at + 3], bytes.subarray(at + 9, at + 9 + bytes.readUIntBE(at, 3))]);
+  return out;
+}
+
+const h2frame = (type, flags, stream, payload) => {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(stream, 5);
+  return Buffer.concat([head, Buffer.from(payload)]);
+};
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+test("gRPC transport: a header block that decodes huge is refused at once, not expanded", async (t) => {
+  const edge = await startEdge(t);
+  const { port } = new URL(edge.url);
+  // One ~4 KB entry into the client's table, then 16 KB of one-byte
+  // references to it in CONTINUATION frames: a gigabyte once decoded.
+  const block = [0x40, 0x01, 0x78, 0x7f];
+  let n = 4000 - 127;
+  while (n >= 128) (block.push((n % 128) | 0x80), (n = Math.floor(n / 128)));
+  block.push(n, ...Buffer.alloc(4000, 0x76));
+  while (block.length < 16384) block.push(0xbe);
+  const parts = [PREFACE, h2frame(4, 0, 0, []), h2frame(1, 0, 1, block)];
+  for (let i = 0; i < 15; i++) parts.push(h2frame(9, i === 14 ? 4 : 0, 1, Buffer.alloc(16384, 0xbe)));
+  const t0 = performance.now();
+  const back = frames(await rawExchange(port, Buffer.concat(parts)));
+  const goaway = back.find(([type]) => type === 7);
+  assert.ok(goaway, `frames: ${back.map(([type]) => type)}`);
+  assert.equal(goaway[1].readUInt32BE(4), 9, "COMPRESSION_ERROR");
+  assert.ok(performance.now() - t0 < 2_000, `took ${performance.now() - t0} ms`);
+  const session = http2Connect(edge.url);
+  session.on("error", () => {});
+  t.after(() => session.close());
+  assert.equal((await call(session, "/etcdserverpb.KV/Range", range("a"))).status, 0);
+});
+
 test("gRPC transport: broken header compression ends that connection only", async (t) => {
   const edge = await startEdge(t);
   const { port } = new URL(edge.url);
@@ -129,23 +201,59 @@ test("gRPC transport: broken header compression ends that connection only", asyn
     Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]),
     Buffer.from([0, 0, 1, 1, 0x5, 0, 0, 0, 1, 0xfe]),
   ]);
-  const closed = await within(
-    new Promise((ok) => {
-      const s = netConnect(Number(port), "127.0.0.1", () => s.write(bytes));
-      let got = Buffer.alloc(0);
-      s.on("data", (d) => (got = Buffer.concat([got, d])));
-      s.on("close", () => ok(got));
-      s.on("error", () => {});
-    }),
-    5_000,
-    "the connection to close",
-  );
-  // The server's SETTINGS, then GOAWAY (type 7).
-  const types = [];
-  for (let at = 0; at + 9 <= closed.length; at += 9 + closed.readUIntBE(at, 3)) types.push(closed[at + 3]);
-  assert.ok(types.includes(7), `frames: ${types}`);
+  // The server's SETTINGS, then GOAWAY with COMPRESSION_ERROR.
+  const back = frames(await rawExchange(port, bytes));
+  const goaway = back.find(([type]) => type === 7);
+  assert.ok(goaway, `frames: ${back.map(([type]) => type)}`);
+  assert.equal(goaway[1].readUInt32BE(4), 9);
   const session = http2Connect(edge.url);
   session.on("error", () => {});
   t.after(() => session.close());
   assert.equal((await call(session, "/etcdserverpb.KV/Range", range("a"))).status, 0);
 });
+
+test("gRPC transport: a client that sends and never reads holds the server's memory to its open calls", async (t) => {
+  // 20 calls open at once per connection: what may wait unsent is 20 answers.
+  const edge = await startEdge(t, { args: ["--max-concurrent-streams", "20"] });
+  const { port } = new URL(edge.url);
+  const value = Buffer.alloc(200 * 1024, 0x61);
+  assert.equal((await call(http2Session(t, edge.url), "/etcdserverpb.KV/Put", put("big", value))).status, 0);
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${edge.child.pid}/status`, "utf8"))[1]) * 1024;
+  const before = rss();
+  // Headers as literals (no table), a window as large as HTTP/2 allows, and
+  // then Range after Range of the 200 kB value, never reading an answer:
+  // 6000 of them (60 waves; at most 20 open at once, the rest refused).
+  const lit = (n, v) => [0, n.length, ...Buffer.from(n), v.length, ...Buffer.from(v)];
+  const headers = [...lit(":method", "POST"), ...lit(":scheme", "http"), ...lit(":path", "/etcdserverpb.KV/Range"), ...lit(":authority", "x"), ...lit("content-type", "application/grpc")];
+  const settings = Buffer.alloc(6);
+  settings.writeUInt16BE(4, 0);
+  settings.writeUInt32BE(0x7fffffff, 2);
+  const grow = Buffer.alloc(4);
+  grow.writeUInt32BE(0x7fffffff - 65535, 0);
+  const s = netConnect(Number(port), "127.0.0.1");
+  s.on("error", () => {});
+  s.pause();
+  t.after(() => s.destroy());
+  s.write(Buffer.concat([PREFACE, h2frame(4, 0, 0, settings), h2frame(8, 0, 0, grow)]));
+  let id = 1;
+  for (let wave = 0; wave < 60; wave++) {
+    const parts = [];
+    for (let i = 0; i < 100; i++, id += 2) parts.push(h2frame(1, 4, id, headers), h2frame(0, 1, id, range("big")));
+    s.write(Buffer.concat(parts));
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  const grew = rss() - before;
+  // 20 answers of 200 kB, h2's and the socket's buffers: well under 60 MB.
+  t.diagnostic(`grew ${(grew / 1048576).toFixed(0)} MB`);
+  assert.ok(grew < 60 * 1024 * 1024, `the server grew by ${(grew / 1048576).toFixed(0)} MB`);
+  // And it serves everyone else meanwhile.
+  assert.equal((await call(http2Session(t, edge.url), "/etcdserverpb.KV/Range", range("a"))).status, 0);
+});
+
+function http2Session(t, url) {
+  const session = http2Connect(url);
+  session.on("error", () => {});
+  t.after(() => session.close());
+  return session;
+}

@@ -80,6 +80,12 @@ pub extern "C" fn h2_input(h: u32, len: u32) {
     });
 }
 
+/// Whether the socket is full (1: h2's output is held back past a budget) or takes more (0).
+#[no_mangle]
+pub extern "C" fn h2_socket_full(h: u32, full: u32) {
+    with_conn(h, |c, _| c.socket_full(full != 0));
+}
+
 /// The socket's read side ended.
 #[no_mangle]
 pub extern "C" fn h2_eof(h: u32) {
@@ -94,6 +100,14 @@ pub extern "C" fn h2_send(h: u32, id: u32, len: u32) -> u32 {
         c.send(id, &scratch[..(len as usize).min(scratch.len())]) as u32
     })
     .unwrap_or(0)
+}
+
+/// Answers call `id` with the first `len` scratch bytes as its one message, and status OK.
+#[no_mangle]
+pub extern "C" fn h2_reply(h: u32, id: u32, len: u32) {
+    with_conn(h, |c, scratch| {
+        c.reply(id, &scratch[..(len as usize).min(scratch.len())])
+    });
 }
 
 /// Ends call `id` with gRPC status `code` and the first `len` scratch bytes (UTF-8) as its message.

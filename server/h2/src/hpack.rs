@@ -100,18 +100,20 @@ impl Decoder {
         }
     }
 
-    /// Decodes one whole field block, calling `field(name, value)` in order.
+    /// Decodes one whole field block, calling `field(name, value)` in order;
+    /// an error from `field` stops it (a block that decodes too large must
+    /// not be decoded to its end: references to one table entry multiply).
     pub fn decode(
         &mut self,
         mut block: &[u8],
-        mut field: impl FnMut(&[u8], &[u8]),
+        mut field: impl FnMut(&[u8], &[u8]) -> Result<(), Invalid>,
     ) -> Result<(), Invalid> {
         let mut first = true;
         while let Some(&b) = block.first() {
             if b & 0x80 != 0 {
                 let index = integer(&mut block, 7)?;
                 let (name, value) = self.get(index)?;
-                field(name, value);
+                field(name, value)?;
             } else if b & 0xe0 == 0x20 {
                 // A table size update, allowed only before the first field.
                 let size = integer(&mut block, 5)?;
@@ -130,7 +132,7 @@ impl Decoder {
                     self.get(index)?.0.to_vec()
                 };
                 let value = string(&mut block)?;
-                field(&name, &value);
+                field(&name, &value)?;
                 if indexing {
                     self.insert(name, value);
                 }
@@ -362,8 +364,11 @@ mod tests {
             let mut want = Vec::new();
             let block = enc.block(&mut rng, &mut want);
             let mut got = Vec::new();
-            ours.decode(&block, |n, v| got.push((n.to_vec(), v.to_vec())))
-                .unwrap();
+            ours.decode(&block, |n, v| {
+                got.push((n.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
             assert_eq!(got, want, "round {round}");
             let theirs = loona.decode(&block).unwrap();
             assert_eq!(got, theirs, "round {round}: loona-hpack differs");
@@ -384,13 +389,13 @@ mod tests {
             &[0x82, 0x20],                         // size update after a field
             &[0x00, 0x81, 0xff, 0x00],             // Huffman string with an EOS code
         ] {
-            assert_eq!(d.decode(bad, |_, _| {}), Err(Invalid), "{bad:?}");
+            assert_eq!(d.decode(bad, |_, _| Ok(())), Err(Invalid), "{bad:?}");
         }
         // Random bytes: errors or fields, never a panic.
         let mut rng = Rng(7);
         for _ in 0..20_000 {
             let bytes: Vec<u8> = (0..rng.next(40)).map(|_| rng.next(256) as u8).collect();
-            let _ = Decoder::new(4096).decode(&bytes, |_, _| {});
+            let _ = Decoder::new(4096).decode(&bytes, |_, _| Ok(()));
         }
     }
 }

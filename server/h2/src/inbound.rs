@@ -10,7 +10,7 @@
 //! table stays empty and only this decoder (hpack.rs) follows the client's.
 //! Other frames pass through untouched.
 
-use crate::hpack::Decoder;
+use crate::hpack::{Decoder, Invalid};
 use bytes::{Buf, BufMut, BytesMut};
 
 const PREFACE_LEN: usize = 24;
@@ -25,12 +25,19 @@ const PRIORITY: u8 = 0x20;
 const MAX_FRAME: usize = 16_384;
 /// h2's SETTINGS_HEADER_TABLE_SIZE (the default): the client's table may not exceed it.
 const TABLE_SIZE: usize = 4_096;
-/// A header block larger than this ends the connection.
+/// A header block larger than this, encoded or decoded (name + value + 32
+/// per field, as HPACK counts), ends the connection.
 const MAX_BLOCK: usize = 256 * 1024;
+/// CONTINUATION frames one block may take (empty ones would grow nothing).
+const MAX_CONTINUATIONS: usize = 64;
 
-/// A broken header block or frame sequence: the connection must end.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Broken;
+/// Why the connection must end: its frames break HTTP/2 (PROTOCOL_ERROR)
+/// or a header block cannot be decoded or is too large (COMPRESSION_ERROR).
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Broken {
+    Protocol,
+    Compression,
+}
 
 pub struct Inbound {
     buf: BytesMut,
@@ -42,6 +49,7 @@ pub struct Inbound {
 
 struct Block {
     stream: u32,
+    continuations: usize,
     end_stream: bool,
     priority: Option<[u8; 5]>,
     fragment: Vec<u8>,
@@ -76,7 +84,7 @@ impl Inbound {
             let stream = u32::from_be_bytes([self.buf[5], self.buf[6], self.buf[7], self.buf[8]])
                 & 0x7fff_ffff;
             if len > MAX_FRAME {
-                return Err(Broken);
+                return Err(Broken::Protocol);
             }
             if self.buf.len() < HEADER_LEN + len {
                 return Ok(());
@@ -86,12 +94,13 @@ impl Inbound {
             match (kind, &mut self.open) {
                 (CONTINUATION, Some(block)) if block.stream == stream => {
                     block.fragment.extend_from_slice(payload);
-                    if block.fragment.len() > MAX_BLOCK {
-                        return Err(Broken);
+                    block.continuations += 1;
+                    if block.fragment.len() > MAX_BLOCK || block.continuations > MAX_CONTINUATIONS {
+                        return Err(Broken::Compression);
                     }
                 }
                 // A block's frames must follow one another (RFC 9113 6.10).
-                (_, Some(_)) | (CONTINUATION, None) => return Err(Broken),
+                (_, Some(_)) | (CONTINUATION, None) => return Err(Broken::Protocol),
                 (HEADERS, None) => self.open = Some(headers_frame(stream, flags, payload)?),
                 _ => {
                     out.extend_from_slice(&frame);
@@ -112,6 +121,9 @@ impl Inbound {
         self.decoder
             .decode(&block.fragment, |name, value| {
                 size += name.len() + value.len() + 32;
+                if size > MAX_BLOCK {
+                    return Err(Invalid);
+                }
                 if name == b":authority" {
                     if let Some(authority) = authority(value) {
                         literal(&mut encoded, name, authority);
@@ -119,11 +131,9 @@ impl Inbound {
                 } else {
                     literal(&mut encoded, name, value);
                 }
+                Ok(())
             })
-            .map_err(|_| Broken)?;
-        if size > MAX_BLOCK {
-            return Err(Broken);
-        }
+            .map_err(|_| Broken::Compression)?;
         let mut rest = &encoded[..];
         let mut first = true;
         loop {
@@ -164,20 +174,26 @@ fn headers_frame(stream: u32, flags: u8, payload: &[u8]) -> Result<Block, Broken
     let mut p = payload;
     let mut pad = 0;
     if flags & PADDED != 0 {
-        pad = *p.first().ok_or(Broken)? as usize;
+        pad = *p.first().ok_or(Broken::Protocol)? as usize;
         p.advance(1);
     }
     let mut priority = None;
     if flags & PRIORITY != 0 {
-        priority = Some(p.get(..5).ok_or(Broken)?.try_into().map_err(|_| Broken)?);
+        priority = Some(
+            p.get(..5)
+                .ok_or(Broken::Protocol)?
+                .try_into()
+                .map_err(|_| Broken::Protocol)?,
+        );
         p.advance(5);
     }
     let fragment = p
-        .get(..p.len().checked_sub(pad).ok_or(Broken)?)
-        .ok_or(Broken)?
+        .get(..p.len().checked_sub(pad).ok_or(Broken::Protocol)?)
+        .ok_or(Broken::Protocol)?
         .to_vec();
     Ok(Block {
         stream,
+        continuations: 0,
         end_stream: flags & END_STREAM != 0,
         priority,
         fragment,
@@ -253,6 +269,6 @@ mod tests {
         // HEADERS on stream 1 without END_HEADERS, then a DATA frame.
         input.extend_from_slice(&[0, 0, 1, HEADERS, 0, 0, 0, 0, 1, 0x82]);
         input.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 1]);
-        assert_eq!(inb.feed(&input, &mut out), Err(Broken));
+        assert_eq!(inb.feed(&input, &mut out), Err(Broken::Protocol));
     }
 }

@@ -22,8 +22,8 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use events::{Event, Events};
 use h2::server::{Connection, Handshake, SendResponse};
 use h2::{RecvStream, SendStream};
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
-use inbound::Inbound;
+use http::{HeaderMap, HeaderValue, Request, Response};
+use inbound::{Broken, Inbound};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -37,6 +37,13 @@ use std::task::{Context, Poll, Waker};
 /// batched, where etcd would still have sent them one response each.
 const HIGH_WATER_MESSAGES: usize = 128;
 const HIGH_WATER_BYTES: usize = 16 << 20;
+/// Request bytes a waiting call holds unparsed (they are read on, so the
+/// connection's window and h2's frame budget keep moving for its other
+/// calls); past this the call is reset.
+const MAX_UNREAD: usize = 1 << 20;
+/// Bytes waiting for the socket past which h2 is held back, once the host
+/// says the socket is full.
+const OUT_BUDGET: usize = 256 * 1024;
 
 /// The bytes between h2 and the socket: what was read and not yet parsed,
 /// what is to be written.
@@ -45,6 +52,8 @@ struct Pipe {
     input: BytesMut,
     eof: bool,
     output: Vec<u8>,
+    /// The host's socket holds more than it wants: h2 is held back.
+    full: bool,
 }
 
 struct Io(Rc<RefCell<Pipe>>);
@@ -77,7 +86,13 @@ impl tokio::io::AsyncWrite for Io {
         _cx: &mut Context<'_>,
         b: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        self.0.borrow_mut().output.extend_from_slice(b);
+        let mut pipe = self.0.borrow_mut();
+        // A client that does not read stops h2 here; its calls then wait
+        // for flow control, and the calls' senders for Drain.
+        if pipe.full && pipe.output.len() >= OUT_BUDGET {
+            return Poll::Pending;
+        }
+        pipe.output.extend_from_slice(b);
         Poll::Ready(Ok(b.len()))
     }
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -143,16 +158,25 @@ impl Conn {
         let broken = self
             .inbound
             .feed(bytes, &mut self.pipe.borrow_mut().input)
-            .is_err();
+            .err();
         self.pump();
-        if broken {
+        if let Some(why) = broken {
             // GOAWAY, then the end.
             if let State::Open(conn) = &mut self.state {
-                conn.abrupt_shutdown(h2::Reason::PROTOCOL_ERROR);
+                conn.abrupt_shutdown(match why {
+                    Broken::Protocol => h2::Reason::PROTOCOL_ERROR,
+                    Broken::Compression => h2::Reason::COMPRESSION_ERROR,
+                });
             }
             self.pump();
             self.close();
         }
+    }
+
+    /// Whether the host's socket is full (it holds more than it wants to).
+    pub fn socket_full(&mut self, full: bool) {
+        self.pipe.borrow_mut().full = full;
+        self.pump();
     }
 
     /// The socket's read side ended.
@@ -170,6 +194,16 @@ impl Conn {
         let more = call.send(message);
         self.pump();
         more
+    }
+
+    /// Answers call `id` with one message and status OK (a unary call's
+    /// answer: one pump instead of two).
+    pub fn reply(&mut self, id: u32, message: &[u8]) {
+        if let Some(call) = self.calls.get_mut(&id) {
+            call.send(message);
+            call.finish(0, "");
+            self.pump();
+        }
     }
 
     /// Ends call `id` with a gRPC status, after what it has queued.
@@ -271,18 +305,13 @@ impl Conn {
 
     fn accept(&mut self, req: Request<RecvStream>, mut respond: SendResponse<Bytes>) {
         let id = respond.stream_id().as_u32();
-        let grpc = req.method() == http::Method::POST
-            && req
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+        let grpc = req
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
         if !grpc {
-            // What grpc-go answers a request that is not gRPC.
-            let res = Response::builder()
-                .status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
-                .body(())
-                .expect("static response");
-            let _ = respond.send_response(res, true);
+            // What etcd 3.4's grpc-go does with a request that is not gRPC.
+            respond.send_reset(h2::Reason::PROTOCOL_ERROR);
             return;
         }
         let headers = req.headers();
@@ -311,8 +340,11 @@ struct Call {
     recv: Option<RecvStream>,
     respond: SendResponse<Bytes>,
     send: Option<SendStream<Bytes>>,
-    /// Request bytes not yet a whole message.
+    /// Request bytes not yet a whole message (or not yet parsed: while the
+    /// call waits for Drain).
     partial: BytesMut,
+    /// The client half-closed; said once the messages before it are.
+    ended: bool,
     /// Response messages waiting for flow control.
     queue: VecDeque<Bytes>,
     queued: usize,
@@ -331,6 +363,7 @@ impl Call {
             respond,
             send: None,
             partial: BytesMut::new(),
+            ended: false,
             queue: VecDeque::new(),
             queued: 0,
             blocked: false,
@@ -399,33 +432,48 @@ impl Call {
     /// Moves the call on; true if anything changed.
     fn poll(&mut self, cx: &mut Context<'_>, id: u32, max: usize, events: &mut Events) -> bool {
         let mut progress = false;
-        // While the client does not read what it asked for, its requests
-        // wait in h2 unread, their window not given back: the client's
-        // sends block, as they would against etcd.
-        while let Some(recv) = self.recv.as_mut().filter(|_| !self.blocked) {
+        if !self.blocked && self.partial.len() >= 5 {
+            // Drained: the requests that came meanwhile.
+            self.messages(id, max, events);
+        }
+        while let Some(recv) = &mut self.recv {
             match recv.poll_data(cx) {
                 Poll::Ready(Some(Ok(data))) => {
                     let _ = recv.flow_control().release_capacity(data.len());
                     self.partial.extend_from_slice(&data);
-                    self.messages(id, max, events);
                     progress = true;
+                    if !self.blocked {
+                        self.messages(id, max, events);
+                    } else if self.partial.len() > MAX_UNREAD {
+                        // A client that keeps sending on a call whose
+                        // answers it does not read loses the call.
+                        if let Some(send) = &mut self.send {
+                            send.send_reset(h2::Reason::ENHANCE_YOUR_CALM);
+                        }
+                        return self.cancel(id, events);
+                    }
                 }
                 Poll::Ready(Some(Err(_))) => return self.cancel(id, events),
                 Poll::Ready(None) => {
                     self.recv = None;
-                    if !self.finished {
-                        events.push(Event::End, id, &[]);
-                    }
+                    self.ended = true;
                     progress = true;
                 }
                 Poll::Pending => break,
             }
         }
+        // The half-close after the messages before it, once they are out.
+        if self.ended && !self.blocked {
+            self.ended = false;
+            if !self.finished {
+                events.push(Event::End, id, &[]);
+            }
+        }
         if self.gone {
             return progress;
         }
-        // A reset by the client, when its request side is not being read.
-        if self.recv.is_none() || self.blocked {
+        // A reset by the client, once its request side is done.
+        if self.recv.is_none() {
             let reset = match &mut self.send {
                 Some(send) => send.poll_reset(cx),
                 None => self.respond.poll_reset(cx),

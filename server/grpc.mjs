@@ -15,9 +15,10 @@ import { H2Session } from "./h2.mjs";
 // proto3 leaves zero values off the wire (protobufjs would write the ones
 // set explicitly, enums named by their zero value too); oneof members are
 // kept, as Go sends them.
-function zeroless(T, obj) {
+function zeroless(T, obj, skip = null) {
   const out = {};
   for (const f of T.fieldsArray) {
+    if (f.name === skip) continue;
     const v = obj[f.name];
     if (v === undefined || v === null) continue;
     if (f.repeated) {
@@ -47,10 +48,39 @@ function long(s, type) {
 
 const DECOMPRESS = { gzip: gunzipSync, deflate: inflateSync };
 
+// Every response starts with a ResponseHeader (field 1), the same for every
+// call between two writes: its bytes are kept by value and put in front of
+// the rest, as protobufjs would have written them.
+const headers = new Map();
+function headerBytes(H, h) {
+  const id = `${h.cluster_id}|${h.member_id}|${h.revision}|${h.raft_term}`;
+  let b = headers.get(id);
+  if (b === undefined) {
+    const body = H.encode(H.fromObject(zeroless(H, h))).finish();
+    b = Buffer.concat([Buffer.from([(1 << 3) | 2, body.length]), body]); // a header is < 128 bytes
+    if (headers.size >= 1024) headers.clear();
+    headers.set(id, b);
+  }
+  return b;
+}
+
 function codec(root, typeName) {
   const T = root.lookupType(typeName);
+  const field = T.fields.header;
+  const H = field?.id === 1 && field.resolvedType?.fullName === ".etcdserverpb.ResponseHeader" ? field.resolvedType : null;
+  const plain = (obj) => T.encode(T.fromObject(zeroless(T, obj))).finish();
   return {
-    encode: (obj) => T.encode(T.fromObject(zeroless(T, obj))).finish(),
+    encode: !H
+      ? plain
+      : (obj) => {
+          if (!obj.header) return plain(obj);
+          const head = headerBytes(H, obj.header);
+          const rest = T.encode(T.fromObject(zeroless(T, obj, "header"))).finish();
+          const out = Buffer.allocUnsafe(head.length + rest.length);
+          out.set(head, 0);
+          out.set(rest, head.length);
+          return out;
+        },
     /** The message in `bytes` (gRPC's compressed flag and grpc-encoding as given); a bad one throws etcd's error. */
     decode(bytes, compressed, encoding) {
       if (compressed) bytes = decompress(bytes, encoding);

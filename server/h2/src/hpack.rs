@@ -6,6 +6,7 @@
 //! Not loona-hpack's decoder: it builds a Huffman lookup map for every
 //! string, which was a fifth of the server's CPU per call.
 
+use httlib_huffman::encoder::table::ENCODE_TABLE;
 use std::collections::VecDeque;
 
 /// The field block cannot be decoded: a COMPRESSION_ERROR for the connection.
@@ -215,6 +216,20 @@ fn string(buf: &mut &[u8]) -> Result<Vec<u8>, Invalid> {
     let mut out = Vec::with_capacity(len * 8 / 5);
     httlib_huffman::decode(raw, &mut out, httlib_huffman::DecoderSpeed::FiveBits)
         .map_err(|_| Invalid)?;
+    // The padding must be under 8 bits and all ones, the start of EOS
+    // (5.2); the decoder takes zero bits too.
+    let bits: usize = out
+        .iter()
+        .map(|&b| ENCODE_TABLE[b as usize].0 as usize)
+        .sum();
+    let pad = (raw.len() * 8).checked_sub(bits).ok_or(Invalid)?;
+    if pad >= 8 {
+        return Err(Invalid);
+    }
+    let ones = (1u8 << pad) - 1;
+    if raw.last().is_some_and(|&b| b & ones != ones) {
+        return Err(Invalid);
+    }
     Ok(out)
 }
 

@@ -156,7 +156,7 @@ function unary(m) {
       if (!ctx) (stop(), call.finish(Code.Internal, "grpc: unary call ended with no request message"));
     };
     call.onMessage = async (bytes, compressed) => {
-      if (ctx) return;
+      if (ctx || call.done) return; // (a call past its deadline, or cancelled, never starts)
       ctx = new Context(call, bytes.length);
       try {
         const res = await m.handler(m.req.decode(bytes, compressed, call.encoding), ctx);
@@ -184,7 +184,7 @@ function serverStream(m) {
       if (!ctx) (stop(), call.finish(Code.Internal, "grpc: server stream ended with no request message"));
     };
     call.onMessage = async (bytes, compressed) => {
-      if (ctx) return;
+      if (ctx || call.done) return; // (a call past its deadline, or cancelled, never starts)
       ctx = new Context(call, bytes.length);
       try {
         const signal = ctx.signal;

@@ -222,7 +222,7 @@ test("gRPC transport: a client that sends and never reads holds the server's mem
   const before = rss();
   // Headers as literals (no table), a window as large as HTTP/2 allows, and
   // then Range after Range of the 200 kB value, never reading an answer:
-  // 6000 of them (60 waves; at most 20 open at once, the rest refused).
+  // 12000 of them (120 waves; at most 20 open at once, the rest refused).
   const lit = (n, v) => [0, n.length, ...Buffer.from(n), v.length, ...Buffer.from(v)];
   const headers = [...lit(":method", "POST"), ...lit(":scheme", "http"), ...lit(":path", "/etcdserverpb.KV/Range"), ...lit(":authority", "x"), ...lit("content-type", "application/grpc")];
   const settings = Buffer.alloc(6);
@@ -236,7 +236,7 @@ test("gRPC transport: a client that sends and never reads holds the server's mem
   t.after(() => s.destroy());
   s.write(Buffer.concat([PREFACE, h2frame(4, 0, 0, settings), h2frame(8, 0, 0, grow)]));
   let id = 1;
-  for (let wave = 0; wave < 60; wave++) {
+  for (let wave = 0; wave < 120; wave++) {
     const parts = [];
     for (let i = 0; i < 100; i++, id += 2) parts.push(h2frame(1, 4, id, headers), h2frame(0, 1, id, range("big")));
     s.write(Buffer.concat(parts));
@@ -244,9 +244,10 @@ test("gRPC transport: a client that sends and never reads holds the server's mem
   }
   await new Promise((r) => setTimeout(r, 500));
   const grew = rss() - before;
-  // 20 answers of 200 kB, h2's and the socket's buffers: well under 60 MB.
+  // 20 answers of 200 kB and the buffers: it stays near 30-50 MB, where
+  // it grew with every wave before (~190 MB by the end).
   t.diagnostic(`grew ${(grew / 1048576).toFixed(0)} MB`);
-  assert.ok(grew < 60 * 1024 * 1024, `the server grew by ${(grew / 1048576).toFixed(0)} MB`);
+  assert.ok(grew < 100 * 1024 * 1024, `the server grew by ${(grew / 1048576).toFixed(0)} MB`);
   // And it serves everyone else meanwhile.
   assert.equal((await call(http2Session(t, edge.url), "/etcdserverpb.KV/Range", range("a"))).status, 0);
 });

@@ -78,11 +78,6 @@ function cpuSeconds(pid) {
   return (Number(f[11]) + Number(f[12])) / 100; // clock ticks of 10 ms (USER_HZ)
 }
 
-function percentile(sorted, p) {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
 // The load generator's run of `name` from `n` clients: { ops, opsPerSec,
 // p50, p99 } (ms), or it throws with the generator's error.
 function load(url, name, n, maxOps = MAX_OPS) {

@@ -120,6 +120,8 @@ class Context {
     this.call = call;
     this.size = size;
     this.ac = null;
+    /** Set while a sender waits for the client to read (onDrain calls it). */
+    this.wake = null;
   }
   get signal() {
     if (!this.ac) {
@@ -130,6 +132,7 @@ class Context {
   }
   abort() {
     this.ac?.abort();
+    this.wake?.();
   }
 }
 
@@ -144,23 +147,25 @@ function deadline(call, onExpire) {
   }, Math.min(call.timeoutMs, 2 ** 31 - 1));
 }
 
-// One request, one answer. The first message starts it; a call that ends
-// without one is a protocol error, as in grpc-go.
-function unary(m) {
+// What a unary call and a server stream share: the first message starts
+// `run(request, ctx)`; a call that ends without one is a protocol error, as
+// in grpc-go; a cancel or the deadline aborts ctx (and wakes a sender
+// waiting for the client to read).
+function firstRequest(m, what, run) {
   return (call) => {
     let ctx = null;
     const timer = deadline(call, () => ctx?.abort());
     const stop = () => timer && clearTimeout(timer);
     call.onCancel = () => (stop(), ctx?.abort());
+    call.onDrain = () => ctx?.wake?.();
     call.onEnd = () => {
-      if (!ctx) (stop(), call.finish(Code.Internal, "grpc: unary call ended with no request message"));
+      if (!ctx) (stop(), call.finish(Code.Internal, `grpc: ${what} ended with no request message`));
     };
     call.onMessage = async (bytes, compressed) => {
       if (ctx || call.done) return; // (a call past its deadline, or cancelled, never starts)
       ctx = new Context(call, bytes.length);
       try {
-        const res = await m.handler(m.req.decode(bytes, compressed, call.encoding), ctx);
-        if (!call.done) call.reply(m.res.encode(res));
+        await run(m.req.decode(bytes, compressed, call.encoding), ctx);
       } catch (e) {
         if (!call.done) fail(call, e);
       } finally {
@@ -170,39 +175,26 @@ function unary(m) {
   };
 }
 
+// One request, one answer.
+const unary = (m) =>
+  firstRequest(m, "unary call", async (req, ctx) => {
+    const res = await m.handler(req, ctx);
+    if (!ctx.call.done) ctx.call.reply(m.res.encode(res));
+  });
+
 // A server stream (Observe): the handler's async iterable, one message per
 // value, ended OK when it is done.
-function serverStream(m) {
-  return (call) => {
-    let ctx = null;
-    let wake = null;
-    const timer = deadline(call, () => (ctx?.abort(), wake?.()));
-    const stop = () => timer && clearTimeout(timer);
-    call.onCancel = () => (stop(), ctx?.abort(), wake?.());
-    call.onDrain = () => wake?.();
-    call.onEnd = () => {
-      if (!ctx) (stop(), call.finish(Code.Internal, "grpc: server stream ended with no request message"));
-    };
-    call.onMessage = async (bytes, compressed) => {
-      if (ctx || call.done) return; // (a call past its deadline, or cancelled, never starts)
-      ctx = new Context(call, bytes.length);
-      try {
-        const signal = ctx.signal;
-        for await (const res of m.handler.stream(m.req.decode(bytes, compressed, call.encoding), ctx)) {
-          if (call.done || signal.aborted) return;
-          // (A call that ended inside send() never drains.)
-          if (!call.send(m.res.encode(res)) && !call.done) await new Promise((ok) => (wake = ok));
-          wake = null;
-        }
-        if (!call.done) call.finish(Code.OK);
-      } catch (e) {
-        if (!call.done) fail(call, e);
-      } finally {
-        stop();
-      }
-    };
-  };
-}
+const serverStream = (m) =>
+  firstRequest(m, "server stream", async (req, ctx) => {
+    const { call, signal } = ctx;
+    for await (const res of m.handler.stream(req, ctx)) {
+      if (call.done || signal.aborted) return;
+      // (A call that ended inside send() never drains.)
+      if (!call.send(m.res.encode(res)) && !call.done) await new Promise((ok) => (ctx.wake = ok));
+      ctx.wake = null;
+    }
+    if (!call.done) call.finish(Code.OK);
+  });
 
 // One answer per request (LeaseKeepAlive); the stream ends OK when the
 // client half-closes (etcd3's keepaliveOnce waits for that).

@@ -72,6 +72,13 @@ function fail(inst, e) {
 
 const encoder = new TextEncoder();
 
+// Copies `bytes` into the module's scratch buffer; returns their length.
+function toScratch(x, mem, bytes) {
+  const ptr = x.h2_scratch(bytes.length);
+  new Uint8Array(mem.buffer, ptr, bytes.length).set(bytes);
+  return bytes.length;
+}
+
 /** A gRPC call as the h2 module reports it. grpc.mjs sets the on* hooks. */
 export class H2Call {
   constructor(session, id, path, timeoutMs, encoding) {
@@ -93,35 +100,30 @@ export class H2Call {
   /** Queues a response message; false if the caller should wait for onDrain. */
   send(bytes) {
     if (this.done) return false;
-    return this.session.command((x, mem) => {
-      const ptr = x.h2_scratch(bytes.length);
-      new Uint8Array(mem.buffer, ptr, bytes.length).set(bytes);
-      return x.h2_send(this.session.handle, this.id, bytes.length) === 1;
-    }, false);
+    return this.session.command((x, mem) => x.h2_send(this.session.handle, this.id, toScratch(x, mem, bytes)) === 1, false);
   }
 
   /** Answers with one message and status OK (a unary call's answer). */
   reply(bytes) {
-    if (this.done) return;
-    this.done = true;
-    this.session.forget(this);
-    this.session.command((x, mem) => {
-      const ptr = x.h2_scratch(bytes.length);
-      new Uint8Array(mem.buffer, ptr, bytes.length).set(bytes);
-      x.h2_reply(this.session.handle, this.id, bytes.length);
-    });
+    if (this.#end()) this.session.command((x, mem) => x.h2_reply(this.session.handle, this.id, toScratch(x, mem, bytes)));
   }
 
   /** Ends the call with a gRPC status once what it queued is sent. */
   finish(code, message = "") {
-    if (this.done) return;
-    this.done = true;
-    this.session.forget(this);
+    if (!this.#end()) return;
     this.session.command((x, mem) => {
       const ptr = x.h2_scratch(message.length * 3);
       const { written } = encoder.encodeInto(message, new Uint8Array(mem.buffer, ptr, message.length * 3));
       x.h2_finish(this.session.handle, this.id, code, written);
     });
+  }
+
+  // Marks the call answered; false if it already was (or was cancelled).
+  #end() {
+    if (this.done) return false;
+    this.done = true;
+    this.session.forget(this);
+    return true;
   }
 }
 
@@ -137,7 +139,6 @@ export class H2Session {
     this.lastActive = performance.now();
     this.inst = instance();
     this.inst.sessions.add(this);
-    this.handle = -1;
     this.closed = false;
     this.scheduled = false;
     this.out = []; // bytes to write this turn
@@ -152,19 +153,16 @@ export class H2Session {
   }
 
   input(chunk) {
-    this.command((x, mem) => {
-      const ptr = x.h2_scratch(chunk.length);
-      new Uint8Array(mem.buffer, ptr, chunk.length).set(chunk);
-      x.h2_input(this.handle, chunk.length);
-    });
+    this.command((x, mem) => x.h2_input(this.handle, toScratch(x, mem, chunk)));
     // Calls, messages and cancels are heard at once, not a tick later.
     this.flush();
   }
 
   /**
    * Runs `fn(exports, memory)` against the module (a trap closes this
-   * instance's connections and gives `otherwise`), then has what it produced
-   * sent before the tick ends.
+   * instance's connections and gives `otherwise`), then has its events
+   * handed out before the tick ends (flush(); the bytes go at the turn's
+   * end, write()).
    */
   command(fn, otherwise) {
     const inst = this.inst;

@@ -58,9 +58,7 @@ const kvs = (res) => T("etcdserverpb.RangeResponse").decode(res.messages[0]).kvs
 
 test("gRPC transport: grpc-go's answers, etcd's size limit, compression, deadlines, authority", async (t) => {
   const edge = await startEdge(t);
-  const session = http2Connect(edge.url);
-  session.on("error", () => {});
-  t.after(() => session.close());
+  const session = http2Session(t, edge.url);
 
   const ok = await call(session, "/etcdserverpb.KV/Put", put("a", Buffer.from("1")));
   assert.equal(ok.status, 0);
@@ -185,9 +183,7 @@ test("gRPC transport: a header block that decodes huge is refused at once, not e
   assert.ok(goaway, `frames: ${back.map(([type]) => type)}`);
   assert.equal(goaway[1].readUInt32BE(4), 9, "COMPRESSION_ERROR");
   assert.ok(performance.now() - t0 < 2_000, `took ${performance.now() - t0} ms`);
-  const session = http2Connect(edge.url);
-  session.on("error", () => {});
-  t.after(() => session.close());
+  const session = http2Session(t, edge.url);
   assert.equal((await call(session, "/etcdserverpb.KV/Range", range("a"))).status, 0);
 });
 
@@ -197,18 +193,16 @@ test("gRPC transport: broken header compression ends that connection only", asyn
   // The preface, an empty SETTINGS, then HEADERS whose block indexes past
   // the HPACK table (index 126: neither static nor dynamic).
   const bytes = Buffer.concat([
-    Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
-    Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]),
-    Buffer.from([0, 0, 1, 1, 0x5, 0, 0, 0, 1, 0xfe]),
+    PREFACE,
+    h2frame(4, 0, 0, []),
+    h2frame(1, 0x5, 1, [0xfe]),
   ]);
   // The server's SETTINGS, then GOAWAY with COMPRESSION_ERROR.
   const back = frames(await rawExchange(port, bytes));
   const goaway = back.find(([type]) => type === 7);
   assert.ok(goaway, `frames: ${back.map(([type]) => type)}`);
   assert.equal(goaway[1].readUInt32BE(4), 9);
-  const session = http2Connect(edge.url);
-  session.on("error", () => {});
-  t.after(() => session.close());
+  const session = http2Session(t, edge.url);
   assert.equal((await call(session, "/etcdserverpb.KV/Range", range("a"))).status, 0);
 });
 

@@ -222,20 +222,8 @@ impl Conn {
         self.pump();
     }
 
-    /// Whether the connection is over (Event::Closed was given).
-    pub fn closed(&self) -> bool {
-        matches!(self.state, State::Closed)
-    }
-
-    /// The events and the bytes to write since the last take.
-    pub fn take(&mut self) -> (Vec<u8>, Vec<u8>) {
-        (
-            std::mem::take(&mut self.events.0),
-            std::mem::take(&mut self.pipe.borrow_mut().output),
-        )
-    }
-
-    /// Like `take`, keeping both buffers' storage for the next round.
+    /// The events and the bytes to write since the last call, swapped into
+    /// the caller's buffers (cleared first) so both keep their storage.
     pub fn swap(&mut self, events: &mut Vec<u8>, output: &mut Vec<u8>) {
         events.clear();
         output.clear();

@@ -155,10 +155,17 @@ function decode(type, value) {
   return { msg, size };
 }
 
-/** The JSON values of a streaming body, one at a time, as they arrive. */
-async function* values(request) {
-  if (!request.body) return;
-  const reader = request.body.getReader();
+/**
+ * The JSON values of a streaming body, one at a time, as they arrive. The
+ * body is locked at once, before the first value is asked for: the stream
+ * owns it (discardUnread leaves it alone).
+ */
+function values(request) {
+  return request.body ? parse(request.body.getReader()) : parse(null);
+}
+
+async function* parse(reader) {
+  if (!reader) return;
   const decoder = new TextDecoder();
   let buf = "";
   try {
@@ -342,7 +349,7 @@ export function createGateway({ services }) {
     }
   }
 
-  return async function gateway(request) {
+  async function answer(request) {
     let path;
     try {
       path = new URL(request.url).pathname;
@@ -361,10 +368,7 @@ export function createGateway({ services }) {
     if (request.method !== "POST") return text(405, "Method Not Allowed\n");
     const meta = method(name);
     const handler = services.get(name);
-    if (!handler) {
-      await request.body?.cancel().catch(() => {});
-      return errorResponse(unimplemented(name));
-    }
+    if (!handler) return errorResponse(unimplemented(name));
     if (handler.each) return eachStream(request, meta, handler);
     if (handler.stream) return serverStream(request, meta, handler);
     if (handler.open) return sessionStream(request, meta, handler);
@@ -380,5 +384,32 @@ export function createGateway({ services }) {
     } catch (e) {
       return errorResponse(e);
     }
+  }
+
+  return async function gateway(request) {
+    const response = await answer(request);
+    await discardUnread(request);
+    return response;
   };
+}
+
+/**
+ * Reads and drops a request body nothing read (answers such as a 404 or a
+ * 405), up to the gateway's body limit. workerd resets a keep-alive
+ * connection whose request body was left unread, and a client that has
+ * already sent its next request on it sees that request fail.
+ */
+export async function discardUnread(request, limit = MAX_BODY_BYTES) {
+  if (!request.body || request.bodyUsed || request.body.locked) return;
+  const reader = request.body.getReader();
+  try {
+    for (let size = 0; size <= limit; ) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      size += value.length;
+    }
+    await reader.cancel();
+  } catch {
+    // The client went: nothing to keep the connection for.
+  }
 }

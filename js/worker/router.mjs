@@ -12,6 +12,8 @@ export const DEFAULT_NAMESPACE = "default";
 export const NAMESPACE_HEADER = "x-edge-lease-namespace";
 export const BASE_HEADER = "x-edge-lease-url";
 
+import { discardUnread } from "../../server/gateway.mjs";
+
 const TEXT = { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" };
 const text = (status, body) => new Response(body, { status, headers: TEXT });
 
@@ -76,6 +78,13 @@ function authorized(request, env) {
 
 /** The Worker's fetch handler. */
 export async function fetchWorker(request, env) {
+  const response = await handle(request, env);
+  // An answer of the Worker's own (a 404, a refusal) leaves the body unread.
+  await discardUnread(request);
+  return response;
+}
+
+async function handle(request, env) {
   const url = new URL(request.url);
   const r = route(url.pathname);
   if (r.response) return r.response;

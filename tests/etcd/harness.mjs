@@ -154,7 +154,13 @@ export function etcdctl(url, args, { input = "", timeout = 10_000 } = {}) {
 
 /** POSTs JSON to the gateway: { status, body } (body parsed when JSON). */
 export async function post(url, path, body) {
-  const res = await fetch(url + path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body ?? {}) });
+  let res;
+  try {
+    res = await fetch(url + path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body ?? {}) });
+  } catch (e) {
+    // undici says only "fetch failed"; the cause says what happened.
+    throw new Error(`POST ${url}${path}: ${e.message}: ${e.cause?.code ?? ""} ${e.cause?.message ?? e.cause}`, { cause: e });
+  }
   const text = await res.text();
   let parsed = text;
   try {

@@ -5,6 +5,7 @@
 // and 20 namespaces x 5 clients under load. Every wait is bounded.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import http from "node:http";
 import { startWorker } from "./harness.mjs";
 
 const b64 = (s) => Buffer.from(s).toString("base64");
@@ -64,6 +65,42 @@ test("routing: /v3 is the namespace default, /n/<name>/v3 that namespace; bad na
   const members = await ok(w.url("team-a"), "/v3/cluster/member/list", {});
   assert.equal(members.members[0].name, "team-a");
   assert.deepEqual(members.members[0].clientURLs, [w.url("team-a")]);
+});
+
+test("answers that leave the request body unread keep the keep-alive connection: the next request on it is answered", { timeout: 60_000 }, async (t) => {
+  const w = await startWorker(t, { bindings: { EDGE_LEASE_TOKEN: "" } });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => agent.destroy());
+  const sockets = new Set();
+  const request = (path, body, headers = {}) =>
+    new Promise((resolve, reject) => {
+      const req = http.request(w.origin + path, { method: "POST", agent, headers, timeout: 20_000 }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode, text }));
+      });
+      req.on("socket", (s) => sockets.add(s));
+      req.on("timeout", () => req.destroy(new Error(`${path}: no answer in 20 s`)));
+      req.on("error", reject);
+      req.end(body);
+    });
+  const body = JSON.stringify({ key: b64("k"), pad: "x".repeat(64 * 1024) });
+  // The Worker's own answers, the gateway's (in the object), then a real call.
+  const cases = [
+    ["/nope", 404],
+    ["/n/bad!/v3/kv/range", 400],
+    ["/v3/nope", 404],
+    ["/v3alpha/kv/range", 404],
+    ["/version", 405],
+    ["/v3/kv/range", 403, { origin: "https://evil.example" }],
+    ["/v3/kv/range", 200],
+  ];
+  for (const [path, status, headers] of cases) {
+    const r = await request(path, body, headers);
+    assert.equal(r.status, status, `${path}: ${r.text}`);
+  }
+  assert.equal(sockets.size, 1, "every request went on the one connection (none was closed under the client)");
 });
 
 test("EDGE_LEASE_TOKEN: requests need the bearer token", { timeout: 60_000 }, async (t) => {

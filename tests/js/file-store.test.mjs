@@ -704,21 +704,21 @@ test("a version 1 store is converted on first open, zero-filled tail included", 
 
 test("groupCommit: one fsync covers what was appended while the last ran; flush waits for its own writes; a failed fsync fails the lessor", async (t) => {
   const dir = tempDir(t);
-  // Hold each fsync until the test lets it finish (the store's named import
-  // follows the patch once syncBuiltinESMExports has run).
-  const realFsync = fs.fsync;
+  // Hold each journal sync (fdatasync) until the test lets it finish (the
+  // store's named import follows the patch once syncBuiltinESMExports has run).
+  const realSync = fs.fdatasync;
   const held = [];
-  fs.fsync = (fd, cb) => held.push({ fd, cb });
+  fs.fdatasync = (fd, cb) => held.push({ fd, cb });
   syncBuiltinESMExports();
   t.after(() => {
-    fs.fsync = realFsync;
+    fs.fdatasync = realSync;
     syncBuiltinESMExports();
   });
   const settled = async (p) => (await Promise.race([p.then(() => "done", () => "failed"), new Promise((r) => setImmediate(() => r("waiting")))]));
   const finish = (err = null) => {
     const { fd, cb } = held.shift();
     if (err) return cb(err);
-    realFsync(fd, cb);
+    realSync(fd, cb);
   };
   const until = async (cond) => {
     for (const end = Date.now() + 5000; !cond() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 1));
@@ -780,7 +780,7 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   finish(); // the held one finishes after the close (its fd closes only then)
   await flushed;
   two.lessor.close();
-  fs.fsync = realFsync;
+  fs.fdatasync = realSync;
   syncBuiltinESMExports();
   const back = open(dir2);
   assert.deepEqual([back.lessor.get("x")?.value, back.lessor.get("y")?.value], ["1", "1"]);
@@ -812,3 +812,59 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   await again.store.close();
   again.lessor.close();
 });
+
+test("the live journal is extended ahead of its records: a crash leaves a zero tail that open cuts off; close and sealing trim it", async (t) => {
+  const dir = tempDir(t);
+  const bytes = (n) => new Uint8Array(n).fill(n % 251 || 1);
+  const s = FileStore.open(dir);
+  const want = {};
+  for (let i = 0; i < 20; i++) {
+    s.write({ put: [[`k${i}`, bytes(100 + i)]], delete: [] });
+    want[`k${i}`] = [...bytes(100 + i)];
+  }
+  const records = s.sizes.journal;
+  const reserved = statSync(liveJournal(dir)).size;
+  assert.ok(reserved > records, `the file (${reserved} B) holds space past its records (${records} B)`);
+  assert.ok(isZeroFrom(readFileSync(liveJournal(dir)), records), "the reserved space reads as zeros");
+
+  // A crash now: a copy of the directory as the disk has it, lock included.
+  const crashed = tempDir(t);
+  for (const n of readdirSync(dir)) if (n !== "lock") copyFileSync(join(dir, n), join(crashed, n));
+  const again = FileStore.open(crashed);
+  const asObject = (entries) => Object.fromEntries([...entries].map(([k, v]) => [k, [...v]]));
+  assert.deepEqual(asObject(again.entries()), want, "every record, none from the zeros");
+  assert.equal(statSync(liveJournal(crashed)).size, records, "open cut the zero tail off");
+  again.write({ put: [["after", bytes(7)]], delete: [] });
+  await again.close();
+  assert.equal(statSync(liveJournal(crashed)).size, again.sizes.journal, "close trims the reserve");
+  const back = FileStore.open(crashed);
+  assert.deepEqual(asObject(back.entries()), { ...want, after: [...bytes(7)] });
+  await back.close();
+
+  await s.close();
+
+  // A sealed journal whose trim did not reach the disk (zeros after the
+  // SEAL) still reads as sealed; anything else after the SEAL is corruption.
+  const mid = tempDir(t);
+  const m = FileStore.open(mid);
+  m.write({ put: [["x", bytes(9)]], delete: [] });
+  const stopped = m.compact([["x", bytes(9)]]);
+  await m.close();
+  await assert.rejects(stopped, { code: "Closed" });
+  const sealed = join(mid, "journal-1");
+  const sealedBytes = readFileSync(sealed);
+  // The file ends with the SEAL record (type 2, empty), not with the reserve.
+  const last = sealedBytes.subarray(sealedBytes.length - REC_HEADER);
+  assert.deepEqual([last.readUInt32LE(4), last.readUInt32LE(8)], [2, 0], "the sealed journal ends at its SEAL");
+  appendFileSync(sealed, Buffer.alloc(4096));
+  const z = FileStore.open(mid);
+  assert.deepEqual(asObject(z.entries()), { x: [...bytes(9)] });
+  await z.close();
+  writeFileSync(sealed, Buffer.concat([sealedBytes, Buffer.from([0, 0, 1, 0])]));
+  assert.throws(() => FileStore.open(mid), (e) => e.code === "CorruptEntry" && /journal-1@/.test(e.entry));
+});
+
+function isZeroFrom(buf, at) {
+  for (let i = at; i < buf.length; i++) if (buf[i] !== 0) return false;
+  return true;
+}

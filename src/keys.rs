@@ -250,10 +250,13 @@ impl Lessor {
         opts: PutOptions,
     ) -> Result<PutResult> {
         self.config.check_key(key)?;
-        if w.staged(key).is_some() {
-            return Err(Error::DuplicateKey);
-        }
-        let existing = self.kv.get(key);
+        // A txn puts a key once (check_intervals); it may put a key an
+        // earlier from-key delete of the txn deleted.
+        let existing = match w.staged(key) {
+            Some(Some(_)) => return Err(Error::DuplicateKey),
+            Some(None) => None,
+            None => self.kv.get(key),
+        };
         let live = existing.filter(|e| self.leases.keeps(e.lease, now));
         if (opts.ignore_value || opts.ignore_lease) && live.is_none() {
             return Err(Error::KeyNotFound);
@@ -325,11 +328,6 @@ impl Lessor {
             .into_iter()
             .map(|(k, e)| (k.clone(), e.clone()))
             .collect();
-        for (k, _) in &doomed {
-            if w.staged(k).is_some() {
-                return Err(Error::DuplicateKey);
-            }
-        }
         let deleted = doomed.len() as i64;
         for (k, e) in &doomed {
             w.delete(k.clone(), e.lease);
@@ -501,6 +499,9 @@ fn compare(c: &Compare, e: &Entry) -> bool {
 
 /// etcd's duplicate check: within one transaction no two puts write one key
 /// and no put writes a key a delete range covers, nested branches included.
+/// A from-key delete (`range_end` "\0") covers nothing here: etcd 3.4 checks
+/// the interval [key, "\0"), which is empty, so it lets a txn delete from a
+/// key on and put keys there (applied in order, in one revision).
 /// Returns the keys put and the delete ranges, for the enclosing level.
 fn check_intervals(ops: &[Op]) -> Result<(Vec<Vec<u8>>, Ranges)> {
     let mut dels: Ranges = ops
@@ -513,6 +514,7 @@ fn check_intervals(ops: &[Op]) -> Result<(Vec<Vec<u8>>, Ranges)> {
     let covered = |dels: &Ranges, k: &[u8]| {
         dels.iter().any(|(from, end)| match Bound::of(end) {
             None => from == k,
+            Some(_) if end[..] == [0] => false,
             Some(end) => k >= &from[..] && end.admits(k),
         })
     };

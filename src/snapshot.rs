@@ -84,10 +84,10 @@ impl Lessor {
             }
         }
         // History may name leases long gone: it is not checked against them.
-        for (rev, key, entry) in snap.old {
+        for (rev, sub, key, entry) in snap.old {
             let shared = l.kv.key(&key);
-            if !l.kv.load_old(rev, shared, entry) {
-                return Err(corrupt(codec::old_key(rev, &key), "duplicate entry"));
+            if !l.kv.load_old(rev, sub, shared, entry) {
+                return Err(corrupt(codec::old_key(rev, sub, &key), "duplicate entry"));
             }
         }
         // A store written before history was kept has none: it starts here
@@ -127,8 +127,8 @@ impl Lessor {
         {
             out.push((codec::key_key(k), codec::encode_entry(e)));
         }
-        for (rev, k, e) in self.kv.old_versions() {
-            out.push((codec::old_key(rev, k), codec::encode_old(e)));
+        for (rev, sub, k, e) in self.kv.old_versions() {
+            out.push((codec::old_key(rev, sub, k), codec::encode_old(e)));
         }
         if self.history_stored {
             out.push((

@@ -135,14 +135,14 @@ impl Lessor {
             }
             let upto = w.next.saturating_add(BATCH_REVISIONS).min(rev + 1);
             let mut events = Vec::new();
-            for (at, key) in self.kv.changes_from(w.next) {
+            for (at, sub, key) in self.kv.changes_from(w.next) {
                 if at >= upto {
                     break;
                 }
                 if !w.wants(key) {
                     continue;
                 }
-                let mut ev = self.kv.event(at, key);
+                let mut ev = self.kv.event(at, sub, key);
                 if (ev.entry.is_some() && w.req.no_put) || (ev.entry.is_none() && w.req.no_delete) {
                     continue;
                 }

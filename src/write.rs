@@ -8,8 +8,12 @@
 //! (`next_revision`) but writes them all as one batch: one fsync, not one
 //! per lease.
 
+use std::collections::HashMap;
+
+use foldhash::fast::FixedState;
+
 use crate::error::Result;
-use crate::kv::{cost, Entry, Key, Keyspace};
+use crate::kv::{cost, Entry, Key, Keyspace, VersionAt};
 use crate::lease::{LeaseId, LeaseTable};
 use crate::storage::{codec, Batch, Store, StoredLease};
 
@@ -50,7 +54,7 @@ pub struct Write {
     keys: Vec<KeyChange>,
     leases: Vec<(LeaseId, Option<StoredLease>)>,
     /// A compaction point to move to, with the versions it drops.
-    compaction: Option<(i64, Vec<(i64, Key)>)>,
+    compaction: Option<(i64, Vec<VersionAt>)>,
     /// Store the compaction point even if it does not move (a store's first
     /// key change marks it as one that keeps history).
     mark_compacted: bool,
@@ -160,25 +164,47 @@ impl Write {
     /// as history, lease records, the compaction and the revision.
     fn batch(&self, kv: &Keyspace) -> Batch {
         let mut b = Batch::default();
+        // Each key as the changes so far leave it, and how many changes of
+        // it this write has made: a key a write changes twice (a txn's
+        // from-key delete and a put, all in one revision) supersedes its own
+        // staged state, and its versions in that revision are numbered by
+        // sub-revision, the change's place among the key's.
+        let mut state: HashMap<&Key, (Option<&Entry>, u32), FixedState> =
+            HashMap::with_hasher(kv.hasher());
         for c in &self.keys {
-            let (key, old) = match c {
-                KeyChange::Put { key, entry, .. } => {
-                    b.put
-                        .push((codec::key_key(key), codec::encode_entry(entry)));
-                    (key, kv.get(key))
-                }
-                KeyChange::Delete { key, revision, .. } => {
-                    b.delete.push(codec::key_key(key));
-                    b.put
-                        .push((codec::old_key(*revision, key), codec::encode_old(None)));
-                    (key, kv.get(key))
-                }
+            let key = c.key();
+            let (old, n) = match state.get(key) {
+                Some(&(e, n)) => (e.map(|e| (e, n - 1)), n),
+                None => (
+                    kv.get(key)
+                        .map(|e| (e, kv.versions_at(key, e.mod_revision))),
+                    0,
+                ),
             };
-            if let Some(old) = old {
+            if let Some((old, sub)) = old {
                 b.put.push((
-                    codec::old_key(old.mod_revision, key),
+                    codec::old_key(old.mod_revision, sub, key),
                     codec::encode_old(Some(old)),
                 ));
+            }
+            match c {
+                KeyChange::Put { entry, .. } => {
+                    state.insert(key, (Some(entry), n + 1));
+                }
+                KeyChange::Delete { revision, .. } => {
+                    b.put
+                        .push((codec::old_key(*revision, n, key), codec::encode_old(None)));
+                    state.insert(key, (None, n + 1));
+                }
+            }
+        }
+        // Each key's final state once, in the order the keys were first changed.
+        for c in &self.keys {
+            let key = c.key();
+            match state.remove(key) {
+                Some((Some(e), _)) => b.put.push((codec::key_key(key), codec::encode_entry(e))),
+                Some((None, _)) => b.delete.push(codec::key_key(key)),
+                None => {}
             }
         }
         for (id, rec) in &self.leases {
@@ -190,7 +216,7 @@ impl Write {
         let compacted = match &self.compaction {
             Some((rev, dropped)) => {
                 b.delete
-                    .extend(dropped.iter().map(|(r, k)| codec::old_key(*r, k)));
+                    .extend(dropped.iter().map(|(r, s, k)| codec::old_key(*r, *s, k)));
                 Some(*rev)
             }
             None => self.mark_compacted.then(|| kv.compacted()),

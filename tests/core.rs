@@ -740,20 +740,20 @@ fn each_operation_is_one_batch() {
         b[3].delete,
         ["v1/key/a", "v1/key/b", "v1/lease/0000000000000001"]
     );
-    // The revoke keeps history: each deleted key's last version and its
+    // The revoke keeps history: each deleted key's last version, then its
     // deletion, then the revision.
     let puts: Vec<&str> = b[3].put.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
         puts,
         [
-            "v1/old/0000000000000004/a",
             "v1/old/0000000000000003/a",
-            "v1/old/0000000000000004/b",
+            "v1/old/0000000000000004/a",
             "v1/old/0000000000000002/b",
+            "v1/old/0000000000000004/b",
             "v1/revision"
         ]
     );
-    assert_eq!(b[3].put[0].1, b"deleted");
+    assert_eq!(b[3].put[1].1, b"deleted");
     assert_eq!(b[3].put[4].1, b"4");
     // The first key change marks the store as one that keeps history.
     assert!(b[1]

@@ -9,7 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use edge_lease::storage::REVISION_KEY;
-use edge_lease::{Batch, Config, Error, Lessor, PutOptions, Storage};
+use edge_lease::{
+    Batch, Config, DeleteRequest, Error, Lessor, Op as TxnOp, PutOptions, PutRequest, Storage,
+    TxnRequest,
+};
 use proptest::prelude::*;
 
 const T0: i64 = 1_700_000_000_000;
@@ -414,8 +417,33 @@ fn valid_store() -> Vec<(String, Vec<u8>)> {
     l.put(T0, b"free", b"w", PutOptions::default()).unwrap();
     l.put(T0, b"gone", b"x", PutOptions::default()).unwrap();
     l.delete(T0, b"gone", false).unwrap();
+    // A txn that deletes from "free" on and puts it again: "free" changes
+    // twice in one revision (a version stored at sub-revision 1).
+    let txn = TxnRequest {
+        compare: vec![],
+        success: vec![
+            TxnOp::Delete(DeleteRequest {
+                key: b"free".to_vec(),
+                range_end: vec![0],
+                prev_kv: false,
+            }),
+            TxnOp::Put(PutRequest {
+                key: b"free".to_vec(),
+                value: b"again".to_vec(),
+                options: PutOptions::default(),
+            }),
+        ],
+        failure: vec![],
+    };
+    l.txn(T0, &txn).unwrap();
+    l.put(T0, b"free", b"z", PutOptions::default()).unwrap();
     l.checkpoint(T0, i64::MIN, 1_500).unwrap();
-    store.entries()
+    let entries = store.entries();
+    assert!(
+        entries.iter().any(|(k, _)| k.contains('.')),
+        "a sub-revision version"
+    );
+    entries
 }
 
 #[derive(Debug, Clone)]
@@ -550,6 +578,7 @@ proptest! {
                 prop_oneof![
                     "v1/(lease|key)/[ -~]{0,20}",
                     "v1/old/[0-9a-f]{16}/[a-z%0-9]{1,8}",
+                    "v1/old/[0-9a-f]{16}\\.[0-9]{0,3}/[a-z%0-9]{1,8}",
                     "v1/old/[ -~]{0,24}",
                     Just("v1/revision".to_string()),
                     Just("v1/compacted".to_string()),
@@ -563,6 +592,29 @@ proptest! {
         ),
     ) {
         check_restore(&entries)?;
+    }
+}
+
+#[test]
+fn a_sub_revision_is_plain_decimal_above_zero() {
+    let base = valid_store();
+    let (name, value) = base.iter().find(|(k, _)| k.contains('.')).cloned().unwrap();
+    for bad in [".0/", ".01/", ".x/", "./", ".1.1/", ".4294967296/"] {
+        let renamed = name.replacen(".1/", bad, 1);
+        let entries: Vec<_> = base
+            .iter()
+            .map(|(k, v)| {
+                if *k == name {
+                    (renamed.clone(), value.clone())
+                } else {
+                    (k.clone(), v.clone())
+                }
+            })
+            .collect();
+        match Lessor::restore(Config::default(), entries, T0, None) {
+            Err(Error::CorruptEntry { key, .. }) => assert_eq!(key, renamed),
+            other => panic!("{renamed}: {:?}", other.err()),
+        }
     }
 }
 

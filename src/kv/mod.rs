@@ -7,8 +7,15 @@
 //! Live entries sit in a hash map (point reads and writes); an ordered map of
 //! the same keys serves ranges and holds each key's superseded versions, so
 //! a read at a past revision finds a key's state there, and a log of
-//! (revision, key) in commit order replays the changes for watchers.
-//! Compaction drops what no read at or after the compaction point can see.
+//! (revision, sub-revision, key) in commit order replays the changes for
+//! watchers. Compaction drops what no read at or after the compaction point
+//! can see.
+//!
+//! A key changes at most once per revision except in a transaction that
+//! deletes a from-key range and puts a key in it (etcd allows that): its
+//! changes in that revision are told apart by sub-revision, 0 for the first.
+//! A version's sub-revision is how many versions of the key the revision
+//! already had when it was made; the live entry's is how many it has.
 
 mod range;
 
@@ -37,12 +44,43 @@ pub struct Entry {
     pub lease: LeaseId,
 }
 
-/// A superseded state of a key: from `revision` on it was `entry` (None:
-/// deleted), until the next version or the live entry.
+/// A superseded state of a key: from `revision` (and `sub`) on it was
+/// `entry` (None: deleted), until the next version or the live entry.
 #[derive(Debug, Clone)]
 struct Version {
     revision: i64,
+    sub: u32,
     entry: Option<Entry>,
+}
+
+/// Where a superseded version is: (revision, sub-revision, key).
+pub type VersionAt = (i64, u32, Key);
+
+/// One key change in the log: the key's `sub`-th change in `revision`.
+#[derive(Debug, Clone)]
+struct Change {
+    revision: i64,
+    sub: u32,
+    key: Key,
+}
+
+/// The key's state at `revision` from its versions (oldest first), when the
+/// live entry is newer.
+fn state_at(past: &[Version], revision: i64) -> Option<&Entry> {
+    let n = past.partition_point(|v| v.revision <= revision);
+    past.get(n.checked_sub(1)?)?.entry.as_ref()
+}
+
+/// How many of a key's versions (oldest first) are at `revision`: the
+/// sub-revision the next version there gets. They are at the end when
+/// `revision` is the key's newest.
+fn versions_at(past: &[Version], revision: i64) -> u32 {
+    let end = past.partition_point(|v| v.revision <= revision);
+    past[..end]
+        .iter()
+        .rev()
+        .take_while(|v| v.revision == revision)
+        .count() as u32
 }
 
 /// One change, as watchers see it.
@@ -63,8 +101,8 @@ pub struct Keyspace {
     /// Every live key and every key with history, with its superseded
     /// versions (oldest first; empty for most keys).
     index: BTreeMap<Key, Vec<Version>>,
-    /// (revision, key) of every change after the compaction point, in order.
-    log: VecDeque<(i64, Key)>,
+    /// Every change from the compaction point on, in order.
+    log: VecDeque<Change>,
     /// Revision of the last change; etcd starts an empty store at 1, so the
     /// first change is revision 2.
     revision: i64,
@@ -98,6 +136,11 @@ impl Keyspace {
         }
     }
 
+    /// The keyspace's hasher, for maps of its keys (seeded per keyspace).
+    pub fn hasher(&self) -> foldhash::fast::FixedState {
+        self.live.hasher().clone()
+    }
+
     /// Bytes held by entries and history, as the quota counts them.
     pub fn bytes(&self) -> usize {
         self.bytes
@@ -124,9 +167,7 @@ impl Keyspace {
                 return Some(e);
             }
         }
-        let past = self.index.get(key)?;
-        let n = past.partition_point(|v| v.revision <= revision);
-        past.get(n.checked_sub(1)?)?.entry.as_ref()
+        state_at(self.index.get(key)?, revision)
     }
 
     /// The key as the keyspace shares it: the stored copy if there is one,
@@ -204,24 +245,46 @@ impl Keyspace {
         Ok(())
     }
 
-    /// Loads a restored superseded version, in revision order among the
-    /// key's; false if the key already has one at that revision.
-    pub(crate) fn load_old(&mut self, revision: i64, key: Key, entry: Option<Entry>) -> bool {
+    /// Loads a restored superseded version, in (revision, sub) order among
+    /// the key's; false if the key already has one there.
+    pub(crate) fn load_old(
+        &mut self,
+        revision: i64,
+        sub: u32,
+        key: Key,
+        entry: Option<Entry>,
+    ) -> bool {
         let cost = version_cost(&key, entry.as_ref());
         let past = self.index.entry(key).or_default();
         // Stores list entries in key order, so versions mostly come sorted.
-        match past.binary_search_by_key(&revision, |v| v.revision) {
+        match past.binary_search_by_key(&(revision, sub), |v| (v.revision, v.sub)) {
             Ok(_) => false,
             Err(at) => {
-                past.insert(at, Version { revision, entry });
+                past.insert(
+                    at,
+                    Version {
+                        revision,
+                        sub,
+                        entry,
+                    },
+                );
                 self.bytes += cost;
                 true
             }
         }
     }
 
+    /// How many superseded versions of `key` are at `revision` (the live
+    /// entry's sub-revision, when it is from `revision`).
+    pub fn versions_at(&self, key: &[u8], revision: i64) -> u32 {
+        self.index
+            .get(key)
+            .map_or(0, |past| versions_at(past, revision))
+    }
+
     /// Ends a restore: history starts at `compacted`, and the log is rebuilt
-    /// from every version since (within a revision, in key order).
+    /// from every version since (within a revision, by sub-revision, then
+    /// in key order).
     pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) {
         self.revision = revision;
         self.compacted = compacted;
@@ -229,15 +292,19 @@ impl Keyspace {
         let mut log = BTreeSet::new();
         for (k, past) in self.index.iter() {
             for v in past.iter().filter(|v| v.revision >= compacted) {
-                log.insert((v.revision, k.clone()));
+                log.insert((v.revision, v.sub, k.clone()));
             }
         }
         for (k, e) in self.live.iter() {
             if e.mod_revision >= compacted {
-                log.insert((e.mod_revision, k.clone()));
+                let sub = self.versions_at(k, e.mod_revision);
+                log.insert((e.mod_revision, sub, k.clone()));
             }
         }
-        self.log = log.into_iter().collect();
+        self.log = log
+            .into_iter()
+            .map(|(revision, sub, key)| Change { revision, sub, key })
+            .collect();
     }
 
     /// Starts the changes of revision `revision` (the write path's).
@@ -257,15 +324,24 @@ impl Keyspace {
                 (k, None)
             }
         };
-        if let Some(old) = self.live.insert(key.clone(), entry) {
-            if let Some(past) = past {
+        let mut sub = 0;
+        if let Some(past) = past {
+            if let Some(old) = self.live.insert(key.clone(), entry) {
                 past.push(Version {
                     revision: old.mod_revision,
+                    sub: versions_at(past, old.mod_revision),
                     entry: Some(old),
                 });
             }
+            sub = versions_at(past, self.revision);
+        } else {
+            self.live.insert(key.clone(), entry);
         }
-        self.log.push_back((self.revision, key.clone()));
+        self.log.push_back(Change {
+            revision: self.revision,
+            sub,
+            key: key.clone(),
+        });
         key
     }
 
@@ -275,58 +351,65 @@ impl Keyspace {
         let past = self.index.get_mut(&*key)?;
         past.push(Version {
             revision: old.mod_revision,
+            sub: versions_at(past, old.mod_revision),
             entry: Some(old.clone()),
         });
+        let sub = versions_at(past, self.revision);
         past.push(Version {
             revision: self.revision,
+            sub,
             entry: None,
         });
         self.bytes += version_cost(&key, None);
-        self.log.push_back((self.revision, key));
+        self.log.push_back(Change {
+            revision: self.revision,
+            sub,
+            key,
+        });
         Some(old)
     }
 
     /// The superseded versions a compaction at `revision` drops, as
     /// (revision, key): every one before it but the key's state at
     /// `revision` (a read there must still see it).
-    pub fn dropped_by(&self, revision: i64) -> Vec<(i64, Key)> {
+    pub fn dropped_by(&self, revision: i64) -> Vec<VersionAt> {
         let mut out = Vec::new();
         // A version to drop is followed by a change at or before `revision`
         // (else it would be the state there), and that change is still in
         // the log: earlier compactions only dropped changes before theirs.
-        for (rev, key) in self.log.iter() {
-            if *rev > revision {
+        for c in self.log.iter() {
+            if c.revision > revision {
                 break;
             }
-            let Some((k, past)) = self.index.get_key_value(&**key) else {
+            let Some((k, past)) = self.index.get_key_value(&*c.key) else {
                 continue;
             };
             if past.is_empty() {
                 continue;
             }
-            // Each key once: at its last change up to `revision`.
-            let after = past.partition_point(|v| v.revision <= *rev);
+            // Each key once: at its last change up to `revision` (the live
+            // entry is the key's last change).
+            let live = self.live.get(&**k);
+            let after = past.partition_point(|v| (v.revision, v.sub) <= (c.revision, c.sub));
             let later = past.get(after).is_some_and(|v| v.revision <= revision)
-                || self
-                    .live
-                    .get(&**k)
-                    .is_some_and(|e| e.mod_revision > *rev && e.mod_revision <= revision);
+                || live.is_some_and(|e| {
+                    e.mod_revision <= revision
+                        && (e.mod_revision > c.revision
+                            || versions_at(past, e.mod_revision) > c.sub)
+                });
             if later {
                 continue;
             }
             let n = past.partition_point(|v| v.revision < revision);
             // The state at `revision` is the live entry or a version at
             // `revision` if there is one, else the last version before it.
-            let later = self
-                .live
-                .get(&**k)
-                .is_some_and(|e| e.mod_revision <= revision)
+            let later = live.is_some_and(|e| e.mod_revision <= revision)
                 || past.get(n).is_some_and(|v| v.revision == revision);
             let keep_last = n > 0 && !later && past[n - 1].entry.is_some();
             out.extend(
                 past[..n - keep_last as usize]
                     .iter()
-                    .map(|v| (v.revision, k.clone())),
+                    .map(|v| (v.revision, v.sub, k.clone())),
             );
         }
         out
@@ -335,16 +418,16 @@ impl Keyspace {
     /// Forgets history before `revision` (after `dropped_by` said what that
     /// drops): reads and watches from there on still work, earlier ones are
     /// refused. Costs the changes dropped.
-    pub(crate) fn compact(&mut self, revision: i64, dropped: &[(i64, Key)]) {
+    pub(crate) fn compact(&mut self, revision: i64, dropped: &[VersionAt]) {
         if revision <= self.compacted {
             return;
         }
         self.compacted = revision;
-        for (rev, key) in dropped {
+        for (rev, sub, key) in dropped {
             let Some(past) = self.index.get_mut(&**key) else {
                 continue;
             };
-            let Some(at) = past.iter().position(|v| v.revision == *rev) else {
+            let Ok(at) = past.binary_search_by_key(&(*rev, *sub), |v| (v.revision, v.sub)) else {
                 continue;
             };
             let gone = past.remove(at);
@@ -353,33 +436,38 @@ impl Keyspace {
                 self.index.remove(&**key);
             }
         }
-        let drained = self.log.partition_point(|(rev, _)| *rev < revision);
+        let drained = self.log.partition_point(|c| c.revision < revision);
         self.log.drain(..drained);
         if self.log.len() < self.log.capacity() / 4 {
             self.log.shrink_to_fit();
         }
     }
 
-    /// Every superseded version, as (revision, key, entry or None).
-    pub fn old_versions(&self) -> impl Iterator<Item = (i64, &Key, Option<&Entry>)> {
-        self.index
-            .iter()
-            .flat_map(|(k, past)| past.iter().map(move |v| (v.revision, k, v.entry.as_ref())))
+    /// Every superseded version, as (revision, sub-revision, key, entry or None).
+    pub fn old_versions(&self) -> impl Iterator<Item = (i64, u32, &Key, Option<&Entry>)> {
+        self.index.iter().flat_map(|(k, past)| {
+            past.iter()
+                .map(move |v| (v.revision, v.sub, k, v.entry.as_ref()))
+        })
     }
 
-    /// The (revision, key) of each change from `from` on (at or after the
-    /// compaction point), in commit order.
-    pub fn changes_from(&self, from: i64) -> impl Iterator<Item = (i64, &Key)> + '_ {
-        let start = self.log.partition_point(|(rev, _)| *rev < from);
-        self.log.range(start..).map(|(rev, key)| (*rev, key))
+    /// The (revision, sub-revision, key) of each change from `from` on (at
+    /// or after the compaction point), in commit order.
+    pub fn changes_from(&self, from: i64) -> impl Iterator<Item = (i64, u32, &Key)> + '_ {
+        let start = self.log.partition_point(|c| c.revision < from);
+        self.log.range(start..).map(|c| (c.revision, c.sub, &c.key))
     }
 
-    /// The change to `key` at `revision`, as watchers see it.
-    pub fn event(&self, revision: i64, key: &Key) -> Event {
-        let entry = self
-            .get_at(key, revision)
-            .filter(|e| e.mod_revision == revision)
-            .cloned();
+    /// The `sub`-th change to `key` in `revision`, as watchers see it.
+    pub fn event(&self, revision: i64, sub: u32, key: &Key) -> Event {
+        let live = self.live.get(&**key);
+        let past = self.index.get(&**key).map_or(&[][..], |p| &p[..]);
+        // A superseded version if a later change in the revision (or after
+        // it) replaced it, else the live entry.
+        let entry = match past.binary_search_by_key(&(revision, sub), |v| (v.revision, v.sub)) {
+            Ok(at) => past[at].entry.clone(),
+            Err(_) => live.filter(|e| e.mod_revision == revision).cloned(),
+        };
         // A create has no previous entry, even where it replaced the entry
         // of a lease that had expired without a tick deleting it yet; and
         // before the compaction point there is none to give (etcd's read of
@@ -387,7 +475,10 @@ impl Keyspace {
         let prev = match &entry {
             Some(e) if e.version == 1 => None,
             _ if revision - 1 < self.compacted => None,
-            _ => self.get_at(key, revision - 1).cloned(),
+            _ => match live {
+                Some(e) if e.mod_revision < revision => Some(e.clone()),
+                _ => state_at(past, revision - 1).cloned(),
+            },
         };
         Event {
             key: key.clone(),

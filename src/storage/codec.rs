@@ -7,7 +7,7 @@
 //! | `v1/revision` | the store revision, decimal |
 //! | `v1/lease/<16 hex digits>` | `ttl=<s> deadline=<epoch ms or none> remaining=<ms>` |
 //! | `v1/key/<percent-encoded key>` | `create=<rev> mod=<rev> version=<n> lease=<16 hex> text=<0/1>` `\n` then the value bytes |
-//! | `v1/old/<16 hex revision>/<percent-encoded key>` | a superseded version of the key from that revision on: an entry as above, or `deleted` |
+//! | `v1/old/<16 hex revision>[.<sub>]/<percent-encoded key>` | a superseded version of the key from that revision (and sub-revision, a decimal above 0 when present: the key's second or third change in one transaction) on: an entry as above, or `deleted` |
 //! | `v1/compacted` | the compaction point: history before it is gone, decimal |
 //!
 //! A lease's keys are not listed in its record: they are found from the keys'
@@ -43,8 +43,9 @@ pub struct Snapshot {
     pub revision: i64,
     pub leases: Vec<(LeaseId, StoredLease)>,
     pub keys: Vec<(Vec<u8>, Entry)>,
-    /// Superseded versions: (revision, key, entry or None for a delete).
-    pub old: Vec<(i64, Vec<u8>, Option<Entry>)>,
+    /// Superseded versions: (revision, sub-revision, key, entry or None for
+    /// a delete).
+    pub old: Vec<(i64, u32, Vec<u8>, Option<Entry>)>,
     /// The compaction point, if the store has one: stores written before
     /// history was kept have none, and hold no history.
     pub compacted: i64,
@@ -94,8 +95,12 @@ fn push_key_name(s: &mut String, key: &[u8]) {
 }
 
 /// The record of a superseded version of `key` from `revision` on.
-pub fn old_key(revision: i64, key: &[u8]) -> String {
-    let mut s = format!("{OLD_PREFIX}{:016x}/", revision as u64);
+pub fn old_key(revision: i64, sub: u32, key: &[u8]) -> String {
+    let mut s = if sub > 0 {
+        format!("{OLD_PREFIX}{:016x}.{sub}/", revision as u64)
+    } else {
+        format!("{OLD_PREFIX}{:016x}/", revision as u64)
+    };
     push_key_name(&mut s, key);
     s
 }
@@ -300,6 +305,15 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
             let (rev, name) = rest
                 .split_once('/')
                 .ok_or_else(|| corrupt(key, "missing revision"))?;
+            let (rev, sub) = match rev.split_once('.') {
+                None => (rev, 0),
+                // Written only above 0, in plain decimal.
+                Some((rev, sub)) if !sub.starts_with(['0', '-']) => match num(key, "sub", sub) {
+                    Ok(n @ 1..=0xffff_ffff) => (rev, n as u32),
+                    _ => return Err(corrupt(key, "bad sub-revision")),
+                },
+                Some(_) => return Err(corrupt(key, "bad sub-revision")),
+            };
             let rev = parse_hex(key, "revision", rev)?;
             if !(2..=MAX_COUNTER).contains(&rev) {
                 return Err(corrupt(key, "revision out of range"));
@@ -314,7 +328,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
                 }
                 Some(e)
             };
-            snap.old.push((rev, name, entry));
+            snap.old.push((rev, sub, name, entry));
         } else if key == COMPACTED_KEY {
             if snap.compacted_stored {
                 return Err(corrupt(key, "duplicate entry"));
@@ -342,10 +356,10 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
             "compaction point is above the stored revision",
         ));
     }
-    for (rev, name, _) in &snap.old {
+    for (rev, sub, name, _) in &snap.old {
         if *rev > snap.revision {
             return Err(corrupt(
-                &old_key(*rev, name),
+                &old_key(*rev, *sub, name),
                 "revision is above the stored revision",
             ));
         }

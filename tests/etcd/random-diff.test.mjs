@@ -35,17 +35,16 @@ function generator(seed) {
   const state = { revision: 1, compacted: 0, leases: [], nextLease: 100, watches: 0 };
   const value = () => Buffer.from(pick(["", "v", "w", "x".repeat(int(20)), `n${int(100)}`]));
   const key = () => pick(KEYS);
-  const rangeEnd = (k, { fromKey = true } = {}) => {
+  const rangeEnd = (k) => {
     const r = int(5);
     if (r === 0) return undefined;
     if (r === 1) {
       const end = Buffer.from(k);
       for (let i = end.length - 1; i >= 0; i--) if (end[i] < 0xff) return Buffer.concat([end.subarray(0, i), Buffer.from([end[i] + 1])]);
-      return fromKey ? Buffer.from([0]) : undefined;
+      return Buffer.from([0]);
     }
-    if (r === 2 && fromKey) return Buffer.from([0]);
-    const end = key(); // may be before the key: an empty range
-    return !fromKey && end.length === 1 && end[0] === 0 ? undefined : end;
+    if (r === 2) return Buffer.from([0]);
+    return key(); // may be before the key: an empty range
   };
   const revision = () => {
     if (chance(0.6)) return undefined;
@@ -80,16 +79,14 @@ function generator(seed) {
     }
     return p;
   };
-  // No from-key deletes in txns: etcd's duplicate check reads them as empty
-  // (a known engine difference, server/README.md).
-  const del = ({ fromKey = true } = {}) => {
+  const del = () => {
     const k = key();
-    return { key: k, range_end: rangeEnd(k, { fromKey }), prev_kv: chance(0.4) || undefined };
+    return { key: k, range_end: rangeEnd(k), prev_kv: chance(0.4) || undefined };
   };
   const compare = () => {
     const k = key();
     const c = { key: k, result: pick(["EQUAL", "NOT_EQUAL", "GREATER", "LESS"]) };
-    if (chance(0.2)) c.range_end = rangeEnd(k, { fromKey: true });
+    if (chance(0.2)) c.range_end = rangeEnd(k);
     const target = pick(["VERSION", "CREATE", "MOD", "VALUE", "LEASE"]);
     c.target = target;
     if (target === "VALUE") c.value = value();
@@ -104,7 +101,7 @@ function generator(seed) {
       // (a known difference in tie order, server/README.md).
       if (r < 3) return { request_range: range({ sorting: false }) };
       if (r < 7) return { request_put: put() };
-      if (r < 9 || depth > 0) return { request_delete_range: del({ fromKey: false }) };
+      if (r < 9 || depth > 0) return { request_delete_range: del() };
       return { request_txn: txn(depth + 1) };
     });
   const txn = (depth = 0) => ({

@@ -101,6 +101,23 @@ test("Watch over gRPC: creates, history, filters, ids, cancels, progress and com
   for (let i = 0; i < 5; i++) await create(1, { key: B("m"), prev_kv: i % 2 === 0 });
   await put("m", "1");
   await put("m", "2");
+  // A txn may delete from a key on and put a key there: the key changes
+  // twice (or three times) in one revision. Watched live, then replayed
+  // from history.
+  const fromKey = { key: B("t/"), range_end: B("\0") };
+  await create(0, { ...fromKey, prev_kv: true });
+  await both("put t/0", async (s) => {
+    const r = await s.c.kv("Put", { key: B("t/0"), value: B("0") });
+    s.mark = Number(r.header.revision);
+    return r;
+  });
+  await put("t/1", "1");
+  const txn = (what, success) => both(what, (s) => s.c.kv("Txn", { success }));
+  await txn("delete, put", [{ request_delete_range: { ...fromKey, prev_kv: true } }, { request_put: { key: B("t/0"), value: B("new"), prev_kv: true } }]);
+  await txn("put, delete", [{ request_put: { key: B("t/0"), value: B("v2"), prev_kv: true } }, { request_delete_range: { ...fromKey, prev_kv: true } }]);
+  await put("t/0", "old");
+  await txn("delete, put, delete", [{ request_delete_range: fromKey }, { request_put: { key: B("t/0"), value: B("n") } }, { request_delete_range: { ...fromKey, prev_kv: true } }]);
+  await both("history", (s) => s.streams[1].write({ create_request: { ...fromKey, start_revision: s.mark, prev_kv: true } }) && null);
   assert.ok(sides[1].streams[0].messages.length > 30);
   for (const s of all()) assert.equal(s.error, null);
 });

@@ -353,7 +353,7 @@ test("storage: async writes stay ordered, flush waits, a rejection fails the les
   assert.deepEqual(order, [
     "v1/key/a,v1/compacted,v1/revision",
     "v1/key/b,v1/revision",
-    "v1/old/0000000000000004/a,v1/old/0000000000000002/a,v1/revision,v1/key/a",
+    "v1/old/0000000000000002/a,v1/old/0000000000000004/a,v1/revision,v1/key/a",
   ]);
   rejectNext = true;
   lessor.put("c", "1");

@@ -295,30 +295,33 @@ export function readTxn(r, lease) {
   return { succeeded, revision, responses };
 }
 
-/** `[{ id, compactRevision, revision, events }]`; a delete's kv has only key and modRevision. */
+/**
+ * `[{ id, compactRevision, revision, events }]`; a delete's kv has only key
+ * and modRevision. An event several watchers get is one object, shared.
+ */
 export function readWatchBatches(r, lease) {
-  const n = r.uint();
-  const out = new Array(n);
-  for (let i = 0; i < n; i++) {
+  const events = new Array(r.uint());
+  for (let j = 0; j < events.length; j++) {
+    let ev;
+    if (r.byte() === 0) {
+      ev = { type: "put", kv: readKv(r, lease) };
+    } else {
+      const key = r.bytes();
+      const modRevision = r.int();
+      ev = { type: "delete", kv: { key, value: new Uint8Array(0), createRevision: 0, modRevision, version: 0, lease: null } };
+    }
+    const prevKv = readPrev(r, lease);
+    if (prevKv) ev.prevKv = prevKv;
+    events[j] = ev;
+  }
+  const out = new Array(r.uint());
+  for (let i = 0; i < out.length; i++) {
     const id = r.int();
     const compactRevision = r.int();
     const revision = r.int();
-    const count = r.uint();
-    const events = new Array(count);
-    for (let j = 0; j < count; j++) {
-      let ev;
-      if (r.byte() === 0) {
-        ev = { type: "put", kv: readKv(r, lease) };
-      } else {
-        const key = r.bytes();
-        const modRevision = r.int();
-        ev = { type: "delete", kv: { key, value: new Uint8Array(0), createRevision: 0, modRevision, version: 0, lease: null } };
-      }
-      const prevKv = readPrev(r, lease);
-      if (prevKv) ev.prevKv = prevKv;
-      events[j] = ev;
-    }
-    out[i] = { id, compactRevision, revision, events };
+    const mine = new Array(r.uint());
+    for (let j = 0; j < mine.length; j++) mine[j] = events[r.uint()];
+    out[i] = { id, compactRevision, revision, events: mine };
   }
   return out;
 }

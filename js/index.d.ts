@@ -376,6 +376,11 @@ export class Lessor extends EventTarget {
   readonly compactRevision: number;
   /** Bytes of keys, values and history as `quotaBytes` counts them. */
   readonly sizeBytes: number;
+  /**
+   * Calls `listener` with each revision's changes the watcher wants, in
+   * order. Watchers of one change get the same event objects: read them,
+   * don't change them.
+   */
   watch(request: WatchRequest, listener: (batch: WatchBatch) => void): Watcher;
   delete(key: string, options?: { prevKv?: boolean }): DeleteResult;
   tick(): Expired[];

@@ -15,10 +15,10 @@ import { H2Session } from "./h2.mjs";
 // proto3 leaves zero values off the wire (protobufjs would write the ones
 // set explicitly, enums named by their zero value too); oneof members are
 // kept, as Go sends them.
-function zeroless(T, obj, skip = null) {
+function zeroless(T, obj, skip = null, skip2 = null) {
   const out = {};
   for (const f of T.fieldsArray) {
-    if (f.name === skip) continue;
+    if (f.name === skip || f.name === skip2) continue;
     const v = obj[f.name];
     if (v === undefined || v === null) continue;
     if (f.repeated) {
@@ -52,7 +52,12 @@ const DECOMPRESS = { gzip: gunzipSync, deflate: inflateSync };
 // call between two writes: its bytes are kept by value and put in front of
 // the rest, as protobufjs would have written them.
 const headers = new Map();
+let last = { h: null, b: null }; // the last one asked for: most answers in a row share it
 function headerBytes(H, h) {
+  const p = last.h;
+  if (p && p.revision === h.revision && p.cluster_id === h.cluster_id && p.member_id === h.member_id && p.raft_term === h.raft_term) {
+    return last.b;
+  }
   const id = `${h.cluster_id}|${h.member_id}|${h.revision}|${h.raft_term}`;
   let b = headers.get(id);
   if (b === undefined) {
@@ -61,6 +66,44 @@ function headerBytes(H, h) {
     if (headers.size >= 1024) headers.clear();
     headers.set(id, b);
   }
+  last = { h: { revision: h.revision, cluster_id: h.cluster_id, member_id: h.member_id, raft_term: h.raft_term }, b };
+  return b;
+}
+
+// A watch event many watchers get is one object (the lessor shares it, the
+// watch service keeps its wire form): its bytes are encoded once, and each
+// WatchResponse that carries it gets them as they are.
+const eventBytes = new WeakMap();
+function sharedBytes(E, e) {
+  let b = eventBytes.get(e);
+  if (b === undefined) {
+    b = E.encode(E.fromObject(zeroless(E, e))).finish();
+    eventBytes.set(e, b);
+  }
+  return b;
+}
+
+const varintSize = (n) => (n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : n < 268435456 ? 4 : 5);
+function putVarint(out, at, n) {
+  for (; n > 127; n >>>= 7) out[at++] = (n & 127) | 128;
+  out[at++] = n;
+  return at;
+}
+
+// A WatchResponse that carries events has a header, a watch id and the
+// events: the id's bytes are kept per id (a stream's ids are few).
+function onlyIdAndEvents(obj) {
+  for (const k in obj) if (k !== "header" && k !== "watch_id" && k !== "events" && obj[k] !== undefined) return false;
+  return true;
+}
+const ids = new Map();
+function idBytes(T, id) {
+  let b = ids.get(id);
+  if (b === undefined) {
+    b = T.encode(T.fromObject(zeroless(T, { watch_id: id }))).finish();
+    if (ids.size >= 4096) ids.clear();
+    ids.set(id, b);
+  }
   return b;
 }
 
@@ -68,6 +111,7 @@ function codec(root, typeName) {
   const T = root.lookupType(typeName);
   const field = T.fields.header;
   const H = field?.id === 1 && field.resolvedType?.fullName === ".etcdserverpb.ResponseHeader" ? field.resolvedType : null;
+  const ev = typeName === "etcdserverpb.WatchResponse" ? T.fields.events : null;
   const plain = (obj) => T.encode(T.fromObject(zeroless(T, obj))).finish();
   return {
     encode: !H
@@ -75,10 +119,22 @@ function codec(root, typeName) {
       : (obj) => {
           if (!obj.header) return plain(obj);
           const head = headerBytes(H, obj.header);
-          const rest = T.encode(T.fromObject(zeroless(T, obj, "header"))).finish();
-          const out = Buffer.allocUnsafe(head.length + rest.length);
+          // Fields in number order, as protobufjs writes them: the header,
+          // the rest, then a WatchResponse's events (field 11, the last).
+          const rest = ev && onlyIdAndEvents(obj) ? idBytes(T, obj.watch_id) : T.encode(T.fromObject(zeroless(T, obj, "header", ev && "events"))).finish();
+          const events = ev && obj.events ? obj.events.map((e) => sharedBytes(ev.resolvedType, e)) : [];
+          let size = head.length + rest.length;
+          for (const b of events) size += 1 + varintSize(b.length) + b.length;
+          const out = Buffer.allocUnsafe(size);
           out.set(head, 0);
           out.set(rest, head.length);
+          let at = head.length + rest.length;
+          for (const b of events) {
+            out[at++] = (ev.id << 3) | 2; // field 11: one byte
+            at = putVarint(out, at, b.length);
+            out.set(b, at);
+            at += b.length;
+          }
           return out;
         },
     /** The message in `bytes` (gRPC's compressed flag and grpc-encoding as given); a bad one throws etcd's error. */

@@ -33,4 +33,4 @@ pub use ops::{
     TxnResponse,
 };
 pub use storage::{Batch, Storage};
-pub use watch::{WatchEvents, WatchRequest};
+pub use watch::{Polled, WatchEvents, WatchRequest};

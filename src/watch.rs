@@ -27,12 +27,28 @@ pub struct WatchRequest {
     pub no_delete: bool,
 }
 
+/// What one poll hands out: each event once, however many watchers get it
+/// (a change many watchers see is built and encoded once).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Polled {
+    pub events: Vec<Event>,
+    pub batches: Vec<WatchEvents>,
+}
+
+impl Polled {
+    /// A batch's events.
+    pub fn events_of<'a>(&'a self, b: &'a WatchEvents) -> impl Iterator<Item = &'a Event> + 'a {
+        b.events.iter().map(|&i| &self.events[i])
+    }
+}
+
 /// What one poll has for one watcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WatchEvents {
     pub id: i64,
-    /// In revision order; may be empty when `compact_revision` is set.
-    pub events: Vec<Event>,
+    /// Indexes into `Polled::events`, in revision order; may be empty when
+    /// `compact_revision` is set.
+    pub events: Vec<usize>,
     /// Set when the watcher wanted changes from before the compaction
     /// point: it is cancelled, and this is that point (etcd's
     /// compact_revision).
@@ -114,18 +130,30 @@ impl Lessor {
     /// The changes each watcher has not been given yet (at most 1000
     /// revisions' worth each; `watches_pending` says whether more remain).
     /// A watcher whose next revision was compacted is cancelled.
-    pub fn poll_watches(&mut self) -> Vec<WatchEvents> {
+    pub fn poll_watches(&mut self) -> Polled {
         let rev = self.kv.revision();
         let compacted = self.kv.compacted();
-        let mut out = Vec::new();
+        let mut out = Polled::default();
         let mut cancelled = Vec::new();
+        // The event of each change, without and with prev_kv, once made
+        // (watchers of one change share it): by log position from `base`,
+        // the first any watcher polled here reads.
+        let base = self
+            .watchers
+            .map
+            .values()
+            .filter(|w| w.next <= rev && w.next >= compacted)
+            .map(|w| self.kv.position(w.next))
+            .min()
+            .unwrap_or(0);
+        let mut made: Vec<[usize; 2]> = Vec::new();
         for (&id, w) in self.watchers.map.iter_mut() {
             if w.next > rev {
                 continue;
             }
             if w.next < compacted {
                 cancelled.push(id);
-                out.push(WatchEvents {
+                out.batches.push(WatchEvents {
                     id,
                     events: Vec::new(),
                     compact_revision: compacted,
@@ -135,25 +163,35 @@ impl Lessor {
             }
             let upto = w.next.saturating_add(BATCH_REVISIONS).min(rev + 1);
             let mut events = Vec::new();
-            for (at, sub, key) in self.kv.changes_from(w.next) {
+            for (pos, at, sub, key) in self.kv.changes_from(w.next) {
                 if at >= upto {
                     break;
                 }
                 if !w.wants(key) {
                     continue;
                 }
-                let mut ev = self.kv.event(at, sub, key);
-                if (ev.entry.is_some() && w.req.no_put) || (ev.entry.is_none() && w.req.no_delete) {
+                if made.len() <= pos - base {
+                    made.resize(pos - base + 1, [usize::MAX; 2]);
+                }
+                let slot = &mut made[pos - base][w.req.prev_kv as usize];
+                if *slot == usize::MAX {
+                    let mut ev = self.kv.event(at, sub, key);
+                    if !w.req.prev_kv {
+                        ev.prev = None;
+                    }
+                    *slot = out.events.len();
+                    out.events.push(ev);
+                }
+                let i = *slot;
+                let put = out.events[i].entry.is_some();
+                if (put && w.req.no_put) || (!put && w.req.no_delete) {
                     continue;
                 }
-                if !w.req.prev_kv {
-                    ev.prev = None;
-                }
-                events.push(ev);
+                events.push(i);
             }
             w.next = upto;
             if !events.is_empty() {
-                out.push(WatchEvents {
+                out.batches.push(WatchEvents {
                     id,
                     events,
                     compact_revision: 0,

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use edge_lease::{
-    Batch, Compare, CompareResult, CompareTarget, Config, DeleteRequest, Error, Lessor, Op,
+    Batch, Compare, CompareResult, CompareTarget, Config, DeleteRequest, Error, Event, Lessor, Op,
     OpResponse, PutOptions, PutRequest, RangeRequest, SortOrder, SortTarget, Storage, TxnRequest,
-    WatchRequest,
+    WatchEvents, WatchRequest,
 };
 use proptest::prelude::*;
 
@@ -536,13 +536,13 @@ proptest! {
                 }
             }
             prop_assert_eq!(l.revision(), m.rev());
-            for batch in l.poll_watches() {
+            for (batch, events) in poll(&mut l) {
                 let w = watches.iter_mut().find(|w| w.id == batch.id).unwrap();
                 prop_assert!(w.compacted.is_none(), "events after a compaction cancel");
                 if batch.compact_revision != 0 {
                     w.compacted = Some(batch.compact_revision);
                 }
-                for ev in batch.events {
+                for ev in events {
                     let kv = ev.entry.map(|e| MKv { value: e.value.to_vec(), create: e.create_revision, modr: e.mod_revision, version: e.version, lease: e.lease });
                     let prev = ev.prev.map(|e| MKv { value: e.value.to_vec(), create: e.create_revision, modr: e.mod_revision, version: e.version, lease: e.lease });
                     w.got.push((ev.revision, ev.key.to_vec(), kv, prev));
@@ -552,6 +552,15 @@ proptest! {
         }
         check_watches(&watches, &m, restored_at)?;
     }
+}
+
+/// Each watcher's batch of a poll, with its events.
+fn poll(l: &mut Lessor) -> Vec<(WatchEvents, Vec<Event>)> {
+    let p = l.poll_watches();
+    p.batches
+        .iter()
+        .map(|b| (b.clone(), p.events_of(b).cloned().collect()))
+        .collect()
 }
 
 /// Every watcher saw exactly the model's changes in its range from its
@@ -661,11 +670,11 @@ fn automatic_compaction_waits_for_watchers() {
     for v in 0..20u8 {
         l.put(T0, b"k", &[v], PutOptions::default()).unwrap();
     }
-    let got = l.poll_watches();
+    let got = poll(&mut l);
     assert_eq!(got.len(), 1);
-    assert_eq!(got[0].id, id);
+    assert_eq!(got[0].0.id, id);
     assert_eq!(
-        got[0].events.len(),
+        got[0].1.len(),
         20,
         "no change dropped before the watcher had it"
     );
@@ -713,7 +722,7 @@ fn compaction_is_stored_and_history_survives_a_restart() {
     };
     back.watch(&start).unwrap();
     l.watch(&start).unwrap();
-    assert_eq!(back.poll_watches(), l.poll_watches());
+    assert_eq!(poll(&mut back), poll(&mut l));
 }
 
 #[test]
@@ -875,10 +884,9 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
         (7, "a".into(), s("n"), None),
         (7, "a".into(), None, s("old")),
     ];
-    let live: Vec<_> = l
-        .poll_watches()
+    let live: Vec<_> = poll(&mut l)
         .iter()
-        .flat_map(|w| brief(&w.events))
+        .flat_map(|(_, evs)| brief(evs))
         .collect();
     assert_eq!(live, want);
 
@@ -921,10 +929,9 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
         ..all.clone()
     };
     back.watch(&from).unwrap();
-    let replayed: Vec<_> = back
-        .poll_watches()
+    let replayed: Vec<_> = poll(&mut back)
         .iter()
-        .flat_map(|w| brief(&w.events))
+        .flat_map(|(_, evs)| brief(evs))
         .collect();
     assert_eq!(replayed, want);
     for (rev, v) in [(4, vec!["new"]), (5, vec![]), (6, vec!["old"])] {
@@ -940,10 +947,9 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
         ..all.clone()
     })
     .unwrap();
-    let after: Vec<_> = back
-        .poll_watches()
+    let after: Vec<_> = poll(&mut back)
         .iter()
-        .flat_map(|w| brief(&w.events))
+        .flat_map(|(_, evs)| brief(evs))
         .collect();
     assert_eq!(after, want[5..]);
     let entries: Vec<(String, Vec<u8>)> = store.0.borrow().clone().into_iter().collect();
@@ -961,10 +967,9 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
             ..all
         })
         .unwrap();
-    let again_events: Vec<_> = again
-        .poll_watches()
+    let again_events: Vec<_> = poll(&mut again)
         .iter()
-        .flat_map(|w| brief(&w.events))
+        .flat_map(|(_, evs)| brief(evs))
         .collect();
     assert_eq!(again_events, want[5..]);
 
@@ -984,4 +989,49 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
     assert_eq!(r.map(|_| ()), Err(Error::KeyNotFound));
     assert_eq!(l.revision(), 2);
     assert_eq!(l.get(T0, b"k").map(value).as_deref(), Some("v"));
+}
+
+/// A change many watchers get is one event in a poll (one with prev_kv, one
+/// without), named by each watcher's batch; filters still apply per watcher.
+#[test]
+fn watchers_of_one_change_share_its_event() {
+    let mut l = Lessor::new(Config::default()).unwrap();
+    let on = |prev_kv, no_put| WatchRequest {
+        key: b"k".to_vec(),
+        prev_kv,
+        no_put,
+        ..Default::default()
+    };
+    let ids: Vec<i64> = [
+        on(true, false),
+        on(true, false),
+        on(false, false),
+        on(false, true),
+    ]
+    .iter()
+    .map(|r| l.watch(r).unwrap())
+    .collect();
+    l.put(T0, b"k", b"1", PutOptions::default()).unwrap();
+    l.put(T0, b"k", b"2", PutOptions::default()).unwrap();
+    let p = l.poll_watches();
+    // Two changes, each with and without prev_kv: four events for three
+    // watchers that want them (the fourth filters puts out).
+    assert_eq!(p.events.len(), 4);
+    assert_eq!(p.batches.len(), 3);
+    assert_eq!(p.batches[0].events, p.batches[1].events);
+    assert_ne!(p.batches[0].events, p.batches[2].events);
+    let values = |b: &WatchEvents| -> Vec<(Vec<u8>, bool)> {
+        p.events_of(b)
+            .map(|e| (e.entry.as_ref().unwrap().value.to_vec(), e.prev.is_some()))
+            .collect()
+    };
+    assert_eq!(
+        values(&p.batches[0]),
+        [(b"1".to_vec(), false), (b"2".to_vec(), true)]
+    );
+    assert_eq!(
+        values(&p.batches[2]),
+        [(b"1".to_vec(), false), (b"2".to_vec(), false)]
+    );
+    assert_eq!(p.batches.iter().map(|b| b.id).collect::<Vec<_>>(), ids[..3]);
 }

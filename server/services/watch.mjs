@@ -32,9 +32,17 @@ const cmp = (a, b) => {
   return a.length - b.length;
 };
 
+// The wire form of an engine event, made once: the lessor hands one object
+// to every watcher of a change, and so does this (the transports encode it
+// once too).
+const wire = new WeakMap();
 const eventOut = (e) => {
-  const ev = { type: e.type === "put" ? "PUT" : "DELETE", kv: kvOut(e.kv) };
-  if (e.prevKv) ev.prev_kv = kvOut(e.prevKv);
+  let ev = wire.get(e);
+  if (ev === undefined) {
+    ev = { type: e.type === "put" ? "PUT" : "DELETE", kv: kvOut(e.kv) };
+    if (e.prevKv) ev.prev_kv = kvOut(e.prevKv);
+    wire.set(e, ev);
+  }
   return ev;
 };
 

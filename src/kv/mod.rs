@@ -451,11 +451,20 @@ impl Keyspace {
         })
     }
 
-    /// The (revision, sub-revision, key) of each change from `from` on (at
-    /// or after the compaction point), in commit order.
-    pub fn changes_from(&self, from: i64) -> impl Iterator<Item = (i64, u32, &Key)> + '_ {
-        let start = self.log.partition_point(|c| c.revision < from);
-        self.log.range(start..).map(|c| (c.revision, c.sub, &c.key))
+    /// The log position of the first change from revision `from` on.
+    pub fn position(&self, from: i64) -> usize {
+        self.log.partition_point(|c| c.revision < from)
+    }
+
+    /// The (position in the log, revision, sub-revision, key) of each
+    /// change from `from` on (at or after the compaction point), in commit
+    /// order. A position names one change until the log next changes.
+    pub fn changes_from(&self, from: i64) -> impl Iterator<Item = (usize, i64, u32, &Key)> + '_ {
+        let start = self.position(from);
+        self.log
+            .range(start..)
+            .enumerate()
+            .map(move |(i, c)| (start + i, c.revision, c.sub, &c.key))
     }
 
     /// The `sub`-th change to `key` in `revision`, as watchers see it.

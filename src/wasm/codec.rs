@@ -12,7 +12,7 @@ use crate::ops::{
     Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, Op, OpResponse,
     PutOptions, PutRequest, PutResult, TxnRequest, TxnResponse,
 };
-use crate::watch::{WatchEvents, WatchRequest};
+use crate::watch::{Polled, WatchRequest};
 use crate::{Error, Result};
 
 /// Deeper transactions are refused before the stack could be (etcd's own
@@ -358,29 +358,34 @@ impl Writer {
         }
     }
 
-    /// Batches of `poll_watches`: id, compact revision, revision, then
-    /// events: kind (0 put, 1 delete), revision, key, the entry for puts,
-    /// and prev.
-    pub fn watch_events(&mut self, batches: &[WatchEvents]) {
-        self.u64(batches.len() as u64);
-        for b in batches {
+    /// A poll: its events (kind: 0 put, 1 delete; the entry for a put,
+    /// the key and revision for a delete; then prev), then its batches: id,
+    /// compact revision, revision and the indexes of their events. An event
+    /// many watchers get is written once.
+    pub fn watch_events(&mut self, polled: &Polled) {
+        self.u64(polled.events.len() as u64);
+        for ev in &polled.events {
+            match &ev.entry {
+                Some(e) => {
+                    self.byte(0);
+                    self.kv(&ev.key, e);
+                }
+                None => {
+                    self.byte(1);
+                    self.bytes(&ev.key);
+                    self.i64(ev.revision);
+                }
+            }
+            self.prev(&ev.key, ev.prev.as_ref());
+        }
+        self.u64(polled.batches.len() as u64);
+        for b in &polled.batches {
             self.i64(b.id);
             self.i64(b.compact_revision);
             self.i64(b.revision);
             self.u64(b.events.len() as u64);
-            for ev in &b.events {
-                match &ev.entry {
-                    Some(e) => {
-                        self.byte(0);
-                        self.kv(&ev.key, e);
-                    }
-                    None => {
-                        self.byte(1);
-                        self.bytes(&ev.key);
-                        self.i64(ev.revision);
-                    }
-                }
-                self.prev(&ev.key, ev.prev.as_ref());
+            for &i in &b.events {
+                self.u64(i as u64);
             }
         }
     }

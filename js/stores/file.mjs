@@ -25,9 +25,10 @@
 // key UTF-8). SEAL: empty. END: u64 number of entries in the snapshot.
 //
 // The live journal is extended ahead of its records (JOURNAL_STEP at a time,
-// as etcd preallocates its WAL segments): the space past the last record
-// reads as zeros, which a reader takes as the journal's end (a torn tail,
-// cut off on open), and close() trims it. A write within the file's size
+// with ftruncate: a sparse reserve, where etcd preallocates its WAL
+// segments): the space past the last record reads as zeros, which a reader
+// takes as the journal's end (a torn tail, cut off on open), and close()
+// trims it. A write within the file's size
 // needs only fdatasync, not a file size update: ~40% less time per sync here.
 //
 // write() appends one record and syncs before returning, so the lessor's
@@ -273,7 +274,8 @@ function isZero(b) {
 // that never reached the disk (zeros). So: torn if no record header follows
 // it anywhere, and either the file ends inside it or it holds a zero block.
 // A damaged length, type or payload with records after it, or a last record
-// with a flipped bit, is corruption.
+// with a flipped bit, is corruption. Only the record's own bytes count: the
+// live journal's reserve after it is zeros anyway.
 function isTornTail(r, o, size, h) {
   for (let p = o + 1; p + REC_HEADER <= size; ) {
     const win = r.bytes(p, Math.min(1 << 20, size - p));
@@ -286,12 +288,23 @@ function isTornTail(r, o, size, h) {
     p += i + 1;
   }
   if (o + REC_HEADER > size || (h && o + REC_HEADER + h.len > size)) return true;
+  if (!h) {
+    // A header that never (wholly) reached the disk: zeros from its start,
+    // or from a sector boundary inside it, to that sector's end. A real
+    // header starts with the magic, and a flipped bit zeroes no sector.
+    for (let b = o; b < o + REC_HEADER; b = b - (b % SECTOR) + SECTOR) {
+      const e = Math.min(b - (b % SECTOR) + SECTOR, size);
+      if (isZero(r.bytes(b, e - b))) return true;
+    }
+    return false;
+  }
+  const end = o + REC_HEADER + h.len;
   // A whole header before a payload of zeros that fails its checksum: the
   // payload never reached the disk.
-  if (h && isZero(r.bytes(o + REC_HEADER, h.len))) return true;
-  for (let b = o - (o % SECTOR); b < size; b += SECTOR) {
+  if (isZero(r.bytes(o + REC_HEADER, h.len))) return true;
+  for (let b = o - (o % SECTOR); b < end; b += SECTOR) {
     const s = Math.max(b, o);
-    const e = Math.min(b + SECTOR, size);
+    const e = Math.min(b + SECTOR, end);
     // At least a header's worth: the last bytes of a batch are often zeros.
     if (e - s >= REC_HEADER && isZero(r.bytes(s, e - s))) return true;
   }
@@ -858,13 +871,11 @@ export class FileStore {
     this.#journalBytes += rec.length;
   }
 
-  // Gives back the space reserved after the live journal's records (but
-  // `keep` bytes).
-  #trim(keep = 0) {
-    const size = this.#journalBytes + keep;
-    if (this.#allocated === size || this.#broken) return;
-    ftruncateSync(this.#fd, size);
-    this.#allocated = size;
+  // Gives back the space reserved after the live journal's records.
+  #trim() {
+    if (this.#allocated === this.#journalBytes || this.#broken) return;
+    ftruncateSync(this.#fd, this.#journalBytes);
+    this.#allocated = this.#journalBytes;
   }
 
   /** Bytes in the live journal and in the snapshot (file headers included). */
@@ -918,16 +929,19 @@ export class FileStore {
     try {
       fd = openSync(join(this.#dir, name), "r+");
       if (!this.#appendPending()) throw this.#broken;
-      // The sealed journal ends at its SEAL (a reader takes zeros after it too).
-      const seal = record(SEAL, 0);
-      this.#trim(seal.length);
-      this.#append(seal); // its sync covers the records before it
+      this.#append(record(SEAL, 0)); // its sync covers the records before it
     } catch (e) {
       if (fd !== undefined) closeSync(fd);
       unlinkSync(join(this.#dir, name)); // unsealed: an empty journal after it is just ignored
       throw e;
     }
     for (const w of this.#waiting.splice(0)) w.resolve();
+    try {
+      // The sealed journal then ends at its SEAL.
+      this.#trim();
+    } catch {
+      // Zeros after a SEAL read as the journal's end too.
+    }
     this.#retire(this.#fd);
     this.#fd = fd;
     this.#gen = gen;

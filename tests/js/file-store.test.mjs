@@ -868,3 +868,63 @@ function isZeroFrom(buf, at) {
   for (let i = at; i < buf.length; i++) if (buf[i] !== 0) return false;
   return true;
 }
+
+test("with the reserve after it: a torn last record is cut off, a damaged one refused; a torn SEAL across a sector boundary is torn", async (t) => {
+  const fill = (n, b) => new Uint8Array(n).fill(b);
+  const asObject = (entries) => Object.fromEntries([...entries].map(([k, v]) => [k, v.length]));
+  const dir = tempDir(t);
+  const s = FileStore.open(dir);
+  s.write({ put: [["a", fill(50, 1)]], delete: [] });
+  const last = s.sizes.journal; // where the last record starts
+  s.write({ put: [["b", fill(700, 2)]], delete: [] }); // over two sectors
+  const end = s.sizes.journal;
+  // The disk as a crash leaves it: the records, then the zero reserve.
+  const disk = readFileSync(liveJournal(dir));
+  assert.ok(disk.length > end + 4096);
+  const open = (bytes) => {
+    const d = tempDir(t);
+    writeFileSync(join(d, "journal-1"), bytes);
+    return FileStore.open(d);
+  };
+  const damaged = (at, bit) => {
+    const b = Buffer.from(disk);
+    b[at] ^= bit;
+    return b;
+  };
+  for (const [what, at] of [
+    ["a payload bit", last + REC_HEADER + 100],
+    ["a header bit", last + 9],
+    ["the last payload byte", end - 1],
+  ]) {
+    assert.throws(() => open(damaged(at, 0x10)), (e) => e.code === "CorruptEntry" && e.entry === `journal-1@${last}`, what);
+  }
+  // Its second sector never reached the disk: torn, the state before it.
+  const sector = end - (end % 512);
+  assert.ok(end - sector >= REC_HEADER && sector > last);
+  const torn = Buffer.from(disk);
+  torn.fill(0, sector, end);
+  const t1 = open(torn);
+  assert.deepEqual(asObject(t1.entries()), { a: 50 });
+  await t1.close();
+  // Nothing of it reached the disk: the same.
+  const none = Buffer.from(disk);
+  none.fill(0, last, end);
+  const t2 = open(none);
+  assert.deepEqual(asObject(t2.entries()), { a: 50 });
+  await t2.close();
+  await s.close();
+
+  // A SEAL written at 500 bytes into a sector, its size change on disk but
+  // not its bytes: 20 zeros over a sector boundary, a torn tail.
+  const d2 = tempDir(t);
+  const s2 = FileStore.open(d2);
+  const at = s2.sizes.journal + 37; // a one-put record with a one-byte key: 37 bytes and the value
+  s2.write({ put: [["c", fill(((500 - at) % 512) + 512, 3)]], delete: [] });
+  assert.equal(s2.sizes.journal % 512, 500);
+  await s2.close();
+  appendFileSync(liveJournal(d2), Buffer.alloc(REC_HEADER));
+  const s3 = FileStore.open(d2);
+  assert.equal(Object.keys(asObject(s3.entries())).join(), "c");
+  assert.equal(statSync(liveJournal(d2)).size % 512, 500, "cut back to the last record");
+  await s3.close();
+});

@@ -308,6 +308,7 @@ impl Lessor {
             create_revision,
             mod_revision: revision,
             version,
+            sub: 0, // Write::put gives it its sub-revision
             lease,
         };
         let result = PutResult {
@@ -393,6 +394,7 @@ impl Lessor {
                 create_revision: 0,
                 mod_revision: 0,
                 version: 0,
+                sub: 0,
                 lease: 0,
             };
             return compare(c, &zero);

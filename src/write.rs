@@ -30,6 +30,7 @@ enum KeyChange {
         key: Key,
         lease: LeaseId,
         revision: i64,
+        sub: u32,
     },
 }
 
@@ -51,6 +52,8 @@ impl KeyChange {
 /// The changes of one operation, staged.
 pub struct Write {
     revision: i64,
+    /// The sub-revision of the next key change in `revision`.
+    sub: u32,
     keys: Vec<KeyChange>,
     leases: Vec<(LeaseId, Option<StoredLease>)>,
     /// A compaction point to move to, with the versions it drops.
@@ -67,6 +70,7 @@ impl Write {
     pub fn new(kv: &Keyspace) -> Write {
         Write {
             revision: kv.revision() + 1,
+            sub: 0,
             keys: Vec::new(),
             leases: Vec::new(),
             compaction: None,
@@ -88,6 +92,7 @@ impl Write {
             .is_some_and(|c| c.revision() == self.revision)
         {
             self.revision += 1;
+            self.sub = 0;
         }
     }
 
@@ -96,7 +101,11 @@ impl Write {
         self.keys.last().map(KeyChange::revision)
     }
 
-    pub fn put(&mut self, key: Key, entry: Entry, old_lease: LeaseId) {
+    /// Stages a put: `entry` was built for this revision; it takes the next
+    /// sub-revision.
+    pub fn put(&mut self, key: Key, mut entry: Entry, old_lease: LeaseId) {
+        entry.sub = self.sub;
+        self.sub += 1;
         self.added_bytes += cost(&key, &entry.value);
         self.keys.push(KeyChange::Put {
             key,
@@ -107,11 +116,13 @@ impl Write {
 
     pub fn delete(&mut self, key: Key, lease: LeaseId) {
         self.added_bytes += cost(&key, &[]);
-        let revision = self.revision;
+        let (revision, sub) = (self.revision, self.sub);
+        self.sub += 1;
         self.keys.push(KeyChange::Delete {
             key,
             lease,
             revision,
+            sub,
         });
     }
 
@@ -164,37 +175,33 @@ impl Write {
     /// as history, lease records, the compaction and the revision.
     fn batch(&self, kv: &Keyspace) -> Batch {
         let mut b = Batch::default();
-        // Each key as the changes so far leave it, and how many changes of
-        // it this write has made: a key a write changes twice (a txn's
-        // from-key delete and a put, all in one revision) supersedes its own
-        // staged state, and its versions in that revision are numbered by
-        // sub-revision, the change's place among the key's.
-        let mut state: HashMap<&Key, (Option<&Entry>, u32), FixedState> =
+        // Each key as the changes so far leave it: a key a write changes
+        // twice (a txn's from-key delete and a put) supersedes its own
+        // staged state, not the stored one.
+        let mut state: HashMap<&Key, Option<&Entry>, FixedState> =
             HashMap::with_hasher(kv.hasher());
         for c in &self.keys {
             let key = c.key();
-            let (old, n) = match state.get(key) {
-                Some(&(e, n)) => (e.map(|e| (e, n - 1)), n),
-                None => (
-                    kv.get(key)
-                        .map(|e| (e, kv.versions_at(key, e.mod_revision))),
-                    0,
-                ),
+            let old = match state.get(key) {
+                Some(&e) => e,
+                None => kv.get(key),
             };
-            if let Some((old, sub)) = old {
+            if let Some(old) = old {
                 b.put.push((
-                    codec::old_key(old.mod_revision, sub, key),
+                    codec::old_key(old.mod_revision, old.sub, key),
                     codec::encode_old(Some(old)),
                 ));
             }
             match c {
                 KeyChange::Put { entry, .. } => {
-                    state.insert(key, (Some(entry), n + 1));
+                    state.insert(key, Some(entry));
                 }
-                KeyChange::Delete { revision, .. } => {
-                    b.put
-                        .push((codec::old_key(*revision, n, key), codec::encode_old(None)));
-                    state.insert(key, (None, n + 1));
+                KeyChange::Delete { revision, sub, .. } => {
+                    b.put.push((
+                        codec::old_key(*revision, *sub, key),
+                        codec::encode_old(None),
+                    ));
+                    state.insert(key, None);
                 }
             }
         }
@@ -202,8 +209,8 @@ impl Write {
         for c in &self.keys {
             let key = c.key();
             match state.remove(key) {
-                Some((Some(e), _)) => b.put.push((codec::key_key(key), codec::encode_entry(e))),
-                Some((None, _)) => b.delete.push(codec::key_key(key)),
+                Some(Some(e)) => b.put.push((codec::key_key(key), codec::encode_entry(e))),
+                Some(None) => b.delete.push(codec::key_key(key)),
                 None => {}
             }
         }
@@ -274,8 +281,10 @@ impl Write {
                         leases.attach(new_lease, &key);
                     }
                 }
-                KeyChange::Delete { key, lease, .. } => {
-                    kv.delete(&key);
+                KeyChange::Delete {
+                    key, lease, sub, ..
+                } => {
+                    kv.delete(&key, sub);
                     leases.detach(lease, &key);
                 }
             }

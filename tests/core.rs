@@ -749,7 +749,7 @@ fn each_operation_is_one_batch() {
             "v1/old/0000000000000003/a",
             "v1/old/0000000000000004/a",
             "v1/old/0000000000000002/b",
-            "v1/old/0000000000000004/b",
+            "v1/old/0000000000000004.1/b", // the revision's second change
             "v1/revision"
         ]
     );

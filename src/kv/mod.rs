@@ -11,11 +11,11 @@
 //! watchers. Compaction drops what no read at or after the compaction point
 //! can see.
 //!
-//! A key changes at most once per revision except in a transaction that
-//! deletes a from-key range and puts a key in it (etcd allows that): its
-//! changes in that revision are told apart by sub-revision, 0 for the first.
-//! A version's sub-revision is how many versions of the key the revision
-//! already had when it was made; the live entry's is how many it has.
+//! Each change of a revision has a sub-revision, its place among the
+//! revision's changes (etcd's): watchers get a revision's changes in that
+//! order, also after a restart, and it tells apart the changes of a key that
+//! a transaction changes more than once (a from-key delete and a put of a
+//! key in it, which etcd allows).
 
 mod range;
 
@@ -40,6 +40,9 @@ pub struct Entry {
     pub mod_revision: i64,
     /// Number of changes since creation (1 on create).
     pub version: i64,
+    /// The change's place among its revision's changes (etcd's
+    /// sub-revision), 0 for the first.
+    pub sub: u32,
     /// 0 when the key belongs to no lease.
     pub lease: LeaseId,
 }
@@ -56,7 +59,7 @@ struct Version {
 /// Where a superseded version is: (revision, sub-revision, key).
 pub type VersionAt = (i64, u32, Key);
 
-/// One key change in the log: the key's `sub`-th change in `revision`.
+/// One key change in the log: change `sub` of `revision`.
 #[derive(Debug, Clone)]
 struct Change {
     revision: i64,
@@ -69,18 +72,6 @@ struct Change {
 fn state_at(past: &[Version], revision: i64) -> Option<&Entry> {
     let n = past.partition_point(|v| v.revision <= revision);
     past.get(n.checked_sub(1)?)?.entry.as_ref()
-}
-
-/// How many of a key's versions (oldest first) are at `revision`: the
-/// sub-revision the next version there gets. They are at the end when
-/// `revision` is the key's newest.
-fn versions_at(past: &[Version], revision: i64) -> u32 {
-    let end = past.partition_point(|v| v.revision <= revision);
-    past[..end]
-        .iter()
-        .rev()
-        .take_while(|v| v.revision == revision)
-        .count() as u32
 }
 
 /// One change, as watchers see it.
@@ -274,14 +265,6 @@ impl Keyspace {
         }
     }
 
-    /// How many superseded versions of `key` are at `revision` (the live
-    /// entry's sub-revision, when it is from `revision`).
-    pub fn versions_at(&self, key: &[u8], revision: i64) -> u32 {
-        self.index
-            .get(key)
-            .map_or(0, |past| versions_at(past, revision))
-    }
-
     /// Ends a restore: history starts at `compacted`, and the log is rebuilt
     /// from every version since (within a revision, by sub-revision, then
     /// in key order).
@@ -297,8 +280,7 @@ impl Keyspace {
         }
         for (k, e) in self.live.iter() {
             if e.mod_revision >= compacted {
-                let sub = self.versions_at(k, e.mod_revision);
-                log.insert((e.mod_revision, sub, k.clone()));
+                log.insert((e.mod_revision, e.sub, k.clone()));
             }
         }
         self.log = log
@@ -324,18 +306,15 @@ impl Keyspace {
                 (k, None)
             }
         };
-        let mut sub = 0;
-        if let Some(past) = past {
-            if let Some(old) = self.live.insert(key.clone(), entry) {
+        let sub = entry.sub;
+        if let Some(old) = self.live.insert(key.clone(), entry) {
+            if let Some(past) = past {
                 past.push(Version {
                     revision: old.mod_revision,
-                    sub: versions_at(past, old.mod_revision),
+                    sub: old.sub,
                     entry: Some(old),
                 });
             }
-            sub = versions_at(past, self.revision);
-        } else {
-            self.live.insert(key.clone(), entry);
         }
         self.log.push_back(Change {
             revision: self.revision,
@@ -345,16 +324,16 @@ impl Keyspace {
         key
     }
 
-    /// Deletes a live key at the current revision; returns its entry.
-    pub(crate) fn delete(&mut self, key: &[u8]) -> Option<Entry> {
+    /// Deletes a live key at the current revision, as its change `sub`;
+    /// returns its entry.
+    pub(crate) fn delete(&mut self, key: &[u8], sub: u32) -> Option<Entry> {
         let (key, old) = self.live.remove_entry(key)?;
         let past = self.index.get_mut(&*key)?;
         past.push(Version {
             revision: old.mod_revision,
-            sub: versions_at(past, old.mod_revision),
+            sub: old.sub,
             entry: Some(old.clone()),
         });
-        let sub = versions_at(past, self.revision);
         past.push(Version {
             revision: self.revision,
             sub,
@@ -369,9 +348,9 @@ impl Keyspace {
         Some(old)
     }
 
-    /// The superseded versions a compaction at `revision` drops, as
-    /// (revision, key): every one before it but the key's state at
-    /// `revision` (a read there must still see it).
+    /// The superseded versions a compaction at `revision` drops: every one
+    /// before it but the key's state at `revision` (a read there must still
+    /// see it).
     pub fn dropped_by(&self, revision: i64) -> Vec<VersionAt> {
         let mut out = Vec::new();
         // A version to drop is followed by a change at or before `revision`
@@ -393,9 +372,7 @@ impl Keyspace {
             let after = past.partition_point(|v| (v.revision, v.sub) <= (c.revision, c.sub));
             let later = past.get(after).is_some_and(|v| v.revision <= revision)
                 || live.is_some_and(|e| {
-                    e.mod_revision <= revision
-                        && (e.mod_revision > c.revision
-                            || versions_at(past, e.mod_revision) > c.sub)
+                    e.mod_revision <= revision && (e.mod_revision, e.sub) > (c.revision, c.sub)
                 });
             if later {
                 continue;
@@ -467,7 +444,7 @@ impl Keyspace {
             .map(move |(i, c)| (start + i, c.revision, c.sub, &c.key))
     }
 
-    /// The `sub`-th change to `key` in `revision`, as watchers see it.
+    /// The change `(revision, sub)` of `key`, as watchers see it.
     pub fn event(&self, revision: i64, sub: u32, key: &Key) -> Event {
         let live = self.live.get(&**key);
         let past = self.index.get(&**key).map_or(&[][..], |p| &p[..]);
@@ -475,7 +452,9 @@ impl Keyspace {
         // it) replaced it, else the live entry.
         let entry = match past.binary_search_by_key(&(revision, sub), |v| (v.revision, v.sub)) {
             Ok(at) => past[at].entry.clone(),
-            Err(_) => live.filter(|e| e.mod_revision == revision).cloned(),
+            Err(_) => live
+                .filter(|e| (e.mod_revision, e.sub) == (revision, sub))
+                .cloned(),
         };
         // A create has no previous entry, even where it replaced the entry
         // of a lease that had expired without a tick deleting it yet; and

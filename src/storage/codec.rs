@@ -6,8 +6,11 @@
 //! | --- | --- |
 //! | `v1/revision` | the store revision, decimal |
 //! | `v1/lease/<16 hex digits>` | `ttl=<s> deadline=<epoch ms or none> remaining=<ms>` |
-//! | `v1/key/<percent-encoded key>` | `create=<rev> mod=<rev> version=<n> lease=<16 hex> text=<0/1>` `\n` then the value bytes |
-//! | `v1/old/<16 hex revision>[.<sub>]/<percent-encoded key>` | a superseded version of the key from that revision (and sub-revision, a decimal above 0 when present: the key's second or third change in one transaction) on: an entry as above, or `deleted` |
+//! | `v1/key/<percent-encoded key>` | `create=<rev> mod=<rev> version=<n> lease=<16 hex> text=<0/1>[ sub=<n>]` `\n` then the value bytes |
+//! | `v1/old/<16 hex revision>[.<sub>]/<percent-encoded key>` | a superseded version of the key from that revision on: an entry as above, or `deleted` |
+//!
+//! `sub` is the change's sub-revision, its place among its revision's
+//! changes, written only when above 0 (older stores have none: 0).
 //! | `v1/compacted` | the compaction point: history before it is gone, decimal |
 //!
 //! A lease's keys are not listed in its record: they are found from the keys'
@@ -112,10 +115,15 @@ pub fn encode_old(e: Option<&Entry>) -> Vec<u8> {
 
 pub fn encode_entry(e: &Entry) -> Vec<u8> {
     let mut v = format!(
-        "create={} mod={} version={} lease={:016x} text={}\n",
+        "create={} mod={} version={} lease={:016x} text={}",
         e.create_revision, e.mod_revision, e.version, e.lease as u64, e.text as u8
     )
     .into_bytes();
+    if e.sub > 0 {
+        v.extend_from_slice(b" sub=");
+        v.extend_from_slice(e.sub.to_string().as_bytes());
+    }
+    v.push(b'\n');
     v.extend_from_slice(&e.value);
     v
 }
@@ -222,6 +230,14 @@ fn num(key: &str, name: &str, s: &str) -> Result<i64> {
     Ok(if digits.len() < s.len() { -v } else { v })
 }
 
+/// A sub-revision as written: only above 0, in plain decimal.
+fn parse_sub(key: &str, s: &str) -> Result<u32> {
+    match num(key, "sub", s) {
+        Ok(n @ 1..=0xffff_ffff) if !s.starts_with(['0', '-']) => Ok(n as u32),
+        _ => Err(corrupt(key, "bad sub-revision")),
+    }
+}
+
 fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(v).map_err(|_| corrupt(key, "not UTF-8"))
 }
@@ -233,8 +249,19 @@ fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
         .position(|&b| b == b'\n')
         .ok_or_else(|| corrupt(key, "missing header line"))?;
     let header = utf8(key, &value[..nl])?;
-    let [c, m, ver, lease, text] =
-        fields(key, header, ["create", "mod", "version", "lease", "text"])?;
+    // " sub=<n>" ends the line when the change was not its revision's first.
+    let (c, m, ver, lease, text, sub) = if header.split(' ').count() == 6 {
+        let [c, m, ver, lease, text, sub] = fields(
+            key,
+            header,
+            ["create", "mod", "version", "lease", "text", "sub"],
+        )?;
+        (c, m, ver, lease, text, parse_sub(key, sub)?)
+    } else {
+        let [c, m, ver, lease, text] =
+            fields(key, header, ["create", "mod", "version", "lease", "text"])?;
+        (c, m, ver, lease, text, 0)
+    };
     let text = match text {
         "0" => false,
         "1" => true,
@@ -246,6 +273,7 @@ fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
         create_revision: num(key, "create", c)?,
         mod_revision: num(key, "mod", m)?,
         version: num(key, "version", ver)?,
+        sub,
         lease: parse_hex_id(key, lease)?,
     };
     if entry.create_revision < 2
@@ -307,12 +335,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
                 .ok_or_else(|| corrupt(key, "missing revision"))?;
             let (rev, sub) = match rev.split_once('.') {
                 None => (rev, 0),
-                // Written only above 0, in plain decimal.
-                Some((rev, sub)) if !sub.starts_with(['0', '-']) => match num(key, "sub", sub) {
-                    Ok(n @ 1..=0xffff_ffff) => (rev, n as u32),
-                    _ => return Err(corrupt(key, "bad sub-revision")),
-                },
-                Some(_) => return Err(corrupt(key, "bad sub-revision")),
+                Some((rev, sub)) => (rev, parse_sub(key, sub)?),
             };
             let rev = parse_hex(key, "revision", rev)?;
             if !(2..=MAX_COUNTER).contains(&rev) {
@@ -323,7 +346,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
                 None
             } else {
                 let e = decode_entry(key, value)?;
-                if e.mod_revision != rev {
+                if (e.mod_revision, e.sub) != (rev, sub) {
                     return Err(corrupt(key, "mod revision is not the record's revision"));
                 }
                 Some(e)
@@ -379,8 +402,15 @@ mod tests {
             create_revision: 2,
             mod_revision: 9,
             version: 3,
+            sub: 0,
             lease: -1,
         };
+        // A later change of its revision keeps its sub-revision too.
+        let later = Entry {
+            sub: 4,
+            ..e.clone()
+        };
+        let kl = key_key(b"later");
         let l = StoredLease {
             ttl: 10,
             deadline: Some(1_700_000_000_000),
@@ -393,11 +423,12 @@ mod tests {
             (REVISION_KEY.to_string(), encode_revision(9)),
             (lease_key(-1), encode_lease(&l)),
             (kk, encode_entry(&e)),
+            (kl, encode_entry(&later)),
         ])
         .unwrap();
         assert_eq!(snap.revision, 9);
         assert_eq!(snap.leases, vec![(-1, l)]);
-        assert_eq!(snap.keys, vec![(key, e)]);
+        assert_eq!(snap.keys, vec![(key, e), (b"later".to_vec(), later)]);
         assert_eq!(lease_key(-1), "v1/lease/ffffffffffffffff");
     }
 
@@ -417,6 +448,14 @@ mod tests {
             (
                 "v1/key/a%Z1",
                 b"create=2 mod=2 version=1 lease=0000000000000000 text=0\n",
+            ),
+            (
+                "v1/key/a",
+                b"create=2 mod=2 version=1 lease=0000000000000000 text=0 sub=0\n",
+            ),
+            (
+                "v1/key/a",
+                b"create=2 mod=2 version=1 lease=0000000000000000 text=0 sub=x\n",
             ),
             (
                 "v1/key/a",

@@ -61,6 +61,10 @@ pub struct WatchEvents {
 /// catches up a watcher in batches of 1000 revisions.
 const BATCH_REVISIONS: i64 = 1000;
 
+/// How far back from the newest change a poll shares events between
+/// watchers.
+const SHARED_CHANGES: usize = 4096;
+
 struct Watcher {
     req: WatchRequest,
     /// The next revision to report.
@@ -137,7 +141,10 @@ impl Lessor {
         let mut cancelled = Vec::new();
         // The event of each change, without and with prev_kv, once made
         // (watchers of one change share it): by log position from `base`,
-        // the first any watcher polled here reads.
+        // the first any watcher polled here reads, but at most SHARED_CHANGES
+        // back from the newest (a watcher catching up from far back builds
+        // its own events there; the table stays small).
+        let newest = self.kv.position(rev + 1);
         let base = self
             .watchers
             .map
@@ -145,7 +152,8 @@ impl Lessor {
             .filter(|w| w.next <= rev && w.next >= compacted)
             .map(|w| self.kv.position(w.next))
             .min()
-            .unwrap_or(0);
+            .unwrap_or(newest)
+            .max(newest.saturating_sub(SHARED_CHANGES));
         let mut made: Vec<[usize; 2]> = Vec::new();
         for (&id, w) in self.watchers.map.iter_mut() {
             if w.next > rev {
@@ -170,11 +178,18 @@ impl Lessor {
                 if !w.wants(key) {
                     continue;
                 }
-                if made.len() <= pos - base {
-                    made.resize(pos - base + 1, [usize::MAX; 2]);
-                }
-                let slot = &mut made[pos - base][w.req.prev_kv as usize];
-                if *slot == usize::MAX {
+                let mut unshared = usize::MAX;
+                let slot = match pos.checked_sub(base) {
+                    Some(at) => {
+                        if made.len() <= at {
+                            made.resize(at + 1, [usize::MAX; 2]);
+                        }
+                        &mut made[at][w.req.prev_kv as usize]
+                    }
+                    None => &mut unshared,
+                };
+                let fresh = *slot == usize::MAX;
+                if fresh {
                     let mut ev = self.kv.event(at, sub, key);
                     if !w.req.prev_kv {
                         ev.prev = None;
@@ -185,6 +200,11 @@ impl Lessor {
                 let i = *slot;
                 let put = out.events[i].entry.is_some();
                 if (put && w.req.no_put) || (!put && w.req.no_delete) {
+                    if fresh {
+                        // Made for a watcher that filters it out: not handed out.
+                        out.events.pop();
+                        *slot = usize::MAX;
+                    }
                     continue;
                 }
                 events.push(i);

@@ -1025,3 +1025,57 @@ fn watchers_of_one_change_share_its_event() {
     );
     assert_eq!(p.batches.iter().map(|b| b.id).collect::<Vec<_>>(), ids[..3]);
 }
+
+/// Events a watcher filters out are not handed out; a watcher catching up
+/// from far back (past the shared window) gets its events all the same.
+#[test]
+fn filtered_and_far_behind_watchers() {
+    let mut l = Lessor::new(Config {
+        history: i64::MAX,
+        ..Default::default()
+    })
+    .unwrap();
+    let no_put = WatchRequest {
+        key: b"k".to_vec(),
+        no_put: true,
+        ..Default::default()
+    };
+    l.watch(&no_put).unwrap();
+    l.put(T0, b"k", b"v", PutOptions::default()).unwrap();
+    let p = l.poll_watches();
+    assert!(p.events.is_empty() && p.batches.is_empty(), "{p:?}");
+
+    for v in 0..6000u32 {
+        l.put(T0, b"k", &v.to_le_bytes(), PutOptions::default())
+            .unwrap();
+    }
+    let rev = l.revision();
+    let from = |start_revision| WatchRequest {
+        key: b"k".to_vec(),
+        start_revision,
+        prev_kv: true,
+        ..Default::default()
+    };
+    let far = l.watch(&from(4)).unwrap();
+    let near = l.watch(&from(rev - 9)).unwrap();
+    let p = l.poll_watches();
+    let got = |id| -> Vec<(i64, u32, u32)> {
+        let b = p.batches.iter().find(|b| b.id == id).unwrap();
+        p.events_of(b)
+            .map(|e| {
+                let v = |x: &edge_lease::Entry| u32::from_le_bytes(x.value[..].try_into().unwrap());
+                (
+                    e.revision,
+                    v(e.entry.as_ref().unwrap()),
+                    v(e.prev.as_ref().unwrap()),
+                )
+            })
+            .collect()
+    };
+    let want = |revs: std::ops::Range<i64>| -> Vec<(i64, u32, u32)> {
+        // Revision r holds v = r - 3 (the first put, "v", was revision 2).
+        revs.map(|r| (r, (r - 3) as u32, (r - 4) as u32)).collect()
+    };
+    assert_eq!(got(far), want(4..1004));
+    assert_eq!(got(near), want(rev - 9..rev + 1));
+}

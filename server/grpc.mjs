@@ -11,6 +11,7 @@ import { services as schema } from "./proto/schema.mjs";
 import { Code, GrpcError, tooLargeMessage, unimplemented } from "./errors.mjs";
 import { MAX_MESSAGE_BYTES } from "./gateway.mjs";
 import { H2Session } from "./h2.mjs";
+import { lengthSize } from "./size.mjs";
 
 // proto3 leaves zero values off the wire (protobufjs would write the ones
 // set explicitly, enums named by their zero value too); oneof members are
@@ -83,7 +84,6 @@ function sharedBytes(E, e) {
   return b;
 }
 
-const varintSize = (n) => (n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : n < 268435456 ? 4 : 5);
 function putVarint(out, at, n) {
   for (; n > 127; n >>>= 7) out[at++] = (n & 127) | 128;
   out[at++] = n;
@@ -124,7 +124,7 @@ function codec(root, typeName) {
           const rest = ev && onlyIdAndEvents(obj) ? idBytes(T, obj.watch_id) : T.encode(T.fromObject(zeroless(T, obj, "header", ev && "events"))).finish();
           const events = ev && obj.events ? obj.events.map((e) => sharedBytes(ev.resolvedType, e)) : [];
           let size = head.length + rest.length;
-          for (const b of events) size += 1 + varintSize(b.length) + b.length;
+          for (const b of events) size += 1 + lengthSize(b.length) + b.length;
           const out = Buffer.allocUnsafe(size);
           out.set(head, 0);
           out.set(rest, head.length);

@@ -11,6 +11,9 @@ const varint = (n) => {
   }
   return s;
 };
+/** Bytes of the varint length prefix in front of `n` bytes (n below 2^35). */
+export const lengthSize = (n) => (n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : n < 268435456 ? 4 : 5);
+
 const FIXED = { fixed32: 4, sfixed32: 4, float: 4, fixed64: 8, sfixed64: 8, double: 8 };
 const utf8 = new TextEncoder();
 

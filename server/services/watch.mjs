@@ -15,7 +15,7 @@
 // (the history in between is read back from the engine), so a slow client
 // costs a bounded buffer, and, as in etcd, loses its watchers to a
 // compaction that passes them while it lags.
-import { encodedSize } from "../size.mjs";
+import { encodedSize, lengthSize } from "../size.mjs";
 import { bytesOf, int, kvOut } from "./common.mjs";
 
 // etcd's --max-request-bytes plus gRPC overhead: where fragments are cut.
@@ -46,14 +46,12 @@ const eventOut = (e) => {
   return ev;
 };
 
-const varintSize = (n) => (n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : n < 268435456 ? 4 : 5);
-
 /** etcd's sendFragments: events split so each response stays under the limit. */
 function fragments(resp, limit = FRAGMENT_BYTES) {
   const events = resp.events;
   const sizes = events.map((e) => {
     const n = encodedSize(EVENT, e);
-    return 1 + varintSize(n) + n; // field 11, length, the event
+    return 1 + lengthSize(n) + n; // field 11, length, the event
   });
   const whole = encodedSize(WATCH_RESPONSE, { ...resp, events: [] }) + sizes.reduce((a, b) => a + b, 0);
   if (whole < limit || events.length < 2) return [resp];

@@ -874,11 +874,19 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
         (7, "a".into(), s("n"), None),
         (7, "a".into(), None, s("old")),
     ];
-    let live: Vec<_> = poll(&mut l)
-        .iter()
-        .flat_map(|(_, evs)| brief(evs))
-        .collect();
-    assert_eq!(live, want);
+    // Every event a poll hands out, in order; what a new watcher of
+    // everything from `start` gets.
+    let polled =
+        |l: &mut Lessor| -> Vec<_> { poll(l).iter().flat_map(|(_, evs)| brief(evs)).collect() };
+    let replay = |l: &mut Lessor, start_revision| {
+        l.watch(&WatchRequest {
+            start_revision,
+            ..all.clone()
+        })
+        .unwrap();
+        polled(l)
+    };
+    assert_eq!(polled(&mut l), want);
 
     // Reads at each revision see its final state.
     let at = |l: &mut Lessor, rev: i64| {
@@ -914,16 +922,7 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
     );
     let mut back =
         Lessor::restore(config.clone(), entries, T0, Some(Box::new(store.clone()))).unwrap();
-    let from = WatchRequest {
-        start_revision: 4,
-        ..all.clone()
-    };
-    back.watch(&from).unwrap();
-    let replayed: Vec<_> = poll(&mut back)
-        .iter()
-        .flat_map(|(_, evs)| brief(evs))
-        .collect();
-    assert_eq!(replayed, want);
+    assert_eq!(replay(&mut back, 4), want);
     for (rev, v) in [(4, vec!["new"]), (5, vec![]), (6, vec!["old"])] {
         assert_eq!(at(&mut back, rev), v, "restored, at {rev}");
     }
@@ -932,16 +931,7 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
     // and after; a restart after it still reads and replays from 6.
     back.compact(6).unwrap();
     assert_eq!(at(&mut back, 6), vec!["old"]);
-    back.watch(&WatchRequest {
-        start_revision: 6,
-        ..all.clone()
-    })
-    .unwrap();
-    let after: Vec<_> = poll(&mut back)
-        .iter()
-        .flat_map(|(_, evs)| brief(evs))
-        .collect();
-    assert_eq!(after, want[5..]);
+    assert_eq!(replay(&mut back, 6), want[5..]);
     let entries: Vec<(String, Vec<u8>)> = store.0.borrow().clone().into_iter().collect();
     assert!(
         !entries
@@ -951,17 +941,7 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
         "{entries:?}"
     );
     let mut again = Lessor::restore(config, entries, T0, None).unwrap();
-    again
-        .watch(&WatchRequest {
-            start_revision: 6,
-            ..all
-        })
-        .unwrap();
-    let again_events: Vec<_> = poll(&mut again)
-        .iter()
-        .flat_map(|(_, evs)| brief(evs))
-        .collect();
-    assert_eq!(again_events, want[5..]);
+    assert_eq!(replay(&mut again, 6), want[5..]);
 
     // A put with ignore_value of a key the txn deleted finds no value to
     // keep: KeyNotFound, nothing changes (etcd 3.4's member panics here).

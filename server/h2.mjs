@@ -188,7 +188,9 @@ export class H2Session {
     let events, output;
     try {
       const { x, memory } = this.inst;
-      const at = new Uint32Array(memory.buffer, x.h2_take(this.handle), 4);
+      // (The take first: it may grow the module's memory, detaching an older buffer.)
+      const ptr = x.h2_take(this.handle);
+      const at = new Uint32Array(memory.buffer, ptr, 4);
       // Copies: the module reuses its buffers, and the events' messages are
       // decoded into objects that may keep slices of them.
       events = at[1] ? Buffer.from(new Uint8Array(memory.buffer, at[0], at[1])) : null;

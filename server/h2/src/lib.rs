@@ -126,6 +126,10 @@ pub struct Conn {
     calls: HashMap<u32, Call>,
     events: Events,
     max_message: usize,
+    /// Output was queued since the last pump: `swap` pumps first. So many
+    /// messages queued in one turn (a watch fan-out) cost one pump, not one
+    /// each, and each pump polls every call on the connection.
+    queued: bool,
 }
 
 impl Conn {
@@ -148,6 +152,7 @@ impl Conn {
             calls: HashMap::new(),
             events: Events::default(),
             max_message: limits.max_message,
+            queued: false,
         };
         conn.pump();
         conn
@@ -192,17 +197,17 @@ impl Conn {
             return false;
         };
         let more = call.send(message);
-        self.pump();
+        self.queued = true;
         more
     }
 
     /// Answers call `id` with one message and status OK (a unary call's
-    /// answer: one pump instead of two).
+    /// answer).
     pub fn reply(&mut self, id: u32, message: &[u8]) {
         if let Some(call) = self.calls.get_mut(&id) {
             call.send(message);
             call.finish(0, "");
-            self.pump();
+            self.queued = true;
         }
     }
 
@@ -210,7 +215,7 @@ impl Conn {
     pub fn finish(&mut self, id: u32, code: u32, message: &str) {
         if let Some(call) = self.calls.get_mut(&id) {
             call.finish(code, message);
-            self.pump();
+            self.queued = true;
         }
     }
 
@@ -225,6 +230,9 @@ impl Conn {
     /// The events and the bytes to write since the last call, swapped into
     /// the caller's buffers (cleared first) so both keep their storage.
     pub fn swap(&mut self, events: &mut Vec<u8>, output: &mut Vec<u8>) {
+        if self.queued {
+            self.pump();
+        }
         events.clear();
         output.clear();
         std::mem::swap(events, &mut self.events.0);
@@ -232,6 +240,7 @@ impl Conn {
     }
 
     fn pump(&mut self) {
+        self.queued = false;
         let mut cx = Context::from_waker(Waker::noop());
         loop {
             let mut progress = false;
@@ -597,6 +606,88 @@ mod tests {
         assert_eq!(timeout_ms(b"S"), None);
         assert_eq!(timeout_ms(b"5x"), None);
         assert_eq!(timeout_ms(b""), None);
+    }
+
+    fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
+        out.extend_from_slice(&[kind, flags]);
+        out.extend_from_slice(&stream.to_be_bytes());
+        out.extend_from_slice(payload);
+    }
+
+    #[test]
+    fn messages_queued_in_one_turn_go_out_together_at_the_take() {
+        let mut conn = Conn::new(Limits {
+            max_concurrent_streams: 0,
+            max_message: 1 << 20,
+        });
+        let (mut events, mut output) = (Vec::new(), Vec::new());
+        let mut input = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        frame(&mut input, 4, 0, 0, &[]);
+        let mut block = Vec::new();
+        for (name, value) in [
+            (&b":method"[..], &b"POST"[..]),
+            (b":scheme", b"http"),
+            (b":path", b"/etcdserverpb.Watch/Watch"),
+            (b"content-type", b"application/grpc"),
+        ] {
+            block.push(0);
+            block.push(name.len() as u8);
+            block.extend_from_slice(name);
+            block.push(value.len() as u8);
+            block.extend_from_slice(value);
+        }
+        for id in [1, 3] {
+            frame(&mut input, 1, 0x4, id, &block);
+        }
+        conn.input(&input);
+        conn.swap(&mut events, &mut output);
+        let (mut calls, mut at) = (0, 0);
+        while at < events.len() {
+            calls += (events[at] == Event::Call as u8) as usize;
+            at += 9 + u32::from_le_bytes(events[at + 5..at + 9].try_into().unwrap()) as usize;
+        }
+        assert_eq!(calls, 2);
+
+        let messages: [&[u8]; 4] = [b"one", b"two", b"three", b"four"];
+        for (i, m) in messages.iter().enumerate() {
+            assert!(conn.send(if i % 2 == 0 { 1 } else { 3 }, m));
+        }
+        conn.swap(&mut events, &mut output);
+        // Each message in a DATA frame of its call, in the order sent.
+        let mut data = Vec::new();
+        let mut at = 0;
+        while at + 9 <= output.len() {
+            let len = u32::from_be_bytes([0, output[at], output[at + 1], output[at + 2]]) as usize;
+            let stream = u32::from_be_bytes(output[at + 5..at + 9].try_into().unwrap());
+            if output[at + 3] == 0 {
+                data.push((stream, output[at + 9 + 5..at + 9 + len].to_vec()));
+            }
+            at += 9 + len;
+        }
+        assert_eq!(at, output.len());
+        let sent: Vec<(u32, Vec<u8>)> = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (if i % 2 == 0 { 1 } else { 3 }, m.to_vec()))
+            .collect();
+        let on = |id| {
+            sent.iter()
+                .filter(|(s, _)| *s == id)
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let got = |id| {
+            data.iter()
+                .filter(|(s, _)| *s == id)
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(got(1), on(1));
+        assert_eq!(got(3), on(3));
+        // Nothing left for the next take.
+        conn.swap(&mut events, &mut output);
+        assert!(output.is_empty() && events.is_empty());
     }
 
     #[test]

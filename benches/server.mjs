@@ -30,6 +30,10 @@ const MAX_MS = 5_000;
 const WATCHERS = 100;
 const WATCH_PUTS = 1_000;
 
+// Servers that do no work, measured with the same load generator: what is
+// left is what their transport costs.
+const FLOORS = { "http2-floor": "benches/http2-floor.mjs", "socket-floor": "benches/socket-floor.mjs" };
+
 async function start(kind) {
   const dir = mkdtempSync(join(tmpdir(), `bench-${kind}-`));
   const client = `http://127.0.0.1:${await freePort()}`;
@@ -40,15 +44,16 @@ async function start(kind) {
     "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
     "--initial-cluster", `bench=${peer}`, "--initial-cluster-state", "new",
   ];
+  const floor = FLOORS[kind];
   const child = kind === "etcd"
     ? spawn("etcd", args, { stdio: "ignore" })
-    : kind === "floor"
-      ? spawn(process.execPath, [join(ROOT, "benches/http2-floor.mjs"), new URL(client).port], { stdio: "ignore" })
+    : floor
+      ? spawn(process.execPath, [join(ROOT, floor), new URL(client).port], { stdio: "ignore" })
       : spawn(process.execPath, [join(ROOT, "server/main.mjs"), ...args], { stdio: "ignore" });
   const exited = new Promise((r) => child.on("exit", r));
   for (let i = 0; i < 100; i++) {
     try {
-      if (kind === "floor" ? await listening(client) : (await fetch(client + "/health")).ok) break;
+      if (floor ? await listening(client) : (await fetch(client + "/health")).ok) break;
     } catch {}
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -140,7 +145,9 @@ export async function serverBench() {
   execFileSync("cargo", ["build", "--release", "-p", "edge-lease-load"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
   const edge = await runSystem("edge-lease");
   const etcd = await runSystem("etcd");
-  const floor = await runFloor();
+  const floor = await runFloor("http2-floor", "range", MAX_OPS);
+  // An echo is ~30x cheaper than a call: more of them, for as long a run.
+  const socket = await runFloor("socket-floor", "echo", 20 * MAX_OPS);
   const lines = [
     "## Server: edge-lease against etcd 3.4 (benches/server.mjs)",
     "",
@@ -165,20 +172,20 @@ export async function serverBench() {
     return `${e.name} ${fmt(r, 2)}x, p99 ${fmt(e.p99, 1)} vs ${fmt(t.p99, 1)} ms: ${r >= 3 && e.p99 < t.p99 ? "MET" : "MISS"}`;
   });
   lines.push("", `Goal (issue 10): at least 3x etcd's throughput at ${MAX_CLIENTS} clients with a lower p99, on every operation. ${goal.join("; ")}.`);
-  const f = floor.error ? `error: ${floor.error}` : `${fmt(floor.opsPerSec, 0)} calls/s at ${MAX_CLIENTS} clients, ${fmt(floor.cpuUs, 0)} µs of server CPU per call`;
+  const rate = (r, what) => (r.error ? `error: ${r.error}` : `${fmt(r.opsPerSec, 0)} ${what}/s at ${MAX_CLIENTS} clients, ${fmt(r.cpuUs, 1)} µs of server CPU per ${what.slice(0, -1)}`);
   lines.push(
     "",
-    `The floor under a gRPC server on node:http2, as the server was built before it moved to its own HTTP/2 (benches/http2-floor.mjs: bare node:http2 answering each call with one fixed message, no work), measured with the same client: ${f}.`,
+    `Floors, measured with the same load generator. Sockets: what one Node thread can serve on ${MAX_CLIENTS} loopback connections at all (benches/socket-floor.mjs: a bare TCP server writing back what it reads; the generator's echo case, ${MAX_CLIENTS} connections each writing 96 bytes and waiting for them, no HTTP/2): ${rate(socket, "exchanges")}. node:http2, on which the server's gRPC ran before it moved to its own HTTP/2 (benches/http2-floor.mjs: bare node:http2 answering each call with one fixed message, no work): ${rate(floor, "calls")}.`,
   );
   return lines.join("\n") + "\n";
 }
 
-// The node:http2 floor: the range case against benches/http2-floor.mjs.
-export async function runFloor() {
-  const server = await start("floor");
+// A floor server (FLOORS) under the load generator's `loadCase`.
+export async function runFloor(kind, loadCase, maxOps) {
+  const server = await start(kind);
   try {
-    load(server.url, "range", MAX_CLIENTS); // warm-up, as the servers had earlier cases
-    return measured(server.pid, () => load(server.url, "range", MAX_CLIENTS));
+    load(server.url, loadCase, MAX_CLIENTS, maxOps); // warm-up, as the servers had earlier cases
+    return measured(server.pid, () => load(server.url, loadCase, MAX_CLIENTS, maxOps));
   } catch (e) {
     return { error: failure(e) };
   } finally {

@@ -4,7 +4,9 @@
 //!   edge-lease-load <host:port> <case> <clients> <max ops> <max ms>
 //!
 //! Cases: grant+put, keepalive, range, lock, watch (100 watch streams on one
-//! key over `clients` connections, one writer). Each client has its own
+//! key over `clients` connections, one writer), and echo: no HTTP/2, each
+//! client writes ECHO_BYTES on its own TCP connection and waits for as many
+//! back (the socket floor, against benches/socket-floor.mjs). Each client has its own
 //! HTTP/2 connection; all run on one thread, so the generator takes at most
 //! one of the machine's cores. Every call carries grpc-timeout and a local
 //! timeout of 10 s; every case stops at `max ops` or `max ms`.
@@ -487,6 +489,58 @@ async fn watch(clients: &[Client], max_puts: usize, max_ms: u64) -> Result<Repor
     })
 }
 
+/// About a range call's request and answer on the wire.
+const ECHO_BYTES: usize = 96;
+
+/// `clients` raw TCP connections, each writing ECHO_BYTES and reading as many
+/// back, until `max_ops` exchanges or `max_ms`.
+async fn echo(addr: &str, clients: usize, max_ops: usize, max_ms: u64) -> Result<Report> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socks = Vec::new();
+    for _ in 0..clients {
+        let s = TcpStream::connect(addr).await?;
+        s.set_nodelay(true)?;
+        socks.push(s);
+    }
+    let next = Rc::new(Cell::new(0usize));
+    let lat = Rc::new(RefCell::new(Vec::with_capacity(max_ops)));
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_millis(max_ms);
+    let mut tasks = Vec::new();
+    for mut s in socks {
+        let (next, lat) = (next.clone(), lat.clone());
+        tasks.push(tokio::task::spawn_local(async move {
+            let out = [7u8; ECHO_BYTES];
+            let mut back = [0u8; ECHO_BYTES];
+            loop {
+                let k = next.get();
+                if k >= max_ops || Instant::now() > deadline {
+                    break;
+                }
+                next.set(k + 1);
+                let a = Instant::now();
+                s.write_all(&out).await.map_err(|e| e.to_string())?;
+                timeout(CALL_TIMEOUT, s.read_exact(&mut back))
+                    .await
+                    .map_err(|_| "echo: no answer in 10 s".to_string())?
+                    .map_err(|e| e.to_string())?;
+                lat.borrow_mut().push(a.elapsed().as_secs_f64() * 1e3);
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let lat_ms = std::mem::take(&mut *lat.borrow_mut());
+    Ok(Report {
+        ops: lat_ms.len(),
+        secs,
+        lat_ms,
+    })
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -502,6 +556,10 @@ async fn main_async(args: Vec<String>) -> Result<String> {
     };
     let (n, max_ops, max_ms): (usize, usize, u64) =
         (clients.parse()?, max_ops.parse()?, max_ms.parse()?);
+    if case == "echo" {
+        let mut r = echo(addr, n.max(1), max_ops, max_ms).await?;
+        return Ok(summary(&mut r));
+    }
     let mut conns = Vec::new();
     for _ in 0..n.max(1) {
         conns.push(Client::connect(addr).await?);
@@ -511,12 +569,17 @@ async fn main_async(args: Vec<String>) -> Result<String> {
     } else {
         run(&conns, case, max_ops, max_ms).await?
     };
+    Ok(summary(&mut r))
+}
+
+/// The one JSON line benches/server.mjs reads.
+fn summary(r: &mut Report) -> String {
     r.lat_ms.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&r.lat_ms, 50.0), percentile(&r.lat_ms, 99.0));
-    Ok(format!(
+    format!(
         r#"{{"ops":{},"secs":{:.4},"p50":{p50:.4},"p99":{p99:.4}}}"#,
         r.ops, r.secs
-    ))
+    )
 }
 
 fn main() {

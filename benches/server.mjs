@@ -121,11 +121,12 @@ async function runSystem(kind) {
         }
       }
     }
-    const name = `watch fan-out (${WATCHERS} watchers)`;
+    // Its row counts connections (the watchers' ${MAX_CLIENTS}), so the goal covers it.
+    const name = `watch fan-out (${WATCHERS} watchers, 1 writer)`;
     try {
-      rows.push({ kind, name, n: 1, ...measured(server.pid, () => load(server.url, "watch", MAX_CLIENTS, WATCH_PUTS)) });
+      rows.push({ kind, name, n: MAX_CLIENTS, ...measured(server.pid, () => load(server.url, "watch", MAX_CLIENTS, WATCH_PUTS)) });
     } catch (e) {
-      rows.push({ kind, name, n: 1, error: failure(e) });
+      rows.push({ kind, name, n: MAX_CLIENTS, error: failure(e) });
     }
   } finally {
     await server.stop();

@@ -745,8 +745,11 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   await until(() => lessor.pendingWrites === 0);
   assert.equal(await settled(all), "done");
 
-  // flush() waits for the writes made before it, not for later ones.
+  // flush() waits for the writes made before it, not for later ones. (Two
+  // writes per round from here: a lone write after a lone write is synced
+  // on the event loop, tested below.)
   lessor.put("d", "1");
+  lessor.put("d2", "1");
   const mine = lessor.flush();
   await until(() => held.length === 1);
   lessor.put("e", "1");
@@ -760,6 +763,7 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   // A failed fsync: what it covered cannot be trusted to be on disk, so the
   // waiters get StorageFailed and the lessor takes no more changes.
   lessor.put("f", "1");
+  lessor.put("f2", "1");
   const lost = lessor.flush();
   await until(() => held.length === 1);
   finish(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
@@ -811,6 +815,67 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   assert.deepEqual([again.lessor.get("kept")?.value, again.lessor.get("p"), again.lessor.get("q")], ["1", undefined, undefined]);
   await again.store.close();
   again.lessor.close();
+});
+
+test("groupCommit: a lone write after a lone write is synced on the event loop, not the pool; a failed one fails the lessor", async (t) => {
+  const dir = tempDir(t);
+  const real = { async: fs.fdatasync, sync: fs.fdatasyncSync };
+  const pooled = [];
+  let inline = 0;
+  let fail = null;
+  fs.fdatasync = (fd, cb) => (pooled.push(fd), real.async(fd, cb));
+  fs.fdatasyncSync = (fd) => {
+    inline++;
+    if (fail) throw fail;
+    return real.sync(fd);
+  };
+  syncBuiltinESMExports();
+  t.after(() => {
+    fs.fdatasync = real.async;
+    fs.fdatasyncSync = real.sync;
+    syncBuiltinESMExports();
+  });
+  const { store, lessor } = open(dir, undefined, { groupCommit: true });
+  // The first lone write goes to the pool (nothing says yet that one writer
+  // is alone); so does a round of two, and the lone write after it.
+  lessor.put("a", "1");
+  await lessor.flush();
+  lessor.put("b", "1");
+  lessor.put("c", "1");
+  await lessor.flush();
+  lessor.put("d", "1");
+  await lessor.flush();
+  assert.deepEqual([pooled.length, inline], [3, 0]);
+  // A lone write after a lone write: on the event loop, durable when its
+  // flush resolves.
+  lessor.put("e", "1");
+  await lessor.flush();
+  lessor.put("f", "1");
+  await lessor.flush();
+  assert.deepEqual([pooled.length, inline], [3, 2]);
+  // Two at once again: the pool.
+  lessor.put("g", "1");
+  lessor.put("h", "1");
+  await lessor.flush();
+  assert.deepEqual([pooled.length, inline], [4, 2]);
+  lessor.put("i", "1");
+  await lessor.flush();
+  assert.deepEqual([pooled.length, inline], [5, 2]);
+  // A failed sync on the event loop fails the store as one on the pool does.
+  fail = Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+  lessor.put("j", "1");
+  await assert.rejects(lessor.flush(), (e) => e.code === "StorageFailed");
+  assert.throws(() => lessor.put("k", "1"), (e) => e.code === "StorageFailed");
+  fail = null;
+  await store.close();
+  lessor.close();
+  fs.fdatasync = real.async;
+  fs.fdatasyncSync = real.sync;
+  syncBuiltinESMExports();
+  const back = open(dir);
+  for (const k of ["a", "b", "c", "d", "e", "f", "g", "h", "i"]) assert.equal(back.lessor.get(k)?.value, "1", k);
+  await back.store.close();
+  back.lessor.close();
 });
 
 test("the live journal is extended ahead of its records: a crash leaves a zero tail that open cuts off; close and sealing trim it", async (t) => {

@@ -193,15 +193,30 @@ class Context {
 }
 
 // Starts `call`'s deadline (grpc-timeout): past it, the call ends with
-// DeadlineExceeded and its handler's signal aborts. Returns a stopper.
+// DeadlineExceeded and its handler's signal aborts. Returns a stopper. The
+// timer is set once the current tick is over, and only for a call still in
+// progress then: a call answered at once (a read: its request usually comes
+// in the same socket read as its headers) never costs one.
 function deadline(call, onExpire) {
-  if (!(call.timeoutMs >= 0)) return null;
-  return setTimeout(() => {
-    if (call.done) return;
-    call.finish(Code.DeadlineExceeded, "Deadline exceeded");
-    onExpire();
-  }, Math.min(call.timeoutMs, 2 ** 31 - 1));
+  if (!(call.timeoutMs >= 0)) return () => {};
+  const start = performance.now();
+  let timer = null;
+  let stopped = false;
+  queueMicrotask(() => {
+    if (stopped || call.done) return;
+    timer = setTimeout(() => {
+      if (call.done) return;
+      call.finish(Code.DeadlineExceeded, "Deadline exceeded");
+      onExpire();
+    }, Math.min(Math.max(0, call.timeoutMs - (performance.now() - start)), 2 ** 31 - 1));
+  });
+  return () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+  };
 }
+
+const isPromise = (v) => typeof v?.then === "function";
 
 // What a unary call and a server stream share: the first message starts
 // `run(request, ctx)`; a call that ends without one is a protocol error, as
@@ -210,32 +225,39 @@ function deadline(call, onExpire) {
 function firstRequest(m, what, run) {
   return (call) => {
     let ctx = null;
-    const timer = deadline(call, () => ctx?.abort());
-    const stop = () => timer && clearTimeout(timer);
+    const stop = deadline(call, () => ctx?.abort());
     call.onCancel = () => (stop(), ctx?.abort());
     call.onDrain = () => ctx?.wake?.();
     call.onEnd = () => {
       if (!ctx) (stop(), call.finish(Code.Internal, `grpc: ${what} ended with no request message`));
     };
-    call.onMessage = async (bytes, compressed) => {
+    const failed = (e) => {
+      if (!call.done) fail(call, e);
+      stop();
+    };
+    call.onMessage = (bytes, compressed) => {
       if (ctx || call.done) return; // (a call past its deadline, or cancelled, never starts)
       ctx = new Context(call, bytes.length);
+      let done;
       try {
-        await run(m.req.decode(bytes, compressed, call.encoding), ctx);
+        done = run(m.req.decode(bytes, compressed, call.encoding), ctx);
       } catch (e) {
-        if (!call.done) fail(call, e);
-      } finally {
-        stop();
+        return failed(e);
       }
+      if (isPromise(done)) done.then(stop, failed);
+      else stop();
     };
   };
 }
 
-// One request, one answer.
+// One request, one answer: at once when the handler has it at once.
 const unary = (m) =>
-  firstRequest(m, "unary call", async (req, ctx) => {
-    const res = await m.handler(req, ctx);
-    if (!ctx.call.done) ctx.call.reply(m.res.encode(res));
+  firstRequest(m, "unary call", (req, ctx) => {
+    const answer = (res) => {
+      if (!ctx.call.done) ctx.call.reply(m.res.encode(res));
+    };
+    const res = m.handler(req, ctx);
+    return isPromise(res) ? res.then(answer) : answer(res);
   });
 
 // A server stream (Observe): the handler's async iterable, one message per
@@ -256,8 +278,7 @@ const serverStream = (m) =>
 // client half-closes (etcd3's keepaliveOnce waits for that).
 function each(m) {
   return (call) => {
-    const timer = deadline(call, () => {});
-    const stop = () => timer && clearTimeout(timer);
+    const stop = deadline(call, () => {});
     call.onCancel = stop;
     call.onMessage = (bytes, compressed) => {
       if (call.done) return;
@@ -278,15 +299,15 @@ function each(m) {
 function session(m) {
   return (call) => {
     let closed = false;
-    let timer = null;
+    let stopTimer = null;
     const close = () => {
       if (closed) return;
       closed = true;
-      if (timer) clearTimeout(timer);
+      stopTimer?.();
       s.close();
     };
     const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))));
-    timer = deadline(call, close);
+    stopTimer = deadline(call, close);
     call.onDrain = () => s.drain?.();
     call.onEnd = () => s.end?.();
     call.onCancel = close;

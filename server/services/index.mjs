@@ -49,14 +49,26 @@ export function createServices({ lessor, store = null, member, maxTxnOps, progre
 
 // A unary answer goes out only once every write made so far is durable: its
 // own (acknowledged = on disk) and, for a read, the ones it may have seen.
-// With a group-committing store many calls share one fsync this way.
+// With a group-committing store many calls share one fsync this way. An
+// answer with nothing to wait for (a read, when every write is on disk) is
+// returned as it is, not as a promise: the awaits cost a read ~5% of its
+// CPU. Errors are always a rejected promise.
 function durable(lessor, handler) {
-  return async (req, call) => {
+  const settled = async (res) => {
     try {
-      return await handler(req, call);
+      return await res;
     } finally {
       if (lessor.pendingWrites > 0) await flushed(lessor);
     }
+  };
+  return (req, call) => {
+    let res;
+    try {
+      res = handler(req, call);
+    } catch (e) {
+      return settled(Promise.reject(e));
+    }
+    return typeof res?.then === "function" || lessor.pendingWrites > 0 ? settled(res) : res;
   };
 }
 

@@ -152,6 +152,8 @@ export class Binding {
   // A view of wasm memory for reading values; it empties when memory grows.
   #bytes = NO_BYTES;
   #busy = false;
+  // One request writer, reused: the bytes are copied into wasm at each call.
+  #writer = new Writer();
   // The last id formatted, as text and halves: reads of keys on one lease
   // format the same id over and over, and the id just returned is the one
   // most often passed back next (put with that lease, renew of that holder).
@@ -180,21 +182,21 @@ export class Binding {
 
   /** `{ kvs, more, count, revision }`. */
   rangeKv(now, req) {
-    const w = new Writer();
+    const w = this.#writer.reset();
     writeRange(w, req);
     return readRange(new Reader(this.#call(() => this.#raw.range_kv(now, w.done()))), leaseHex);
   }
 
   /** `{ deleted, revision, prevKvs }`. */
   deleteRange(now, req) {
-    const w = new Writer();
+    const w = this.#writer.reset();
     writeDelete(w, req);
     return readDelete(new Reader(this.#call(() => this.#raw.delete_range(now, w.done()))), leaseHex);
   }
 
   /** `{ succeeded, revision, responses }`. */
   txn(now, req) {
-    const w = new Writer();
+    const w = this.#writer.reset();
     writeTxn(w, req);
     return readTxn(new Reader(this.#call(() => this.#raw.txn(now, w.done()))), leaseHex);
   }
@@ -214,7 +216,7 @@ export class Binding {
 
   /** A watcher's id. */
   watch(req) {
-    const w = new Writer();
+    const w = this.#writer.reset();
     writeWatch(w, req);
     return this.#call(() => this.#raw.watch(w.done()));
   }

@@ -63,6 +63,13 @@ export class Writer {
   done() {
     return this.#buf.subarray(0, this.#at);
   }
+
+  /** Empty again, for the next request (a buffer grown past 64 KiB is let go). */
+  reset() {
+    if (this.#buf.length > 1 << 16) this.#buf = new Uint8Array(256);
+    this.#at = 0;
+    return this;
+  }
 }
 
 export class Reader {

@@ -80,9 +80,12 @@ function badId(id, what) {
     : invalid(`${what} must be a 16-digit hex string or a bigint, got ${typeof id}`);
 }
 
+const MIN_ID = -(2n ** 63n);
+const ID_END = 2n ** 64n;
+
 function bigId(id, what) {
   if (typeof id !== "bigint") throw badId(id, what);
-  if (id < -(2n ** 63n) || id >= 2n ** 64n) throw invalid(`${what} ${id} is outside 64 bits`);
+  if (id < MIN_ID || id >= ID_END) throw invalid(`${what} ${id} is outside 64 bits`);
   return BigInt.asUintN(64, id);
 }
 

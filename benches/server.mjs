@@ -112,6 +112,7 @@ async function runSystem(kind) {
     // Unmeasured, the same for both: each case briefly first, so the first
     // measured case does not pay for V8 compiling the server's code.
     for (const loadCase of Object.values(CASES)) load(server.url, loadCase, MAX_CLIENTS, 2000, 1000);
+    load(server.url, "watch", MAX_CLIENTS, WATCH_PUTS / 10, 1000); // (its ops are puts)
     for (const [name, loadCase] of Object.entries(CASES)) {
       for (const n of CLIENTS) {
         try {

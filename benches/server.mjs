@@ -112,7 +112,7 @@ async function runSystem(kind) {
     // Unmeasured, the same for both: each case briefly first, so the first
     // measured case does not pay for V8 compiling the server's code.
     for (const loadCase of Object.values(CASES)) load(server.url, loadCase, MAX_CLIENTS, 2000, 1000);
-    load(server.url, "watch", MAX_CLIENTS, WATCH_PUTS / 10, 1000); // (its ops are puts)
+    load(server.url, "watch", MAX_CLIENTS, WATCH_PUTS, 1000); // (its ops are puts)
     for (const [name, loadCase] of Object.entries(CASES)) {
       for (const n of CLIENTS) {
         try {
@@ -153,7 +153,7 @@ export async function serverBench() {
   const lines = [
     "## Server: edge-lease against etcd 3.4 (benches/server.mjs)",
     "",
-    `Both on this machine, on loopback, each write on disk (fsync'd) before it is answered, the same client: benches/load, a native load generator (Rust: h2 and prost on one thread, one HTTP/2 connection per client), which shares the 2 cores with the server. Each server first runs every case briefly, unmeasured (2000 operations or 1 s at ${MAX_CLIENTS} clients). Each case: at most ${MAX_OPS} operations or ${MAX_MS / 1000} s; latency is per operation in ms; server CPU is the server process's user + system time per operation (µs, from /proc; etcd may use both cores, edge-lease's JS runs on one). Watch fan-out: ${WATCHERS} watch streams on one key over ${MAX_CLIENTS} connections and one writer; latency from the put until all ${WATCHERS} have the event, throughput in events delivered per second.`,
+    `Both on this machine, on loopback, each write on disk (fsync'd) before it is answered, the same client: benches/load, a native load generator (Rust: h2 and prost on one thread, one HTTP/2 connection per client), which shares the 2 cores with the server. Each server first runs every case briefly, unmeasured (2000 operations, ${WATCH_PUTS} puts for the watch fan-out, or 1 s, at ${MAX_CLIENTS} clients). Each case: at most ${MAX_OPS} operations or ${MAX_MS / 1000} s; latency is per operation in ms; server CPU is the server process's user + system time per operation (µs, from /proc; etcd may use both cores, edge-lease's JS runs on one). Watch fan-out: ${WATCHERS} watch streams on one key over ${MAX_CLIENTS} connections and one writer; latency from the put until all ${WATCHERS} have the event, throughput in events delivered per second.`,
     "",
     "| operation | clients | edge-lease ops/s | etcd ops/s | ratio | edge-lease p50 / p99 ms | etcd p50 / p99 ms | server CPU µs/op edge-lease / etcd |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",

@@ -172,6 +172,17 @@ test("txn refusals are typed and change nothing", () => {
   assert.deepEqual([text(kv.value), kv.lease], ["v", id]);
 });
 
+test("txn: a put's lease given as a bigint reaches the engine intact at every magnitude", () => {
+  const { lessor } = setup();
+  const ids = ["0000000000000001", "000000000000003f", "0000000000000040", "000000007fffffff", "0000000080000000",
+    "00000000ffffffff", "0000000100000000", "00ffffffffffffff", "1234567890abcdef", "7fffffffffffffff"];
+  for (const hex of ids) {
+    lessor.grant(60, { id: hex });
+    lessor.txn({ success: [{ put: { key: hex, value: "v", lease: BigInt("0x" + hex) } }] });
+    assert.equal(lessor.range({ key: hex }).kvs[0].lease, hex);
+  }
+});
+
 test("bad requests are InvalidArgument, never a trap", () => {
   const { lessor } = setup();
   const bad = [

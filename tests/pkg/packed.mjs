@@ -66,8 +66,11 @@ export function packedProject() {
     const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", work], repo));
     const tgz = join(work, packed.filename);
     writeFileSync(join(work, "package.json"), JSON.stringify({ name: "edge-lease-user", private: true }));
-    // The tarball has no dependencies, so nothing is fetched.
-    npm(["install", "--offline", tgz], work);
+    // Its one dependency (protobufjs, for the server) comes from npm's
+    // cache when it is there: `npm ci` cached the tarballs, but not the
+    // registry's metadata that resolving a fresh project's install needs,
+    // so on a new machine that is fetched once.
+    npm(["install", "--prefer-offline", tgz], work);
     try {
       renameSync(work, dir);
     } catch (e) {

@@ -10,8 +10,10 @@
 //! `Instant::now()` when a stream is reset, which only a target with a clock
 //! can answer (server/h2.mjs gives it one).
 //!
-//! h2 is driven with a no-op waker: after every input and every command,
-//! `pump` polls the connection and each call until nothing progresses.
+//! h2 is driven with a no-op waker: `pump` polls the connection and each
+//! call until nothing progresses, after every input, and at the take
+//! (`swap`) when messages were queued since (a turn's messages, however
+//! many, cost one pump).
 
 mod events;
 mod ffi;
@@ -32,7 +34,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 /// A call asks its sender to wait once this many messages, or bytes, wait
-/// for flow control. As etcd's watch streams, which buffer 128 responses: a
+/// for flow control (counted after h2 took what the window allows). As etcd's watch streams, which buffer 128 responses: a
 /// watcher told to wait restarts later from where it was, its events then
 /// batched, where etcd would still have sent them one response each.
 const HIGH_WATER_MESSAGES: usize = 128;
@@ -196,9 +198,28 @@ impl Conn {
         let Some(call) = self.calls.get_mut(&id) else {
             return false;
         };
-        let more = call.send(message);
+        if !call.send(message) {
+            return false;
+        }
         self.queued = true;
-        more
+        if call.blocked {
+            return false;
+        }
+        if !call.full() {
+            return true;
+        }
+        // Messages wait for the take, so one turn's sends can fill the queue
+        // while the window has room: h2 takes what it can before the sender
+        // is told to wait.
+        self.pump();
+        match self.calls.get_mut(&id) {
+            Some(call) if call.full() => {
+                call.blocked = true;
+                false
+            }
+            Some(call) => !call.gone,
+            None => false,
+        }
     }
 
     /// Answers call `id` with one message and status OK (a unary call's
@@ -370,6 +391,7 @@ impl Call {
         }
     }
 
+    /// Queues one message; false if the call is over (nothing queued).
     fn send(&mut self, message: &[u8]) -> bool {
         if self.finished || self.gone || !self.start() {
             return false;
@@ -380,10 +402,12 @@ impl Call {
         framed.extend_from_slice(message);
         self.queued += framed.len();
         self.queue.push_back(framed.freeze());
-        if self.queue.len() >= HIGH_WATER_MESSAGES || self.queued >= HIGH_WATER_BYTES {
-            self.blocked = true;
-        }
-        !self.blocked
+        true
+    }
+
+    /// More waits for flow control than a sender should add to.
+    fn full(&self) -> bool {
+        self.queue.len() >= HIGH_WATER_MESSAGES || self.queued >= HIGH_WATER_BYTES
     }
 
     /// Sends the response headers if not yet sent; false if the stream is gone.
@@ -615,15 +639,15 @@ mod tests {
         out.extend_from_slice(payload);
     }
 
-    #[test]
-    fn messages_queued_in_one_turn_go_out_together_at_the_take() {
+    /// A connection whose client sent `settings` and opened calls 1 and 3.
+    fn two_calls(settings: &[u8]) -> Conn {
         let mut conn = Conn::new(Limits {
             max_concurrent_streams: 0,
             max_message: 1 << 20,
         });
         let (mut events, mut output) = (Vec::new(), Vec::new());
         let mut input = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-        frame(&mut input, 4, 0, 0, &[]);
+        frame(&mut input, 4, 0, 0, settings);
         let mut block = Vec::new();
         for (name, value) in [
             (&b":method"[..], &b"POST"[..]),
@@ -648,24 +672,37 @@ mod tests {
             at += 9 + u32::from_le_bytes(events[at + 5..at + 9].try_into().unwrap()) as usize;
         }
         assert_eq!(calls, 2);
+        conn
+    }
 
-        let messages: [&[u8]; 4] = [b"one", b"two", b"three", b"four"];
-        for (i, m) in messages.iter().enumerate() {
-            assert!(conn.send(if i % 2 == 0 { 1 } else { 3 }, m));
-        }
-        conn.swap(&mut events, &mut output);
-        // Each message in a DATA frame of its call, in the order sent.
+    /// The DATA frames in `output`, as (stream, gRPC message) in order.
+    fn data_frames(output: &[u8]) -> Vec<(u32, Vec<u8>)> {
         let mut data = Vec::new();
         let mut at = 0;
         while at + 9 <= output.len() {
             let len = u32::from_be_bytes([0, output[at], output[at + 1], output[at + 2]]) as usize;
             let stream = u32::from_be_bytes(output[at + 5..at + 9].try_into().unwrap());
             if output[at + 3] == 0 {
+                // (Each message here fits one frame.)
                 data.push((stream, output[at + 9 + 5..at + 9 + len].to_vec()));
             }
             at += 9 + len;
         }
         assert_eq!(at, output.len());
+        data
+    }
+
+    #[test]
+    fn messages_queued_in_one_turn_go_out_together_at_the_take() {
+        let mut conn = two_calls(&[]);
+        let (mut events, mut output) = (Vec::new(), Vec::new());
+        let messages: [&[u8]; 4] = [b"one", b"two", b"three", b"four"];
+        for (i, m) in messages.iter().enumerate() {
+            assert!(conn.send(if i % 2 == 0 { 1 } else { 3 }, m));
+        }
+        conn.swap(&mut events, &mut output);
+        // Each message in a DATA frame of its call, in the order sent.
+        let data = data_frames(&output);
         let sent: Vec<(u32, Vec<u8>)> = messages
             .iter()
             .enumerate()
@@ -688,6 +725,37 @@ mod tests {
         // Nothing left for the next take.
         conn.swap(&mut events, &mut output);
         assert!(output.is_empty() && events.is_empty());
+    }
+
+    #[test]
+    fn a_turn_past_the_high_water_mark_waits_only_when_the_window_is_shut() {
+        // Window open (the default 64 KiB): a turn's 300 messages are all
+        // taken, none is refused, and they go out in order.
+        let mut conn = two_calls(&[]);
+        let (mut events, mut output) = (Vec::new(), Vec::new());
+        let sent: Vec<Vec<u8>> = (0..300).map(|i| format!("m{i}").into_bytes()).collect();
+        for m in &sent {
+            assert!(conn.send(1, m));
+        }
+        conn.swap(&mut events, &mut output);
+        assert!(events.is_empty());
+        let got: Vec<Vec<u8>> = data_frames(&output).into_iter().map(|(_, m)| m).collect();
+        assert_eq!(got, sent);
+
+        // Window shut (SETTINGS_INITIAL_WINDOW_SIZE 0): the sender is told to
+        // wait at the mark, and every message queued is kept.
+        let mut conn = two_calls(&[0, 4, 0, 0, 0, 0]);
+        for i in 0..HIGH_WATER_MESSAGES {
+            assert_eq!(
+                conn.send(3, b"x"),
+                i + 1 < HIGH_WATER_MESSAGES,
+                "message {i}"
+            );
+        }
+        assert!(!conn.send(3, b"y"));
+        conn.swap(&mut events, &mut output);
+        assert!(data_frames(&output).is_empty());
+        assert_eq!(conn.calls[&3].queue.len(), HIGH_WATER_MESSAGES + 1);
     }
 
     #[test]

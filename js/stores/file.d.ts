@@ -15,6 +15,12 @@ export interface FileStoreOptions {
    * Default false: each `write` fsyncs before it returns.
    */
   groupCommit?: boolean;
+  /**
+   * With groupCommit, a lone write after a lone write is synced on the event
+   * loop (no thread-pool round trip) while the last sync took at most this
+   * many ms; a slower disk is synced on the pool so the loop goes on. Default 2.
+   */
+  loopSyncMaxMs?: number;
 }
 
 /**

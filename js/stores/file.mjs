@@ -649,6 +649,9 @@ function releaseLock(lock) {
   }
 }
 
+// The longest fsync that may run on the event loop (FileStore.#sync).
+const LOOP_SYNC_MAX_MS = 2;
+
 // ---- the store --------------------------------------------------------------------
 
 export class FileStore {
@@ -675,6 +678,9 @@ export class FileStore {
   #scheduled = false;
   // How many writes the last fsync covered.
   #lastRound = 0;
+  // The last fsync took longer than a sync on the event loop may (below).
+  #slowSync = false;
+  #loopSyncMaxMs;
   // Records written and not yet appended (this turn's), and who waits.
   #pending = [];
   #waiting = [];
@@ -696,6 +702,7 @@ export class FileStore {
     this.#minCompactBytes = options.minCompactBytes ?? 1 << 20;
     this.#maxJournalBytes = options.maxJournalBytes ?? 256 << 20;
     this.#group = Boolean(options.groupCommit);
+    this.#loopSyncMaxMs = options.loopSyncMaxMs ?? LOOP_SYNC_MAX_MS;
     mkdirSync(dir, { recursive: true });
     this.#lock = acquireLock(dir);
     try {
@@ -791,13 +798,16 @@ export class FileStore {
   // (one writer at a time) is synced on the event loop: the pool's round
   // trip (a thread's wake-up, the completion's way back) was most of its
   // latency and all of its tail (measured under load: p50 0.26 -> 0.16 ms,
-  // p99 1.8 -> 0.5 ms).
+  // p99 1.8 -> 0.5 ms). Only while syncs are fast: a stalled disk must not
+  // stall the loop (keepalives, reads, the expiry timer), so after a sync
+  // slower than loopSyncMaxMs they all go to the pool until one is fast again.
   #sync() {
     if (!this.#appendPending()) return;
     const round = this.#waiting;
     this.#waiting = [];
-    const lone = round.length === 1 && this.#lastRound === 1;
+    const lone = round.length === 1 && this.#lastRound === 1 && !this.#slowSync;
     this.#lastRound = round.length;
+    const start = performance.now();
     if (lone) {
       let err = null;
       try {
@@ -805,11 +815,13 @@ export class FileStore {
       } catch (e) {
         err = e;
       }
+      this.#slowSync = performance.now() - start > this.#loopSyncMaxMs;
       return this.#synced(round, err);
     }
     this.#syncing = true;
     fdatasyncCallback(this.#fd, (err) => {
       this.#syncing = false;
+      this.#slowSync = performance.now() - start > this.#loopSyncMaxMs;
       this.#synced(round, err);
     });
   }

@@ -199,8 +199,9 @@ class Context {
 // Starts `call`'s deadline (grpc-timeout): past it, the call ends with
 // DeadlineExceeded and its handler's signal aborts. Returns a stopper. The
 // timer is set once the current tick is over, and only for a call still in
-// progress then: a call answered at once (a read: its request usually comes
-// in the same socket read as its headers) never costs one.
+// progress then: a call answered at once (a read while no write waits for
+// the disk: its request usually comes in the same socket read as its
+// headers) never costs one.
 function deadline(call, onExpire) {
   if (!(call.timeoutMs >= 0)) return () => {};
   const start = performance.now();

@@ -850,6 +850,7 @@ export class FileStore {
   #syncWaiting() {
     if (this.#waiting.length === 0 || !this.#appendPending()) return;
     const round = this.#waiting.splice(0);
+    this.#lastRound = round.length;
     try {
       fdatasyncSync(this.#fd);
     } catch (e) {

@@ -159,6 +159,7 @@ test("Lock: a queue on name/<lease>, each waiter behind its predecessor; Unlock;
   });
 });
 
+// (The deadline leaves a loaded machine time to see both keys before it.)
 // One waiter that goes per test, each on a fresh etcd: once a server-side
 // wait is canceled, etcd 3.4's in-process watch stream can block for good,
 // and later waits on that server (a second canceled waiter's cleanup
@@ -168,10 +169,10 @@ for (const how of ["deadline", "cancel"]) {
     await same(t, async (s, log) => {
       const [l1, l2] = await leases(s, 2);
       await call(s.lock, "Lock", { name: b("q"), lease: l1 }).promise;
-      const waiter = call(s.lock, "Lock", { name: b("q"), lease: l2 }, how === "deadline" ? { deadlineMs: 1000 } : {});
+      const waiter = call(s.lock, "Lock", { name: b("q"), lease: l2 }, how === "deadline" ? { deadlineMs: 2500 } : {});
       log("two keys", await until(async () => (await keys(s, "q/")).length === 2 && (await keys(s, "q/"))));
       if (how === "cancel") waiter.cancel();
-      log(how, (await within(waiter.promise, 3000, how)).code);
+      log(how, (await within(waiter.promise, 5000, how)).code);
       log("only the holder's key left", await until(async () => (await keys(s, "q/")).length === 1 && (await keys(s, "q/"))));
       log("their leases stay", (await call(s.lease, "LeaseLeases", {}).promise).leases.length);
     });
@@ -244,10 +245,10 @@ for (const how of ["deadline", "cancel"]) {
       log("nothing yet", seen.length);
       await call(s.election, "Campaign", { name: b("o"), lease: l1, value: b("a") }).promise;
       await until(() => seen.length === 1);
-      const waiter = call(s.election, "Campaign", { name: b("o"), lease: l2, value: b("b") }, how === "deadline" ? { deadlineMs: 1000 } : {});
+      const waiter = call(s.election, "Campaign", { name: b("o"), lease: l2, value: b("b") }, how === "deadline" ? { deadlineMs: 2500 } : {});
       log("two keys", await until(async () => (await keys(s, "o/")).length === 2 && (await keys(s, "o/")).length));
       if (how === "cancel") waiter.cancel();
-      log(how, (await within(waiter.promise, 3000, how)).code);
+      log(how, (await within(waiter.promise, 5000, how)).code);
       log("only the leader's key left", await until(async () => (await keys(s, "o/")).length === 1 && (await keys(s, "o/"))));
       log("observed", seen.length);
       obs.cancel();

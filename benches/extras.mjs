@@ -124,6 +124,53 @@ export async function restore100k() {
   }
 }
 
+// A file store's compaction under a server's state (100k leases with a key
+// each): the longest the event loop waits while compactFrom writes the
+// snapshot, writes going on meanwhile, against taking `snapshot()` whole,
+// which compaction did before it read the lessor in steps.
+export async function compactionStall() {
+  const script = [
+    'import { Lessor } from "edge-lease";',
+    'import { FileStore } from "edge-lease/stores/file";',
+    'import { mkdtempSync, rmSync } from "node:fs";',
+    'import { tmpdir } from "node:os";',
+    'import { join } from "node:path";',
+    "const N = 100_000;",
+    'const dir = mkdtempSync(join(tmpdir(), "edge-lease-compact-"));',
+    "const store = FileStore.open(dir, { groupCommit: true });",
+    "const l = new Lessor({ storage: store, restore: store.entries(), autoTick: false });",
+    'for (let i = 0; i < N; i++) l.put(`svc/${i}`, "up", { lease: l.grant(600).id });',
+    "await l.flush();",
+    "let t0 = performance.now();",
+    "const whole = l.snapshot().length;",
+    "const wholeMs = performance.now() - t0;",
+    "t0 = performance.now();",
+    "let done = false, last = t0, maxGap = 0, writes = 0;",
+    "store.compactFrom(l, { force: true }).then(() => (done = true));",
+    "while (!done) {",
+    "  await new Promise((r) => setImmediate(r));",
+    "  const now = performance.now();",
+    "  maxGap = Math.max(maxGap, now - last);",
+    "  last = now;",
+    '  l.put(`during/${writes++ % 100}`, "x");',
+    "}",
+    "const totalMs = performance.now() - t0;",
+    "await store.close();",
+    "l.close();",
+    "rmSync(dir, { recursive: true, force: true });",
+    "console.log(JSON.stringify({ maxGapMs: maxGap, totalMs, wholeMs, entries: whole, writes }));",
+  ].join("\n");
+  const file = root + "benches/.compaction.mjs";
+  writeFileSync(file, script);
+  try {
+    const r = spawnSync("node", [file], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`compaction run failed: ${r.stderr.slice(-500)}`);
+    return JSON.parse(r.stdout.trim().split("\n").pop());
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
 export async function batchGain() {
   return {
     markdown:

@@ -152,6 +152,7 @@ const extra = {
   coldStartNode: await hook("coldStartNode"),
   coldStartWorkerd: await hook("coldStartWorkerd"),
   restore100k: await hook("restore100k"),
+  compactionStall: await hook("compactionStall"),
   batchGain: await hook("batchGain"),
   workerThroughput: await hook("workerThroughput"),
   serverBench: await hook("serverBench"),
@@ -379,6 +380,14 @@ function markdown() {
         ["cold start in Node (import + instantiate + first grant)", hookText(extra.coldStartNode, (c) => `${c.medianMs.toFixed(2)} ms (median of ${c.runs})`)],
         ["cold start in workerd under Miniflare", hookText(extra.coldStartWorkerd, (c) => `${c.medianMs.toFixed(2)} ms to a new runtime's first answer (median of ${c.runs}); the same with an empty worker: ${c.baselineMs.toFixed(2)} ms`)],
         ["restore of 100k leases with a key each (JS API, from `snapshot()` entries)", hookText(extra.restore100k, (r) => `${r.medianMs.toFixed(0)} ms (median of 5, ${r.entries} entries)`)],
+        [
+          "file store compaction of 100k leases with a key each (`compactFrom`, writes going on)",
+          hookText(
+            extra.compactionStall,
+            (c) =>
+              `longest event-loop wait ${c.maxGapMs.toFixed(1)} ms over ${c.totalMs.toFixed(0)} ms, ${c.writes} writes meanwhile; taking \`snapshot()\` whole instead: ${c.wholeMs.toFixed(0)} ms in one piece (${c.entries} entries)`,
+          ),
+        ],
         ["batch API gain", hookText(extra.batchGain, (b) => b.markdown)],
       ],
     ),

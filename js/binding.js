@@ -9,6 +9,7 @@ import { defaults as coreDefaults, RangeRow, RawLessor, RevokedRow, Slot } from 
 import { invalid, LeaseError, leaseError } from "./errors.js";
 import {
   packEntries,
+  unpackEntries,
   Reader,
   Writer,
   readDelete,
@@ -464,7 +465,26 @@ export class Binding {
   }
 
   snapshot() {
-    return this.#raw.snapshot();
+    const cursor = this.#raw.snapshot_cursor();
+    try {
+      const out = [];
+      for (;;) {
+        const part = this.#raw.snapshot_next(cursor, 0xffffffff);
+        if (part.length === 0) return out;
+        unpackEntries(part, out);
+      }
+    } finally {
+      cursor.free();
+    }
+  }
+
+  /** A snapshot in steps: `snapshotNext(cursor, max)` until it gives none; then `cursor.free()`. */
+  snapshotCursor() {
+    return this.#raw.snapshot_cursor();
+  }
+
+  snapshotNext(cursor, max) {
+    return unpackEntries(this.#raw.snapshot_next(cursor, max));
   }
 
   free() {

@@ -175,6 +175,34 @@ export function packEntries(entries) {
   return buf.subarray(0, at);
 }
 
+const utf8Decoder = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The `[key, Uint8Array]` entries of a buffer packed as packEntries packs
+ * them (the core's snapshot steps come so), appended to `out`. Values are
+ * views on `buf`, which the caller owns.
+ */
+export function unpackEntries(buf, out = []) {
+  const len = (at) => (buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)) + buf[at + 3] * 0x1000000;
+  for (let at = 0; at < buf.length; ) {
+    const kn = len(at);
+    const ks = at + 4;
+    let key = "";
+    // Stored names are short and ASCII: built directly, not decoded.
+    let ascii = kn <= 64;
+    for (let i = ks; ascii && i < ks + kn; i++) {
+      if (buf[i] >= 128) ascii = false;
+      else key += String.fromCharCode(buf[i]);
+    }
+    if (!ascii) key = utf8Decoder.decode(buf.subarray(ks, ks + kn));
+    const vs = ks + kn + 4;
+    const vn = len(ks + kn);
+    out.push([key, buf.subarray(vs, vs + vn)]);
+    at = vs + vn;
+  }
+  return out;
+}
+
 // ---- requests (already checked and normalized by js/requests.js) ----------
 
 export function writeRange(w, r) {

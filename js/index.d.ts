@@ -391,6 +391,12 @@ export class Lessor extends EventTarget {
   readonly revision: number;
   readonly isPrimary: boolean;
   snapshot(): [string, Uint8Array][];
+  /**
+   * The snapshot read `step` entries at a time (default 1024) as they are
+   * asked for. Fuzzy: each entry as it is when read; with every write made
+   * since the first read applied over it in order, it restores the latest state.
+   */
+  snapshotEntries(step?: number): Generator<[string, Uint8Array], void, undefined>;
   /** Resolves when every storage write made so far is durable (not later ones); rejects if one failed. */
   flush(): Promise<void>;
   /** Storage writes made but not yet durable (0 with a synchronous store). */

@@ -32,5 +32,6 @@ pub use ops::{
     Op, OpResponse, PutOptions, PutRequest, PutResult, Revoked, Tick, TimeToLive, TxnRequest,
     TxnResponse,
 };
+pub use snapshot::SnapshotCursor;
 pub use storage::{Batch, Storage};
 pub use watch::{Polled, WatchEvents, WatchRequest};

@@ -5,7 +5,7 @@
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::kv::{Bound, Key};
-use crate::lease::{slack_ms, Lease, NOT_STORED};
+use crate::lease::{slack_ms, Lease, LeaseId, NOT_STORED};
 use crate::lessor::Lessor;
 use crate::storage::{codec, Storage, Store};
 
@@ -108,34 +108,115 @@ impl Lessor {
     /// (at the latest time seen) are left out with their keys, tick or no
     /// tick: they are gone for this lessor, so a restore must not revive them.
     pub fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
-        let now = self.now;
-        let mut out = Vec::with_capacity(1 + self.leases.len() + self.kv.len());
-        out.push((
-            codec::REVISION_KEY.to_string(),
-            codec::encode_revision(self.kv.revision()),
-        ));
-        for (id, l) in self.leases.iter().filter(|(_, l)| l.live(now)) {
-            out.push((
-                codec::lease_key(id),
-                codec::encode_lease(&l.stored_record()),
-            ));
-        }
-        for (k, e) in self
-            .kv
-            .iter()
-            .filter(|(_, e)| self.leases.keeps(e.lease, now))
-        {
-            out.push((codec::key_key(k), codec::encode_entry(e)));
-        }
-        for (rev, sub, k, e) in self.kv.old_versions() {
-            out.push((codec::old_key(rev, sub, k), codec::encode_old(e)));
-        }
-        if self.history_stored {
-            out.push((
-                codec::COMPACTED_KEY.to_string(),
-                codec::encode_revision(self.kv.compacted()),
-            ));
-        }
-        out
+        let mut all = Vec::with_capacity(1 + self.leases.len() + self.kv.len());
+        let mut cursor = self.snapshot_cursor();
+        while self.snapshot_next(&mut cursor, usize::MAX, &mut all) {}
+        all
     }
+
+    /// Starts a snapshot taken in steps (`snapshot_next`), so a host can
+    /// write a large one without stopping for it.
+    pub fn snapshot_cursor(&self) -> SnapshotCursor {
+        SnapshotCursor {
+            stage: Stage::Revision,
+            leases: self.leases.iter().map(|(id, _)| id).collect(),
+            at: 0,
+            after: None,
+        }
+    }
+
+    /// Appends the snapshot's next entries to `out`, about `max` of them (a
+    /// key's versions are not split); false once it is complete.
+    ///
+    /// Between steps the lessor may change: each entry is as it is when its
+    /// step runs, and entries removed meanwhile are left out. Such a
+    /// snapshot is fuzzy, not a point in time: with every write made after
+    /// the cursor was started applied over it, in order (a store's journal
+    /// from then on), it restores the lessor as of the last of them. Each
+    /// storage entry appears once; writes replace whole entries.
+    pub fn snapshot_next(
+        &self,
+        c: &mut SnapshotCursor,
+        max: usize,
+        out: &mut Vec<(String, Vec<u8>)>,
+    ) -> bool {
+        let now = self.now;
+        let end = out.len().saturating_add(max.max(1));
+        loop {
+            if out.len() >= end {
+                return true;
+            }
+            match c.stage {
+                Stage::Revision => {
+                    out.push((
+                        codec::REVISION_KEY.to_string(),
+                        codec::encode_revision(self.kv.revision()),
+                    ));
+                    c.stage = Stage::Leases;
+                }
+                Stage::Leases => {
+                    while out.len() < end && c.at < c.leases.len() {
+                        let id = c.leases[c.at];
+                        c.at += 1;
+                        match self.leases.get(id) {
+                            Some(l) if l.live(now) => out.push((
+                                codec::lease_key(id),
+                                codec::encode_lease(&l.stored_record()),
+                            )),
+                            _ => {}
+                        }
+                    }
+                    if c.at == c.leases.len() {
+                        c.leases = Vec::new();
+                        c.stage = Stage::Keys;
+                    }
+                }
+                Stage::Keys => {
+                    let mut keys = self.kv.keys_after(c.after.as_deref());
+                    while out.len() < end {
+                        let Some((k, live, versions)) = keys.next() else {
+                            c.stage = Stage::Compacted;
+                            break;
+                        };
+                        if let Some(e) = live.filter(|e| self.leases.keeps(e.lease, now)) {
+                            out.push((codec::key_key(k), codec::encode_entry(e)));
+                        }
+                        for (rev, sub, e) in versions {
+                            out.push((codec::old_key(rev, sub, k), codec::encode_old(e)));
+                        }
+                        c.after = Some(k.clone());
+                    }
+                }
+                Stage::Compacted => {
+                    if self.history_stored {
+                        out.push((
+                            codec::COMPACTED_KEY.to_string(),
+                            codec::encode_revision(self.kv.compacted()),
+                        ));
+                    }
+                    c.stage = Stage::Done;
+                }
+                Stage::Done => return false,
+            }
+        }
+    }
+}
+
+/// Where a snapshot taken in steps is (`Lessor::snapshot_cursor`).
+pub struct SnapshotCursor {
+    stage: Stage,
+    /// The leases there were when it started, and how many are done.
+    leases: Vec<LeaseId>,
+    at: usize,
+    /// The last key done.
+    after: Option<Key>,
+}
+
+#[derive(Clone, Copy)]
+enum Stage {
+    Revision,
+    Leases,
+    Keys,
+    Compacted,
+    Done,
 }

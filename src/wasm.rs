@@ -15,7 +15,7 @@ use wasm_bindgen::JsCast;
 mod codec;
 
 use crate::storage::Batch;
-use crate::{Config, Entry, Error, LeaseId, Lessor, PutOptions, Revoked, Storage};
+use crate::{Config, Entry, Error, LeaseId, Lessor, PutOptions, Revoked, SnapshotCursor, Storage};
 use codec::{Reader, Writer};
 
 /// Positions in the scratch array (see `RawLessor::scratch`).
@@ -661,12 +661,21 @@ impl RawLessor {
         self.inner.watches_pending()
     }
 
-    /// All state as storage entries: [[key, Uint8Array], ...].
-    pub fn snapshot(&self) -> Array {
+    /// Starts a snapshot taken in steps (`snapshot_next`).
+    pub fn snapshot_cursor(&self) -> RawSnapshot {
+        RawSnapshot(self.inner.snapshot_cursor())
+    }
+
+    /// The snapshot's next entries, about `max`, packed as `restore` takes
+    /// them (one copy out, not two JS objects per entry); empty once done.
+    pub fn snapshot_next(&self, cursor: &mut RawSnapshot, max: u32) -> Vec<u8> {
+        let mut entries = Vec::new();
         self.inner
-            .snapshot()
-            .iter()
-            .map(|(k, v)| Array::of2(&k.as_str().into(), &Uint8Array::from(&v[..])))
-            .collect()
+            .snapshot_next(&mut cursor.0, max as usize, &mut entries);
+        codec::pack_entries(&entries)
     }
 }
+
+/// A snapshot in progress (`RawLessor::snapshot_cursor`).
+#[wasm_bindgen]
+pub struct RawSnapshot(SnapshotCursor);

@@ -42,12 +42,18 @@ export class FileStore implements Storage {
   /** Whether this store was opened with `groupCommit`. */
   readonly pipelined: boolean;
   /**
-   * Continues in a new journal at once, then writes `entries` (all state
-   * including every write so far) as the new snapshot without blocking the
-   * event loop, and removes the old generation. Resolves when done.
+   * Continues in a new journal at once, then writes `entries` as the new
+   * snapshot without blocking the event loop, and removes the old
+   * generation. Resolves when done. `entries`: an array of all state
+   * including every write so far (`lessor.snapshot()`), or a fresh
+   * `lessor.snapshotEntries()`, read as the snapshot is written.
    */
   compact(entries: Iterable<[string, Uint8Array]>): Promise<void>;
-  /** `compact(lessor.snapshot())` when the journal is large enough (or `force`); resolves to whether it did. */
+  /**
+   * `compact(lessor.snapshotEntries())` when the journal is large enough (or
+   * `force`): the state is read as the snapshot is written, never copied out
+   * whole. Resolves to whether it compacted.
+   */
   compactFrom(lessor: Lessor, options?: { force?: boolean }): Promise<boolean>;
   /** Bytes in the live journal and in the snapshot, file headers included. */
   readonly sizes: { journal: number; snapshot: number };

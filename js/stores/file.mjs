@@ -84,7 +84,7 @@ const END = 3;
 
 // Snapshot records hold about this much each: reading one back needs one
 // record in memory, and writing one is the longest stretch without yielding.
-const SNAPSHOT_RECORD_BYTES = 1 << 20;
+const SNAPSHOT_RECORD_BYTES = 128 << 10;
 // How far the live journal's file is extended past its records at a time.
 const JOURNAL_STEP = 4 << 20;
 // Disks write whole sectors: a part of a file that never reached the disk
@@ -164,7 +164,9 @@ function* encodeSnapshot(entries, gen) {
   yield fileHeader(SNAPSHOT, gen);
   let batch = [];
   let bytes = 0;
+  let count = 0;
   for (const e of entries) {
+    count++;
     batch.push(e);
     bytes += 8 + e[0].length * 3 + e[1].length; // UTF-8 is at most 3 bytes per UTF-16 unit
     if (bytes >= SNAPSHOT_RECORD_BYTES) {
@@ -174,7 +176,7 @@ function* encodeSnapshot(entries, gen) {
     }
   }
   if (batch.length > 0) yield encodeBatch(batch, []);
-  yield record(END, 8, (buf, o) => buf.writeBigUInt64LE(BigInt(entries.length), o));
+  yield record(END, 8, (buf, o) => buf.writeBigUInt64LE(BigInt(count), o));
 }
 
 function corrupt(entry, why) {
@@ -773,10 +775,14 @@ export class FileStore {
     const rec = encodeBatch(batch.put, batch.delete);
     if (!this.#group) return this.#append(rec);
     this.#pending.push(rec);
+    return this.#nextRound();
+  }
+
+  // A waiter in the next round. The round starts once this turn's writes
+  // are in: they share one append and one fsync.
+  #nextRound() {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ resolve, reject });
-      // The round starts once this turn's writes are in: they share one
-      // append and one fsync.
       if (!this.#syncing && !this.#scheduled) {
         this.#scheduled = true;
         setImmediate(() => {
@@ -785,6 +791,13 @@ export class FileStore {
         });
       }
     });
+  }
+
+  // Resolves once every record handed in so far is durable (with
+  // groupCommit: a waiter with no record of its own in the next round).
+  #durableSoFar() {
+    if (!this.#group || (this.#pending.length === 0 && this.#waiting.length === 0 && !this.#syncing)) return Promise.resolve();
+    return this.#nextRound();
   }
 
   /** With groupCommit: batches may come before earlier ones are durable (the journal keeps their order). */
@@ -929,20 +942,24 @@ export class FileStore {
   }
 
   /**
-   * Replaces everything with `entries` (e.g. `lessor.snapshot()`), which
-   * must include every write made so far. At once (synchronously) new
-   * writes go to a new journal; the snapshot is then written in chunks
-   * without blocking the event loop, fsync'd and renamed into place, and the
-   * old journal and snapshot are removed. The promise resolves when that is
-   * done. A crash or failure at any point leaves a store that restores to
-   * the same data; a failed compaction is simply redone by the next one.
+   * Replaces everything with `entries`: an array that includes every write
+   * made so far (`lessor.snapshot()`), or a fresh `lessor.snapshotEntries()`,
+   * read only as the snapshot is written (the writes made meanwhile are in
+   * the new journal, which a restore applies over it). At once
+   * (synchronously) new writes go to a new journal; the snapshot is then
+   * written in chunks without blocking the event loop, fsync'd and renamed
+   * into place, and the old journal and snapshot are removed. The promise
+   * resolves when that is done. A crash or failure at any point leaves a
+   * store that restores to the same data; a failed compaction is simply
+   * redone by the next one.
    */
   compact(entries) {
     const gen = this.#gen + 1;
     let list;
     try {
       this.#check();
-      list = Array.isArray(entries) ? entries : [...entries];
+      if (typeof entries?.[Symbol.iterator] !== "function") throw new TypeError("compact(entries): entries must be an array or an iterable");
+      list = entries;
       this.#switchJournal(gen);
     } catch (e) {
       return Promise.reject(e);
@@ -1006,6 +1023,9 @@ export class FileStore {
       throw e;
     }
     await fh.close();
+    // Entries read as it went may hold writes whose records are not yet
+    // durable: they are before it replaces the old files.
+    if (!Array.isArray(entries)) await this.#durableSoFar();
     stop();
     await renameAsync(tmp, join(dir, `snapshot-${gen}`));
     await fsyncDirAsync(dir);
@@ -1019,10 +1039,10 @@ export class FileStore {
   }
 
   /**
-   * Compacts from `lessor.snapshot()` when the journal has grown past
-   * `minCompactBytes` (default 1 MiB) and either past `compactFactor`
-   * (default 4) times the snapshot or past `maxJournalBytes` (default
-   * 256 MiB), or always with `{ force: true }`. Call it between operations,
+   * Compacts from `lessor.snapshotEntries()` (read as it is written) when
+   * the journal has grown past `minCompactBytes` (default 1 MiB) and either
+   * past `compactFactor` (default 4) times the snapshot or past
+   * `maxJournalBytes` (default 256 MiB), or always with `{ force: true }`. Call it between operations,
    * not from inside one. Resolves to whether it compacted; while a
    * compaction is still being written, an unforced call does nothing.
    */
@@ -1032,7 +1052,8 @@ export class FileStore {
       if (this.#compacting || j < this.#minCompactBytes) return false;
       if (j < this.#compactFactor * this.#snapshotBytes && j < this.#maxJournalBytes) return false;
     }
-    await this.compact(lessor.snapshot());
+    // Read as it is written: a large snapshot does not stop the server.
+    await this.compact(typeof lessor.snapshotEntries === "function" ? lessor.snapshotEntries() : lessor.snapshot());
     return true;
   }
 

@@ -212,11 +212,6 @@ impl Keyspace {
             .map(|(k, e)| (&**k, e))
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
-        self.live.iter().map(|(k, e)| (&**k, e))
-    }
-
-    /// Loads a restored live entry.
     /// Loads the restored live entries into an empty keyspace; Err names a
     /// key given twice. The ordered index is built in one go from the keys
     /// sorted (stores list them in key order, so the sort is a pass), not by
@@ -420,12 +415,28 @@ impl Keyspace {
         }
     }
 
-    /// Every superseded version, as (revision, sub-revision, key, entry or None).
-    pub fn old_versions(&self) -> impl Iterator<Item = (i64, u32, &Key, Option<&Entry>)> {
-        self.index.iter().flat_map(|(k, past)| {
-            past.iter()
-                .map(move |v| (v.revision, v.sub, k, v.entry.as_ref()))
-        })
+    /// The keys after `after` (all with None) in key order, live or with
+    /// history: each with its live entry and its superseded versions as
+    /// (revision, sub-revision, entry or None), oldest first.
+    #[allow(clippy::type_complexity)]
+    pub fn keys_after<'a>(
+        &'a self,
+        after: Option<&[u8]>,
+    ) -> impl Iterator<
+        Item = (
+            &'a Key,
+            Option<&'a Entry>,
+            impl Iterator<Item = (i64, u32, Option<&'a Entry>)> + 'a,
+        ),
+    > + 'a {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = after.map_or(Unbounded, Excluded);
+        self.index
+            .range::<[u8], _>((from, Unbounded))
+            .map(|(k, past)| {
+                let versions = past.iter().map(|v| (v.revision, v.sub, v.entry.as_ref()));
+                (k, self.live.get(&**k), versions)
+            })
     }
 
     /// The log position of the first change from revision `from` on.

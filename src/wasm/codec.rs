@@ -247,6 +247,19 @@ pub fn entries(packed: &[u8]) -> Result<Vec<(&str, &[u8])>> {
     Ok(out)
 }
 
+/// Entries packed as `entries` reads them.
+pub fn pack_entries(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let size = entries.iter().map(|(k, v)| 8 + k.len() + v.len()).sum();
+    let mut out = Vec::with_capacity(size);
+    for (k, v) in entries {
+        for part in [k.as_bytes(), &v[..]] {
+            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            out.extend_from_slice(part);
+        }
+    }
+    out
+}
+
 #[derive(Default)]
 pub struct Writer(pub Vec<u8>);
 

@@ -544,6 +544,54 @@ test("compaction yields to the event loop, and writes made meanwhile survive", a
   b.store.close();
 });
 
+test("compactFrom reads the lessor in steps: changes made meanwhile before and after where it has got to all survive", async (t) => {
+  const dir = tempDir(t);
+  const clock = { t: T0 };
+  const a = open(dir, clock, { groupCommit: true });
+  const n = 6000;
+  const ids = [];
+  for (let i = 0; i < n; i++) {
+    const { id } = a.lessor.grant(600);
+    ids.push(id);
+    a.lessor.put(`k${String(i).padStart(5, "0")}`, `v${i}`, { lease: id });
+  }
+  a.lessor.put("k00000", "history"); // an old version to keep
+  await a.lessor.flush();
+  const read = [];
+  const real = a.lessor.snapshotEntries.bind(a.lessor);
+  a.lessor.snapshotEntries = function* (step) {
+    for (const e of real(step)) {
+      read.push(e[0]);
+      yield e;
+    }
+  };
+  const running = a.store.compactFrom(a.lessor, { force: true });
+  let done = false;
+  running.then(() => (done = true));
+  let step = 0;
+  while (!done) {
+    // Each turn, a change at the start, the middle and the end of the key
+    // space and of the leases, whatever the snapshot has read so far.
+    const i = step++;
+    a.lessor.put(`a${i}`, "before all");
+    a.lessor.put(`k${String((i * 997) % n).padStart(5, "0")}`, `changed ${i}`);
+    a.lessor.delete(`k${String(n - 1 - i).padStart(5, "0")}`);
+    a.lessor.put(`z${i}`, "after all");
+    a.lessor.revoke(ids[(i * 13) % n]);
+    a.lessor.grant(60, { id: (0x7000000000000000n + BigInt(i)).toString(16) });
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.equal(await running, true);
+  // It was read a part at a time, with changes in between.
+  assert.ok(step >= 3, `${step} turns of changes while it was written`);
+  assert.ok(read.length >= 2 * n, `${read.length} entries read`);
+  await a.lessor.flush();
+  const want = state(a.lessor);
+  await a.store.close();
+  a.lessor.close();
+  assert.deepEqual(restored(dir, clock), want);
+});
+
 test("restart streams the files: no whole-file reads, no read past 1 MiB for small records", async (t) => {
   const dir = tempDir(t);
   const s = FileStore.open(dir, { minCompactBytes: 1 });

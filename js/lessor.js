@@ -381,7 +381,9 @@ export class Lessor extends EventTarget {
     const cursor = b.snapshotCursor();
     try {
       for (;;) {
-        this.#enter();
+        // (After a failed write the lessor holds changes the store may not:
+        // not a state to persist.)
+        this.#enterWrite();
         const part = b.snapshotNext(cursor, step);
         if (part.length === 0) return;
         yield* part;

@@ -119,6 +119,7 @@ impl Lessor {
     pub fn snapshot_cursor(&self) -> SnapshotCursor {
         SnapshotCursor {
             stage: Stage::Revision,
+            now: self.now,
             leases: self.leases.iter().map(|(id, _)| id).collect(),
             at: 0,
             after: None,
@@ -133,14 +134,17 @@ impl Lessor {
     /// snapshot is fuzzy, not a point in time: with every write made after
     /// the cursor was started applied over it, in order (a store's journal
     /// from then on), it restores the lessor as of the last of them. Each
-    /// storage entry appears once; writes replace whole entries.
+    /// storage entry appears once; writes replace whole entries. Which
+    /// leases are past their deadline is judged at the cursor's start, for
+    /// every step: a lease kept keeps its keys, one that expires meanwhile
+    /// goes through the journal (its revoke), as in any store.
     pub fn snapshot_next(
         &self,
         c: &mut SnapshotCursor,
         max: usize,
         out: &mut Vec<(String, Vec<u8>)>,
     ) -> bool {
-        let now = self.now;
+        let now = c.now;
         let end = out.len().saturating_add(max.max(1));
         loop {
             if out.len() >= end {
@@ -205,6 +209,8 @@ impl Lessor {
 /// Where a snapshot taken in steps is (`Lessor::snapshot_cursor`).
 pub struct SnapshotCursor {
     stage: Stage,
+    /// The lessor's time at the start: what is expired is judged by it.
+    now: i64,
     /// The leases there were when it started, and how many are done.
     leases: Vec<LeaseId>,
     at: usize,

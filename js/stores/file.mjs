@@ -796,6 +796,7 @@ export class FileStore {
   // Resolves once every record handed in so far is durable (with
   // groupCommit: a waiter with no record of its own in the next round).
   #durableSoFar() {
+    if (this.#fd === null) return Promise.reject(new LeaseError("Closed", "the file store is closed"));
     if (!this.#group || (this.#pending.length === 0 && this.#waiting.length === 0 && !this.#syncing)) return Promise.resolve();
     return this.#nextRound();
   }
@@ -1006,6 +1007,9 @@ export class FileStore {
     const tmp = join(dir, `snapshot-${gen}.tmp`);
     const stop = () => {
       if (this.#closed) throw new LeaseError("Closed", "the file store was closed during a compaction");
+      // The lessor may hold changes whose records the journal lost: no
+      // snapshot of them replaces the files.
+      if (this.#broken) throw new LeaseError("StorageFailed", `the journal failed during a compaction: ${this.#broken.message}`);
     };
     stop();
     const fh = await openAsync(tmp, "w");
@@ -1023,10 +1027,16 @@ export class FileStore {
       throw e;
     }
     await fh.close();
-    // Entries read as it went may hold writes whose records are not yet
-    // durable: they are before it replaces the old files.
-    if (!Array.isArray(entries)) await this.#durableSoFar();
-    stop();
+    try {
+      // Entries read as it went may hold writes whose records are not yet
+      // durable: they are before it replaces the old files.
+      stop();
+      if (!Array.isArray(entries)) await this.#durableSoFar();
+      stop();
+    } catch (e) {
+      await unlinkAsync(tmp).catch(() => {});
+      throw e;
+    }
     await renameAsync(tmp, join(dir, `snapshot-${gen}`));
     await fsyncDirAsync(dir);
     this.#snapshotBytes = size;

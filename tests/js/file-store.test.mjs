@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs"; // the patchable object, for the streaming test
+import fsp from "node:fs/promises";
 import { syncBuiltinESMExports } from "node:module";
 import {
   appendFileSync,
@@ -590,6 +591,94 @@ test("compactFrom reads the lessor in steps: changes made meanwhile before and a
   await a.store.close();
   a.lessor.close();
   assert.deepEqual(restored(dir, clock), want);
+});
+
+test("a journal that fails during a compaction read in steps: the snapshot does not replace the files", async (t) => {
+  const dir = tempDir(t);
+  const realWrite = fs.writeSync;
+  let failNext = false;
+  fs.writeSync = function (...args) {
+    if (failNext) {
+      failNext = false;
+      throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+    }
+    return realWrite.apply(this, args);
+  };
+  syncBuiltinESMExports();
+  t.after(() => {
+    fs.writeSync = realWrite;
+    syncBuiltinESMExports();
+  });
+  const clock = { t: T0 };
+  const a = open(dir, clock, { groupCommit: true });
+  const { id } = a.lessor.grant(60);
+  a.lessor.put("a", "1", { lease: id });
+  a.lessor.put("b", "x".repeat(300_000)); // more than a snapshot record
+  a.lessor.put("z", "1", { lease: id });
+  await a.lessor.flush();
+  const want = state(a.lessor);
+  const read = [];
+  const entries = (function* () {
+    for (const e of a.lessor.snapshotEntries(1)) {
+      read.push(e[0]);
+      yield e;
+    }
+  })();
+  const running = a.store.compact(entries);
+  // Once "a" is read and before "z" is, a revoke (one batch: the lease, a
+  // and z) whose append fails: the lessor applied it, the journal lost it.
+  while (!read.includes("v1/key/b")) await new Promise((resolve) => setImmediate(resolve));
+  failNext = true;
+  a.lessor.revoke(id);
+  await assert.rejects(a.lessor.flush(), (e) => e.code === "StorageFailed");
+  await assert.rejects(running, (e) => e.code === "StorageFailed");
+  assert.ok(!readdirSync(dir).some((n) => n.startsWith("snapshot-2")), "no snapshot of the lost revoke");
+  await a.store.close().catch(() => {});
+  a.lessor.close();
+  // The store restores what was durable: the revoke never was.
+  assert.deepEqual(restored(dir, clock), want);
+});
+
+test("close() while a compaction read in steps ends, with a group-commit sync in flight, resolves and releases the lock", async (t) => {
+  const dir = tempDir(t);
+  const realSync = fs.fdatasync;
+  fs.fdatasync = (fd, cb) => realSync(fd, (err) => setTimeout(() => cb(err), 200)); // a slow disk
+  syncBuiltinESMExports();
+  const probe = await fsp.open(join(dir, "probe"), "w");
+  const FileHandle = Object.getPrototypeOf(probe);
+  await probe.close();
+  const realHandleSync = FileHandle.sync;
+  t.after(() => {
+    fs.fdatasync = realSync;
+    FileHandle.sync = realHandleSync;
+    syncBuiltinESMExports();
+  });
+  const a = open(dir, undefined, { groupCommit: true });
+  for (let i = 0; i < 10; i++) a.lessor.put(`k${i}`, "v");
+  await a.lessor.flush();
+  let closing = null;
+  // The snapshot is written; as it is synced, the store closes.
+  FileHandle.sync = function () {
+    closing ??= a.store.close();
+    return realHandleSync.call(this);
+  };
+  const running = a.store.compactFrom(a.lessor, { force: true });
+  a.lessor.put("x", "1");
+  a.lessor.put("y", "2"); // a round of two: synced on the pool, slowly
+  await assert.rejects(running, (e) => e.code === "Closed");
+  assert.ok(closing, "closed during the compaction");
+  const settled = await Promise.race([closing.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 3000))]);
+  assert.equal(settled, true, "close() resolved");
+  assert.ok(!existsSync(join(dir, "lock")), "the lock is released");
+  a.lessor.close();
+  fs.fdatasync = realSync;
+  FileHandle.sync = realHandleSync;
+  syncBuiltinESMExports();
+  // What was acknowledged is there.
+  const b = open(dir);
+  assert.equal(b.lessor.get("k9").value, "v");
+  await b.store.close();
+  b.lessor.close();
 });
 
 test("restart streams the files: no whole-file reads, no read past 1 MiB for small records", async (t) => {

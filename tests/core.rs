@@ -179,6 +179,26 @@ fn expired_lease_is_gone_at_once_and_tick_cleans_it() {
     assert_eq!(l.next_deadline(), None);
 }
 
+/// An id revoked and granted again in the same millisecond with the same
+/// TTL leaves two queue entries at one deadline: the lease expires once,
+/// its keys in one revision.
+#[test]
+fn a_lease_granted_again_at_the_same_deadline_expires_once() {
+    let mut l = lessor();
+    let id = l.grant(T0, 5, 7).unwrap().id;
+    l.revoke(T0, id).unwrap();
+    l.grant(T0, 5, 7).unwrap();
+    l.put(T0, b"k", b"v", with_lease(id)).unwrap();
+    let rev = l.revision();
+    let t = l.tick(T0 + 5_000);
+    assert_eq!(t.expired.len(), 1, "{:?}", t.expired);
+    assert_eq!(t.expired[0].id, id);
+    assert_eq!(keys(&t.expired[0].keys), ["k"]);
+    assert_eq!(t.expired[0].revision, rev + 1);
+    assert_eq!(l.revision(), rev + 1);
+    assert_eq!(l.tick(T0 + 5_000), Default::default());
+}
+
 // etcd TestLessorExpireAndDemote.
 #[test]
 fn standby_neither_expires_nor_renews() {

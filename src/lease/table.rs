@@ -145,6 +145,12 @@ impl LeaseTable {
             match self.next_due() {
                 Some((d, id)) if d <= now => {
                     self.queue.pop();
+                    // Taken: another entry of the id at the same deadline
+                    // (left by an incarnation revoked and granted again in
+                    // the same millisecond) is stale from now on.
+                    if let Some(l) = self.map.get_mut(&id) {
+                        l.queued = NOT_QUEUED;
+                    }
                     due.push((d, id));
                 }
                 _ => break,
@@ -156,6 +162,9 @@ impl LeaseTable {
     /// Puts back leases `take_due` took and that did not end.
     pub fn requeue(&mut self, due: &[(i64, LeaseId)]) {
         for &(d, id) in due {
+            if let Some(l) = self.map.get_mut(&id) {
+                l.queued = d;
+            }
             self.queue.push(d, id);
         }
     }

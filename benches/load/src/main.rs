@@ -4,7 +4,8 @@
 //!   edge-lease-load <host:port> <case> <clients> <max ops> <max ms>
 //!
 //! Cases: grant+put, keepalive, range, lock, watch (100 watch streams on one
-//! key over `clients` connections, one writer), and echo: no HTTP/2, each
+//! key over `clients` connections, one writer; watch:N with N puts in
+//! flight), and echo: no HTTP/2, each
 //! client writes ECHO_BYTES on its own TCP connection and waits for as many
 //! back (the socket floor, against benches/socket-floor.mjs). Each client has its own
 //! HTTP/2 connection; all run on one thread, so the generator takes at most
@@ -402,8 +403,9 @@ async fn run(clients: &[Client], case: &str, max_ops: usize, max_ms: u64) -> Res
 
 /// One writer, WATCHERS streams on one key spread over the clients'
 /// connections: per put, the time until every watcher has its event.
-/// Counted in events delivered.
-async fn watch(clients: &[Client], max_puts: usize, max_ms: u64) -> Result<Report> {
+/// Counted in events delivered. The writer keeps `window` puts in flight on
+/// its connection (1: each waits for the last's deliveries).
+async fn watch(clients: &[Client], max_puts: usize, max_ms: u64, window: usize) -> Result<Report> {
     let arrived: Rc<RefCell<HashMap<i64, usize>>> = Rc::default();
     let notify = Rc::new(Notify::new());
     let created = Rc::new(Cell::new(0usize));
@@ -445,40 +447,56 @@ async fn watch(clients: &[Client], max_puts: usize, max_ms: u64) -> Result<Repor
     timeout(CALL_TIMEOUT, all_created)
         .await
         .map_err(|_| "watch: not all created in 10 s")?;
-    let writer = &clients[0];
-    let mut lat_ms = Vec::new();
+    let next = Rc::new(Cell::new(0usize));
+    let lat = Rc::new(RefCell::new(Vec::with_capacity(max_puts)));
     let t0 = Instant::now();
-    for k in 0..max_puts {
-        if t0.elapsed() > Duration::from_millis(max_ms) {
-            break;
-        }
-        let a = Instant::now();
-        let put = pb::PutRequest {
-            key: b"fan".to_vec(),
-            value: k.to_string().into_bytes(),
-            lease: 0,
-        };
-        let rev = writer
-            .unary::<pb::PutResponse>(KV_PUT, &put)
-            .await?
-            .header
-            .map_or(0, |h| h.revision);
-        let all = async {
+    let deadline = t0 + Duration::from_millis(max_ms);
+    let mut writers = Vec::new();
+    for _ in 0..window.max(1) {
+        let writer = clients[0].clone();
+        let (arrived, notify, next, lat) =
+            (arrived.clone(), notify.clone(), next.clone(), lat.clone());
+        writers.push(tokio::task::spawn_local(async move {
             loop {
-                let wait = notify.notified();
-                if arrived.borrow().get(&rev).copied().unwrap_or(0) >= WATCHERS {
-                    return;
+                let k = next.get();
+                if k >= max_puts || Instant::now() > deadline {
+                    return Ok::<(), String>(());
                 }
-                wait.await;
+                next.set(k + 1);
+                let a = Instant::now();
+                let put = pb::PutRequest {
+                    key: b"fan".to_vec(),
+                    value: k.to_string().into_bytes(),
+                    lease: 0,
+                };
+                let rev = writer
+                    .unary::<pb::PutResponse>(KV_PUT, &put)
+                    .await
+                    .map_err(|e| format!("watch: {e}"))?
+                    .header
+                    .map_or(0, |h| h.revision);
+                let all = async {
+                    loop {
+                        let wait = notify.notified();
+                        if arrived.borrow().get(&rev).copied().unwrap_or(0) >= WATCHERS {
+                            return;
+                        }
+                        wait.await;
+                    }
+                };
+                timeout(Duration::from_secs(2), all)
+                    .await
+                    .map_err(|_| format!("watch: revision {rev} not delivered to all in 2 s"))?;
+                arrived.borrow_mut().remove(&rev);
+                lat.borrow_mut().push(a.elapsed().as_secs_f64() * 1e3);
             }
-        };
-        timeout(Duration::from_secs(2), all)
-            .await
-            .map_err(|_| format!("watch: revision {rev} not delivered to all in 2 s"))?;
-        arrived.borrow_mut().remove(&rev);
-        lat_ms.push(a.elapsed().as_secs_f64() * 1e3);
+        }));
+    }
+    for w in writers {
+        w.await??;
     }
     let secs = t0.elapsed().as_secs_f64();
+    let lat_ms = std::mem::take(&mut *lat.borrow_mut());
     for t in tasks {
         t.abort();
     }
@@ -564,8 +582,14 @@ async fn main_async(args: Vec<String>) -> Result<String> {
     for _ in 0..n.max(1) {
         conns.push(Client::connect(addr).await?);
     }
-    let mut r = if case == "watch" {
-        watch(&conns, max_ops, max_ms).await?
+    // "watch", or "watch:N" for N puts in flight.
+    let mut r = if let Some(rest) = case.strip_prefix("watch") {
+        let window = match rest.strip_prefix(':') {
+            Some(n) => n.parse()?,
+            None if rest.is_empty() => 1,
+            None => return Err(format!("unknown case {case}").into()),
+        };
+        watch(&conns, max_ops, max_ms, window).await?
     } else {
         run(&conns, case, max_ops, max_ms).await?
     };

@@ -55,24 +55,25 @@ const DECOMPRESS = { gzip: gunzipSync, deflate: inflateSync };
 
 // Every response starts with a ResponseHeader (field 1), the same for every
 // call between two writes: its bytes are kept by value and put in front of
-// the rest, as protobufjs would have written them.
-const headers = new Map();
-let last = { h: null, b: null }; // the last one asked for: most answers in a row share it
+// the rest, as protobufjs would have written them. Kept per revision (a
+// number: no key string to build; watch streams catching up interleave
+// revisions), checked against the other fields, which one member never
+// changes.
+const headers = new Map(); // revision -> { h, b }
+let last = null; // the last one asked for: most answers in a row share it
+const sameHeader = (p, h) => p.revision === h.revision && p.cluster_id === h.cluster_id && p.member_id === h.member_id && p.raft_term === h.raft_term;
 function headerBytes(H, h) {
-  const p = last.h;
-  if (p && p.revision === h.revision && p.cluster_id === h.cluster_id && p.member_id === h.member_id && p.raft_term === h.raft_term) {
-    return last.b;
-  }
-  const id = `${h.cluster_id}|${h.member_id}|${h.revision}|${h.raft_term}`;
-  let b = headers.get(id);
-  if (b === undefined) {
+  if (last !== null && sameHeader(last.h, h)) return last.b;
+  let e = headers.get(h.revision);
+  if (e === undefined || !sameHeader(e.h, h)) {
     const body = H.encode(H.fromObject(zeroless(H, h))).finish();
-    b = Buffer.concat([Buffer.from([(1 << 3) | 2, body.length]), body]); // a header is < 128 bytes
+    const b = Buffer.concat([Buffer.from([(1 << 3) | 2, body.length]), body]); // a header is < 128 bytes
+    e = { h: { revision: h.revision, cluster_id: h.cluster_id, member_id: h.member_id, raft_term: h.raft_term }, b };
     if (headers.size >= 1024) headers.clear();
-    headers.set(id, b);
+    headers.set(h.revision, e);
   }
-  last = { h: { revision: h.revision, cluster_id: h.cluster_id, member_id: h.member_id, raft_term: h.raft_term }, b };
-  return b;
+  last = e;
+  return e.b;
 }
 
 // A watch event many watchers get is one object (the lessor shares it, the

@@ -373,14 +373,20 @@ impl Keyspace {
                 continue;
             }
             let n = past.partition_point(|v| v.revision < revision);
+            let m = past.partition_point(|v| v.revision <= revision);
+            let live_by = live.is_some_and(|e| e.mod_revision <= revision);
             // The state at `revision` is the live entry or a version at
             // `revision` if there is one, else the last version before it.
-            let later = live.is_some_and(|e| e.mod_revision <= revision)
-                || past.get(n).is_some_and(|v| v.revision == revision);
+            let later = live_by || m > n;
             let keep_last = n > 0 && !later && past[n - 1].entry.is_some();
+            // At `revision` itself etcd keeps only the key's last change, and
+            // not even that when it is a deletion (mvcc's keyIndex.compact):
+            // a watch from the compaction point sees neither.
+            let keep_at = !live_by && m > n && past[m - 1].entry.is_some();
             out.extend(
                 past[..n - keep_last as usize]
                     .iter()
+                    .chain(&past[n..m - keep_at as usize])
                     .map(|v| (v.revision, v.sub, k.clone())),
             );
         }
@@ -410,6 +416,23 @@ impl Keyspace {
         }
         let drained = self.log.partition_point(|c| c.revision < revision);
         self.log.drain(..drained);
+        // The changes at `revision` whose versions went too (the front of
+        // the log now).
+        let at = self.log.partition_point(|c| c.revision == revision);
+        if at > 0 {
+            let kept: Vec<Change> = self
+                .log
+                .drain(..at)
+                .filter(|c| {
+                    !dropped
+                        .iter()
+                        .any(|(r, s, k)| *r == revision && *s == c.sub && *k == c.key)
+                })
+                .collect();
+            for c in kept.into_iter().rev() {
+                self.log.push_front(c);
+            }
+        }
         if self.log.len() < self.log.capacity() / 4 {
             self.log.shrink_to_fit();
         }

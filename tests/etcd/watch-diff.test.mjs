@@ -118,6 +118,19 @@ test("Watch over gRPC: creates, history, filters, ids, cancels, progress and com
   await put("t/0", "old");
   await txn("delete, put, delete", [{ request_delete_range: fromKey }, { request_put: { key: B("t/0"), value: B("n") } }, { request_delete_range: { ...fromKey, prev_kv: true } }]);
   await both("history", (s) => s.streams[1].write({ create_request: { ...fromKey, start_revision: s.mark, prev_kv: true } }) && null);
+  // Compacted at that revision, a revision keeps only each key's last
+  // change and no deletion (etcd's keyIndex.compact): a watch from the
+  // compaction point sees the put of t/0, not the deletes.
+  await put("t/0", "p");
+  await put("t/1", "q");
+  await both("delete, put", async (s) => {
+    const r = await s.c.kv("Txn", { success: [{ request_delete_range: fromKey }, { request_put: { key: B("t/0"), value: B("r") } }] });
+    s.mark = Number(r.header.revision);
+    return r;
+  });
+  await both("compact there", (s) => s.c.kv("Compact", { revision: s.mark }));
+  await both("watch from it", (s) => s.streams[0].write({ create_request: { ...fromKey, start_revision: s.mark, prev_kv: true } }) && null);
+  await put("t/1", "s");
   assert.ok(sides[1].streams[0].messages.length > 30);
   for (const s of all()) assert.equal(s.error, null);
 });

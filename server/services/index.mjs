@@ -55,9 +55,6 @@ export function createServices({ lessor, store = null, member, maxTxnOps, progre
 // CPU); one that waits chains once on the flush. Errors are always a
 // rejected promise; a failed store's error replaces the answer.
 function durable(lessor, handler) {
-  const storeFailed = (e) => engine(() => {
-    throw e;
-  });
   const after = (ok) => (lessor.pendingWrites > 0 ? lessor.flush().then(ok, storeFailed) : ok());
   return (req, call) => {
     let res;
@@ -81,20 +78,16 @@ function durableStream(lessor, handler) {
   return {
     async *stream(req, call) {
       for await (const msg of handler.stream(req, call)) {
-        if (lessor.pendingWrites > 0) await flushed(lessor);
+        if (lessor.pendingWrites > 0) await lessor.flush().catch(storeFailed);
         yield msg;
       }
     },
   };
 }
 
-/** Waits for the writes so far to be durable; a failed store becomes etcd's error for it. */
-async function flushed(lessor) {
-  try {
-    await lessor.flush();
-  } catch (e) {
-    engine(() => {
-      throw e;
-    });
-  }
+/** A failed store's error (waiting for the writes so far) as etcd's error for it. */
+function storeFailed(e) {
+  engine(() => {
+    throw e;
+  });
 }

@@ -112,16 +112,8 @@ export async function restore100k() {
     "}",
     "ms.sort((a, b) => a - b);",
     "console.log(JSON.stringify({ medianMs: ms[2], entries: entries.length }));",
-  ].join("\n");
-  const file = root + "benches/.restore.mjs";
-  writeFileSync(file, script);
-  try {
-    const r = spawnSync("node", [file], { encoding: "utf8" });
-    if (r.status !== 0) throw new Error(`restore run failed: ${r.stderr.slice(-500)}`);
-    return JSON.parse(r.stdout.trim().split("\n").pop());
-  } finally {
-    rmSync(file, { force: true });
-  }
+  ];
+  return runScript("restore", script);
 }
 
 // A file store's compaction under a server's state (100k leases with a key
@@ -159,16 +151,8 @@ export async function compactionStall() {
     "l.close();",
     "rmSync(dir, { recursive: true, force: true });",
     "console.log(JSON.stringify({ maxGapMs: maxGap, totalMs, wholeMs, entries: whole, writes }));",
-  ].join("\n");
-  const file = root + "benches/.compaction.mjs";
-  writeFileSync(file, script);
-  try {
-    const r = spawnSync("node", [file], { encoding: "utf8" });
-    if (r.status !== 0) throw new Error(`compaction run failed: ${r.stderr.slice(-500)}`);
-    return JSON.parse(r.stdout.trim().split("\n").pop());
-  } finally {
-    rmSync(file, { force: true });
-  }
+  ];
+  return runScript("compaction", script);
 }
 
 export async function batchGain() {
@@ -179,6 +163,20 @@ export async function batchGain() {
 }
 
 // ---- helpers --------------------------------------------------------------
+
+// Runs `lines` as an ES module in a fresh Node process (benches/ resolves
+// "edge-lease" to this package); its last stdout line is JSON, returned.
+function runScript(name, lines) {
+  const file = root + `benches/.${name}.mjs`;
+  writeFileSync(file, lines.join("\n"));
+  try {
+    const r = spawnSync("node", [file], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${name} run failed: ${r.stderr.slice(-500)}`);
+    return JSON.parse(r.stdout.trim().split("\n").pop());
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
 
 // Raw and gzip (level 9) size of a file.
 export function fileSizes(file) {

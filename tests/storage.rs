@@ -967,6 +967,21 @@ struct Journaled {
     batches: Rc<RefCell<Vec<Batch>>>,
 }
 
+impl Journaled {
+    /// A new lessor on a new journaled store.
+    fn open() -> (Journaled, Lessor) {
+        let journaled = Journaled::default();
+        let l = Lessor::restore(
+            Config::default(),
+            Vec::<(String, Vec<u8>)>::new(),
+            T0,
+            Some(Box::new(journaled.clone())),
+        )
+        .unwrap();
+        (journaled, l)
+    }
+}
+
 impl Storage for Journaled {
     fn write(&mut self, batch: &Batch) -> Result<(), String> {
         self.store.write(batch)?;
@@ -1023,14 +1038,7 @@ proptest! {
         during in prop::collection::vec((op(), 1usize..4), 1..60),
         compact_at in prop::option::of(0usize..60),
     ) {
-        let journaled = Journaled::default();
-        let mut l = Lessor::restore(
-            Config::default(),
-            Vec::<(String, Vec<u8>)>::new(),
-            T0,
-            Some(Box::new(journaled.clone())),
-        )
-        .unwrap();
+        let (journaled, mut l) = Journaled::open();
         let mut now = T0;
         for op in before {
             run(&mut l, &mut now, op);
@@ -1131,14 +1139,7 @@ fn a_snapshot_in_steps_is_the_snapshot_when_nothing_changes() {
 /// its key, as the journal would, never the lease alone.
 #[test]
 fn a_snapshot_in_steps_keeps_a_lease_and_its_keys_together() {
-    let journaled = Journaled::default();
-    let mut l = Lessor::restore(
-        Config::default(),
-        Vec::<(String, Vec<u8>)>::new(),
-        T0,
-        Some(Box::new(journaled.clone())),
-    )
-    .unwrap();
+    let (journaled, mut l) = Journaled::open();
     let id = l.grant(T0, 10, 0).unwrap().id;
     l.put(T0, b"k", b"held", text(id)).unwrap();
     journaled.batches.borrow_mut().clear();

@@ -1052,9 +1052,10 @@ export class FileStore {
    * Compacts from `lessor.snapshotEntries()` (read as it is written) when
    * the journal has grown past `minCompactBytes` (default 1 MiB) and either
    * past `compactFactor` (default 4) times the snapshot or past
-   * `maxJournalBytes` (default 256 MiB), or always with `{ force: true }`. Call it between operations,
-   * not from inside one. Resolves to whether it compacted; while a
-   * compaction is still being written, an unforced call does nothing.
+   * `maxJournalBytes` (default 256 MiB), or always with `{ force: true }`.
+   * Call it between operations, not from inside one. Resolves to whether it
+   * compacted; while a compaction is still being written, an unforced call
+   * does nothing.
    */
   async compactFrom(lessor, { force = false } = {}) {
     const j = this.#journalBytes - FILE_HEADER;

@@ -34,9 +34,10 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 /// A call asks its sender to wait once this many messages, or bytes, wait
-/// for flow control (counted after h2 took what the window allows). As etcd's watch streams, which buffer 128 responses: a
-/// watcher told to wait restarts later from where it was, its events then
-/// batched, where etcd would still have sent them one response each.
+/// for flow control (counted after h2 took what the window allows). As
+/// etcd's watch streams, which buffer 128 responses: a watcher told to wait
+/// restarts later from where it was, its events then batched, where etcd
+/// would still have sent them one response each.
 const HIGH_WATER_MESSAGES: usize = 128;
 const HIGH_WATER_BYTES: usize = 16 << 20;
 /// Request bytes a waiting call holds unparsed (they are read on, so the

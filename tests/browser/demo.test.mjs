@@ -142,7 +142,12 @@ test("with persistence on, a reload restores leases, keys, revision and honest T
 
   // Revoking is stored too: gone after another reload.
   await page.getByRole("button", { name: `Revoke lease ${id}` }).click();
-  await page.waitForFunction(() => document.getElementById("storage-status").textContent.includes("up to revision"));
+  // (The status already said "up to revision" before: wait for the revoke's
+  // own revision, its key's delete, to be stored.)
+  await page.waitForFunction((rev) => document.getElementById("revision").textContent !== rev, revision);
+  await page.waitForFunction(
+    () => document.getElementById("storage-status").textContent.includes(`up to revision ${document.getElementById("revision").textContent}`),
+  );
   await page.reload();
   await load(page);
   assert.equal(await page.locator("#leases li").count(), 0);

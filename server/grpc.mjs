@@ -8,7 +8,7 @@ import { gunzipSync, inflateSync } from "node:zlib";
 import protobuf from "protobufjs";
 import { loadRoot } from "./proto/load.mjs";
 import { services as schema } from "./proto/schema.mjs";
-import { Code, GrpcError, tooLargeMessage, unimplemented } from "./errors.mjs";
+import { Code, GrpcError, deadlineExceeded, tooLargeMessage, unimplemented } from "./errors.mjs";
 import { MAX_MESSAGE_BYTES } from "./gateway.mjs";
 import { H2Session } from "./h2.mjs";
 import { lengthSize } from "./size.mjs";
@@ -198,12 +198,12 @@ class Context {
 }
 
 // Starts `call`'s deadline (grpc-timeout): past it, the call ends with
-// DeadlineExceeded and its handler's signal aborts. Returns a stopper. The
+// `m.expired` (etcd's answer for the method) and its handler's signal aborts. Returns a stopper. The
 // timer is set once the current tick is over, and only for a call still in
 // progress then: a call answered at once (a read while no write waits for
 // the disk: its request usually comes in the same socket read as its
 // headers) never costs one.
-function deadline(call, onExpire) {
+function deadline(call, m, onExpire) {
   if (!(call.timeoutMs >= 0)) return () => {};
   const start = performance.now();
   let timer = null;
@@ -212,7 +212,7 @@ function deadline(call, onExpire) {
     if (stopped || call.done) return;
     timer = setTimeout(() => {
       if (call.done) return;
-      call.finish(Code.DeadlineExceeded, "Deadline exceeded");
+      call.finish(m.expired.code, m.expired.message);
       onExpire();
     }, Math.min(Math.max(0, call.timeoutMs - (performance.now() - start)), 2 ** 31 - 1));
   });
@@ -231,7 +231,7 @@ const isPromise = (v) => typeof v?.then === "function";
 function firstRequest(m, what, run) {
   return (call) => {
     let ctx = null;
-    const stop = deadline(call, () => ctx?.abort());
+    const stop = deadline(call, m, () => ctx?.abort());
     call.onCancel = () => (stop(), ctx?.abort());
     call.onDrain = () => ctx?.wake?.();
     call.onEnd = () => {
@@ -284,7 +284,7 @@ const serverStream = (m) =>
 // client half-closes (etcd3's keepaliveOnce waits for that).
 function each(m) {
   return (call) => {
-    const stop = deadline(call, () => {});
+    const stop = deadline(call, m, () => {});
     call.onCancel = stop;
     call.onMessage = (bytes, compressed) => {
       if (call.done) return;
@@ -313,7 +313,7 @@ function session(m) {
       s.close();
     };
     const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))));
-    stopTimer = deadline(call, close);
+    stopTimer = deadline(call, m, close);
     call.onDrain = () => s.drain?.();
     call.onEnd = () => s.end?.();
     call.onCancel = close;
@@ -360,7 +360,8 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
     for (const [rpc, [reqType, resType, streaming]] of Object.entries(rpcs)) {
       const name = `${service}/${rpc}`;
       const handler = services.get(name);
-      const m = { handler, req: codec(root, reqType), res: codec(root, resType) };
+      const expired = deadlineExceeded(service, streaming);
+      const m = { handler, req: codec(root, reqType), res: codec(root, resType), expired };
       let start;
       if (!handler) {
         const e = unimplemented(name);

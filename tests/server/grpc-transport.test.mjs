@@ -91,7 +91,7 @@ test("gRPC transport: grpc-go's answers, etcd's size limit, compression, deadlin
   assert.deepEqual([tooBig.status, tooBig.message], [8, `grpc: received message larger than max (${big.length - 5} vs. 2097152)`]);
   assert.deepEqual(kvs(await call(session, "/etcdserverpb.KV/Range", range("big"))), []);
 
-  // A deadline: a Lock that must wait ends with DeadlineExceeded, on time.
+  // A deadline: a Lock that must wait ends with etcd's answer, on time.
   const grant = async () => {
     const r = await call(session, "/etcdserverpb.Lease/LeaseGrant", frame(T("etcdserverpb.LeaseGrantRequest").encode({ TTL: 60 }).finish()));
     return T("etcdserverpb.LeaseGrantResponse").decode(r.messages[0]).ID;
@@ -103,7 +103,7 @@ test("gRPC transport: grpc-go's answers, etcd's size limit, compression, deadlin
   const t0 = performance.now();
   const late = await lock(await grant(), { "grpc-timeout": "300m" });
   const took = performance.now() - t0;
-  assert.deepEqual([late.status, late.message], [4, "Deadline exceeded"]);
+  assert.deepEqual([late.status, late.message], [2, "context deadline exceeded"]);
   assert.ok(took >= 250 && took < 3000, `the deadline took ${took} ms`);
 
   // grpc-go's :authority for `etcdctl endpoint status`: a whole URL.
@@ -112,6 +112,54 @@ test("gRPC transport: grpc-go's answers, etcd's size limit, compression, deadlin
   assert.deepEqual(kvs(url), [["a", "1"]]);
 
   assert.deepEqual(kvs(await call(session, "/etcdserverpb.KV/Range", range("a"))), [["a", "1"]]);
+});
+
+// What a client with a deadline sees depends on whose timer fires first, its
+// own or the server's: the server's answer is compared here, with a client
+// that has no timer of its own.
+test("gRPC transport: a call that waits past its grpc-timeout ends with etcd's status and message", async (t) => {
+  const answers = [];
+  for (const side of [await startEtcd(t), await startEdge(t)]) {
+    const session = http2Connect(side.url);
+    t.after(() => session.destroy());
+    const unary = async (path, type, req) => call(session, path, frame(T(type).encode(req).finish()));
+    const grant = async () => T("etcdserverpb.LeaseGrantResponse").decode((await unary("/etcdserverpb.Lease/LeaseGrant", "etcdserverpb.LeaseGrantRequest", { TTL: 60 })).messages[0]).ID;
+    const [l1, l2] = [await grant(), await grant()];
+    // An open stream: what it got until the server ended it, and how.
+    const open = (path, type, req) =>
+      within(
+        new Promise((ok, fail) => {
+          const s = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "grpc-timeout": "300m" });
+          let got = 0;
+          s.on("data", () => got++);
+          s.on("trailers", (tr) => ok([path, Number(tr["grpc-status"]), decodeURIComponent(tr["grpc-message"] ?? ""), got > 0]));
+          s.on("error", fail);
+          s.write(frame(T(type).encode(req).finish()));
+        }),
+        5000,
+        path,
+      );
+    const late = async (path, type, req) => {
+      const t0 = performance.now();
+      const r = await call(session, path, frame(T(type).encode(req).finish()), { "grpc-timeout": "300m" });
+      const took = performance.now() - t0;
+      assert.ok(took >= 250 && took < 3000, `${path}: the deadline took ${took} ms`);
+      return [path, r.status, r.message, r.messages.length];
+    };
+    const lock = { name: Buffer.from("q"), lease: l1 };
+    await unary("/v3lockpb.Lock/Lock", "v3lockpb.LockRequest", lock);
+    const campaign = { name: Buffer.from("e"), lease: l1, value: Buffer.from("a") };
+    await unary("/v3electionpb.Election/Campaign", "v3electionpb.CampaignRequest", campaign);
+    answers.push([
+      await late("/v3lockpb.Lock/Lock", "v3lockpb.LockRequest", { ...lock, lease: l2 }),
+      await late("/v3electionpb.Election/Campaign", "v3electionpb.CampaignRequest", { ...campaign, lease: l2 }),
+      await open("/etcdserverpb.Watch/Watch", "etcdserverpb.WatchRequest", { create_request: { key: Buffer.from("w") } }),
+      await open("/etcdserverpb.Lease/LeaseKeepAlive", "etcdserverpb.LeaseKeepAliveRequest", { ID: l1 }),
+      await open("/v3electionpb.Election/Observe", "v3electionpb.LeaderRequest", { name: Buffer.from("e") }),
+    ]);
+  }
+  assert.deepEqual(answers[1], answers[0]);
+  assert.deepEqual(answers[0][0].slice(1), [2, "context deadline exceeded", 0]);
 });
 
 test("gRPC transport: a request that is not gRPC is reset with PROTOCOL_ERROR, as etcd 3.4 does", async (t) => {

@@ -373,6 +373,7 @@ export class Lessor extends EventTarget {
   deleteRange(request: DeleteRangeRequest): DeleteRangeResult;
   txn(request: TxnRequest): TxnResult;
   compact(revision: number): { revision: number };
+  /** The compaction point: -1 until the first compaction (etcd's; compacting at 0 is one). */
   readonly compactRevision: number;
   /** Bytes of keys, values and history as `quotaBytes` counts them. */
   readonly sizeBytes: number;

@@ -240,7 +240,11 @@ export class Lessor extends EventTarget {
     return this.#b.sizeBytes();
   }
 
-  /** The compaction point: reads and watches before it fail with `Compacted`. */
+  /**
+   * The compaction point: reads and watches before it fail with
+   * `Compacted`. -1 until the first compaction, as etcd's (compacting at 0
+   * is one).
+   */
   get compactRevision() {
     this.#enter();
     return this.#b.compacted();

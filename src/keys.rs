@@ -125,7 +125,8 @@ impl Lessor {
         }
     }
 
-    /// The compaction point: reads and watches before it are refused.
+    /// The compaction point: reads and watches before it are refused. -1
+    /// until the first compaction (etcd's), which may be at 0.
     pub fn compacted(&self) -> i64 {
         self.kv.compacted()
     }
@@ -433,7 +434,9 @@ impl Lessor {
                     if r.revision > self.kv.revision() {
                         return Err(Error::FutureRevision);
                     }
-                    if r.revision > 0 && r.revision < self.kv.compacted() {
+                    // Any revision but 0, negative ones included (etcd's
+                    // checkRequestRange), though they then read the current one.
+                    if r.revision != 0 && r.revision < self.kv.compacted() {
                         return Err(Error::Compacted(self.kv.compacted()));
                     }
                 }

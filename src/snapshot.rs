@@ -94,7 +94,7 @@ impl Lessor {
         // (an empty store has no history to miss).
         let compacted = match (snap.compacted_stored, snap.revision) {
             (true, _) => snap.compacted,
-            (false, 1) => 0,
+            (false, 1) => -1,
             (false, rev) => rev,
         };
         l.kv.loaded(snap.revision, compacted);

@@ -351,7 +351,7 @@ proptest! {
         let config = Config { history: i64::MAX, ..Default::default() };
         let store = MemStore::default();
         let mut l = Lessor::with_storage(config.clone(), Box::new(store.clone())).unwrap();
-        let mut m = Model { states: vec![State::new(), State::new()], changes: vec![vec![], vec![]], compacted: 0, leases: vec![] };
+        let mut m = Model { states: vec![State::new(), State::new()], changes: vec![vec![], vec![]], compacted: -1, leases: vec![] };
         let mut now = T0;
         let mut watches: Vec<MWatch> = Vec::new();
         for step in steps {
@@ -502,10 +502,9 @@ proptest! {
                 Step::Compact(back) => {
                     let rev = m.rev() - back;
                     let got = l.compact(rev);
+                    // (-1 until the first compaction, as etcd's: 0 is one.)
                     if rev <= m.compacted {
                         prop_assert_eq!(got.map_err(|e| e.code()), Err("Compacted"));
-                    } else if rev < 1 {
-                        prop_assert!(got.is_err());
                     } else {
                         prop_assert_eq!(got, Ok(m.rev()));
                         m.compacted = rev;
@@ -623,6 +622,54 @@ fn errors_for_future_and_compacted_revisions() {
     assert_eq!(l.compact(4), Err(Error::Compacted(4)));
     assert_eq!(l.range_kv(T0, &at(3)), Err(Error::Compacted(4)));
     assert_eq!(l.range_kv(T0, &at(4)).unwrap().kvs[0].1.value[..], [2]);
+}
+
+// etcd's compaction point is -1 until the first compaction, so compacting
+// at 0 is one (once), and a txn's range at a negative revision is refused
+// when it is below the point (checkRequestRange), even on a fresh store;
+// the point survives a restart.
+#[test]
+fn the_compaction_point_starts_at_minus_one_as_etcds() {
+    let store = MemStore::default();
+    let mut l = Lessor::with_storage(Config::default(), Box::new(store.clone())).unwrap();
+    let range_at = |rev| TxnRequest {
+        compare: vec![],
+        success: vec![Op::Range(RangeRequest {
+            key: b"k".to_vec(),
+            revision: rev,
+            ..Default::default()
+        })],
+        failure: vec![],
+    };
+    assert_eq!(l.compacted(), -1);
+    assert!(l.txn(T0, &range_at(-1)).is_ok());
+    assert_eq!(l.txn(T0, &range_at(-2)), Err(Error::Compacted(-1)));
+    l.put(T0, b"k", b"v", PutOptions::default()).unwrap();
+    assert_eq!(l.compact(-1), Err(Error::Compacted(-1)));
+    assert_eq!(l.compact(0), Ok(2));
+    assert_eq!(l.compact(0), Err(Error::Compacted(0)));
+    assert_eq!(l.txn(T0, &range_at(-1)), Err(Error::Compacted(0)));
+    // Revision 0 is the current one, never compacted; so is a negative one
+    // outside a txn.
+    let got = l.txn(T0, &range_at(0)).unwrap();
+    assert_eq!(got.responses.len(), 1);
+    let top = RangeRequest {
+        key: b"k".to_vec(),
+        revision: -5,
+        ..Default::default()
+    };
+    assert_eq!(l.range_kv(T0, &top).unwrap().kvs.len(), 1);
+    let entries: Vec<(String, Vec<u8>)> = store.0.borrow().clone().into_iter().collect();
+    let mut l = Lessor::restore(
+        Config::default(),
+        entries,
+        T0,
+        Some(Box::new(store.clone())),
+    )
+    .unwrap();
+    assert_eq!(l.compacted(), 0);
+    assert_eq!(l.compact(0), Err(Error::Compacted(0)));
+    assert_eq!(l.txn(T0, &range_at(-1)), Err(Error::Compacted(0)));
 }
 
 #[test]

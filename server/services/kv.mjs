@@ -28,9 +28,10 @@ function rangeIn(req) {
   return {
     key: bytesOf(req.key),
     rangeEnd: rangeEndOf(req.range_end),
-    // etcd reads the current revision for any revision <= 0, and ignores a
-    // limit <= 0.
-    revision: Math.max(0, int(req.revision)),
+    // etcd reads the current revision for any revision <= 0 (the engine
+    // does too, and still checks a txn's negative one against the
+    // compaction point, as etcd does), and ignores a limit <= 0.
+    revision: int(req.revision),
     // (and no range holds 2^31 keys: the engine's limit is cut to 32 bits
     // in wasm, so larger ones would wrap)
     limit: Math.min(Math.max(0, int(req.limit)), 2 ** 31 - 1),
@@ -165,7 +166,6 @@ function txnOut(r, header, req) {
 
 export function kvService({ lessor, header, maxTxnOps = 128 }) {
   const top = (revision) => ({ ...header(), revision });
-  let compactedZero = false;
   return {
     Range(req) {
       keyOf(req.key);
@@ -200,11 +200,7 @@ export function kvService({ lessor, header, maxTxnOps = 128 }) {
 
     Compact(req, call) {
       checkSize(call);
-      const rev = int(req.revision);
-      // etcd's compaction point starts at -1: compacting at 0 succeeds once
-      // (and changes nothing) on a store never compacted.
-      if (rev === 0 && !compactedZero && lessor.compactRevision === 0) compactedZero = true;
-      else engine(() => lessor.compact(rev));
+      engine(() => lessor.compact(int(req.revision)));
       return { header: header() };
     },
   };

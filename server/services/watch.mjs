@@ -174,12 +174,18 @@ class Session {
     this.#watchers.set(id, st);
     this.#out({ header: this.#head(current), watch_id: id, created: true });
     if (st.next < 0) {
-      // etcd compares a negative start with its compaction point, which is
-      // -1 before the first compaction: a cancel with that revision.
-      st.compacted = true;
+      // etcd compares a negative start with its compaction point (-1 until
+      // the first compaction). Below it: the compacted answer, which etcd
+      // marks canceled only when that point is not 0, and the watcher is
+      // gone. Else (-1 before any compaction) it reads nothing before and
+      // follows from now on.
       const at = this.#lessor.compactRevision;
-      this.#out({ header: this.#head(0), watch_id: id, canceled: true, compact_revision: at > 0 ? at : -1 });
-      return;
+      if (st.next < at) {
+        st.compacted = true;
+        this.#out({ header: this.#head(0), watch_id: id, canceled: at !== 0, compact_revision: at });
+        return;
+      }
+      st.next = current + 1;
     }
     if (st.progress !== undefined) this.#startTimer();
     if (!this.#blocked) this.#start(id, st);

@@ -97,7 +97,9 @@ pub struct Keyspace {
     /// Revision of the last change; etcd starts an empty store at 1, so the
     /// first change is revision 2.
     revision: i64,
-    /// Reads before this revision are refused (etcd's compact revision).
+    /// Reads before this revision are refused (etcd's compactMainRev): -1
+    /// until the first compaction, so that compacting at 0 is one, as on
+    /// etcd (it changes nothing but this point, which txn reads check).
     compacted: i64,
     /// What the entries and versions held take, as `cost` counts it.
     bytes: usize,
@@ -122,7 +124,7 @@ impl Keyspace {
             index: BTreeMap::new(),
             log: VecDeque::new(),
             revision: 1,
-            compacted: 0,
+            compacted: -1,
             bytes: 0,
         }
     }
@@ -141,7 +143,8 @@ impl Keyspace {
         self.revision
     }
 
-    /// The oldest revision reads and watches may ask for.
+    /// The oldest revision reads and watches may ask for (-1 until the
+    /// first compaction).
     pub fn compacted(&self) -> i64 {
         self.compacted
     }

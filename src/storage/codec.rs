@@ -11,7 +11,7 @@
 //!
 //! `sub` is the change's sub-revision, its place among its revision's
 //! changes, written only when above 0 (older stores have none: 0).
-//! | `v1/compacted` | the compaction point: history before it is gone, decimal |
+//! | `v1/compacted` | the compaction point: history before it is gone, decimal (-1: never compacted) |
 //!
 //! A lease's keys are not listed in its record: they are found from the keys'
 //! own `lease=` fields on restore, as etcd recovers its item sets.
@@ -358,7 +358,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
             }
             snap.compacted_stored = true;
             snap.compacted = num(key, "compacted", utf8(key, value)?)?;
-            if !(0..=MAX_COUNTER).contains(&snap.compacted) {
+            if !(-1..=MAX_COUNTER).contains(&snap.compacted) {
                 return Err(corrupt(key, "compaction point out of range"));
             }
         } else {

@@ -61,7 +61,8 @@ function generator(seed) {
   const int = (n) => Math.floor(rnd() * n);
   const pick = (xs) => xs[int(xs.length)];
   const chance = (p) => rnd() < p;
-  const state = { revision: 1, compacted: 0, leases: [], nextLease: 100, watches: 0 };
+  // (etcd's compaction point is -1 until the first compaction.)
+  const state = { revision: 1, compacted: -1, leases: [], nextLease: 100, watches: 0 };
   const value = () => Buffer.from(pick(["", "v", "w", "x".repeat(int(20)), `n${int(100)}`]));
   const key = () => pick(KEYS);
   const rangeEnd = (k) => {
@@ -77,7 +78,7 @@ function generator(seed) {
   };
   const revision = () => {
     if (chance(0.6)) return undefined;
-    return Math.max(-1, state.compacted - 1 + int(state.revision - state.compacted + 3));
+    return Math.max(-2, state.compacted - 1 + int(state.revision - state.compacted + 3));
   };
   const range = ({ sorting = true } = {}) => {
     const k = key();
@@ -155,7 +156,7 @@ function generator(seed) {
       if (r < 95) {
         const k = key();
         const req = { key: k, range_end: rangeEnd(k), prev_kv: chance(0.5) || undefined };
-        req.start_revision = Math.max(0, state.compacted - 1 + int(state.revision - state.compacted + 3));
+        req.start_revision = chance(0.1) ? pick([-1, -2]) : Math.max(0, state.compacted - 1 + int(state.revision - state.compacted + 3));
         if (chance(0.2)) req.filters = [pick(["NOPUT", "NODELETE"])];
         return ["watch", int(2), { create_request: req }];
       }

@@ -11,7 +11,12 @@ import { byWatcher, connect, norm, settle, until } from "./grpc-client.mjs";
 const B = (s) => Buffer.from(s);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-test("Watch over gRPC: creates, history, filters, ids, cancels, progress and compaction as etcd 3.4 sequences them", async (t) => {
+/**
+ * Both servers, each with two watch streams, driven in lockstep: `both(what,
+ * fn)` runs `fn(side)` on each, lets them settle, then compares the results
+ * and every stream's messages so far.
+ */
+async function lockstep(t) {
   const { etcd, edge } = await startBoth(t);
   const sides = [etcd, edge].map((s) => {
     const c = connect(t, s.url);
@@ -35,7 +40,12 @@ test("Watch over gRPC: creates, history, filters, ids, cancels, progress and com
   const put = (key, value, extra = {}) => both(`put ${key}`, (s) => s.c.kv("Put", { key: B(key), value: B(value), ...extra }));
   const create = (i, req) => both(`create ${JSON.stringify(req)}`, (s) => s.streams[i].write({ create_request: req }) && null);
   const cancel = (i, id) => both(`cancel ${id}`, (s) => s.streams[i].write({ cancel_request: { watch_id: id } }) && null);
+  return { sides, all, both, put, create, cancel };
+}
 
+
+test("Watch over gRPC: creates, history, filters, ids, cancels, progress and compaction as etcd 3.4 sequences them", async (t) => {
+  const { sides, all, both, put, create, cancel } = await lockstep(t);
   await put("a", "1");
   await put("b", "1");
   await put("a", "2");
@@ -132,6 +142,29 @@ test("Watch over gRPC: creates, history, filters, ids, cancels, progress and com
   await both("watch from it", (s) => s.streams[0].write({ create_request: { ...fromKey, start_revision: s.mark, prev_kv: true } }) && null);
   await put("t/1", "s");
   assert.ok(sides[1].streams[0].messages.length > 30);
+  for (const s of all()) assert.equal(s.error, null);
+});
+
+test("Watch: a negative start is held against the compaction point, which is -1 until the first compaction, as on etcd", async (t) => {
+  const { sides, all, both, put, create } = await lockstep(t);
+  await put("a", "1");
+  // -1, never compacted: no history, then what comes; -2: compacted at -1.
+  await create(0, { key: B("a"), start_revision: -1 });
+  await create(0, { key: B("a"), start_revision: -2 });
+  await put("a", "2");
+  // Compacted at 0: -1 gets compact_revision 0, which etcd does not mark
+  // canceled, and nothing after it.
+  await both("compact 0", (s) => s.c.kv("Compact", { revision: 0 }));
+  await create(1, { key: B("a"), start_revision: -1 });
+  await put("a", "3");
+  await both("compact 3", (s) => s.c.kv("Compact", { revision: 3 }));
+  await create(1, { key: B("a"), start_revision: -1 });
+  await put("a", "4");
+  const got = sides[1].streams.map((w) => w.messages.map((m) => [Boolean(m.created), Boolean(m.canceled), String(m.compact_revision ?? 0), m.events?.length ?? 0]));
+  assert.deepEqual(got, [
+    [[true, false, "0", 0], [true, false, "0", 0], [false, true, "-1", 0], [false, false, "0", 1], [false, false, "0", 1], [false, false, "0", 1]],
+    [[true, false, "0", 0], [false, false, "0", 0], [true, false, "0", 0], [false, true, "3", 0]],
+  ]);
   for (const s of all()) assert.equal(s.error, null);
 });
 

@@ -75,6 +75,11 @@ test("range at past revisions reads history; compaction and the future are typed
   assert.equal(at(3).revision, 7, "the header is the current revision");
   assert.equal(at(7).kvs.length, 0);
   assert.throws(() => at(8), { code: "FutureRevision" });
+  // etcd's compaction point: -1 until the first compaction, which may be at 0.
+  assert.equal(lessor.compactRevision, -1);
+  assert.deepEqual(lessor.compact(0), { revision: 7 });
+  assert.equal(lessor.compactRevision, 0);
+  assert.throws(() => lessor.compact(0), { code: "Compacted" });
   assert.deepEqual(lessor.compact(5), { revision: 7 });
   assert.equal(lessor.compactRevision, 5);
   assert.throws(() => at(4), (e) => e.code === "Compacted" && e.compactRevision === 5);

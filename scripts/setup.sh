@@ -65,3 +65,13 @@ if [ "$want_etcd" = 1 ] && ! command -v etcd >/dev/null 2>&1; then
   log "installing etcd-server and etcd-client"
   apt_install etcd-server etcd-client
 fi
+
+# etcd3gw, a Python client of etcd's JSON gateway (tests/etcd/etcd3gw.test.mjs),
+# in a venv of its own, pinned.
+etcd3gw_version=2.7.0
+if [ "$want_etcd" = 1 ] && ! .cache/etcd3gw/bin/python -c "import etcd3gw, importlib.metadata as m; assert m.version('etcd3gw') == '$etcd3gw_version'" 2>/dev/null; then
+  log "installing etcd3gw $etcd3gw_version (PyPI) in .cache/etcd3gw"
+  rm -rf .cache/etcd3gw
+  python3 -m venv .cache/etcd3gw
+  .cache/etcd3gw/bin/pip install --quiet --disable-pip-version-check "etcd3gw==$etcd3gw_version"
+fi

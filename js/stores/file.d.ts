@@ -56,7 +56,8 @@ export class FileStore implements Storage {
    */
   compactFrom(lessor: Lessor, options?: { force?: boolean }): Promise<boolean>;
   /** Bytes in the live journal and in the snapshot, file headers included. */
-  readonly sizes: { journal: number; snapshot: number };
+  /** Bytes in the live journal and in the snapshot (file headers included), and a file header's. */
+  readonly sizes: { journal: number; snapshot: number; header: number };
   /** The live journal's generation: 1 for a new store, one more per compaction. */
   readonly generation: number;
   /** Closes at once; resolves when the lock is released (after a compaction in progress stops). */

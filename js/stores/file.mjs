@@ -932,9 +932,9 @@ export class FileStore {
     }
   }
 
-  /** Bytes in the live journal and in the snapshot (file headers included). */
+  /** Bytes in the live journal and in the snapshot (file headers included), and a file header's. */
   get sizes() {
-    return { journal: this.#journalBytes, snapshot: this.#snapshotBytes };
+    return { journal: this.#journalBytes, snapshot: this.#snapshotBytes, header: FILE_HEADER };
   }
 
   /** The generation of the live journal (1 for a new store, +1 per compaction). */

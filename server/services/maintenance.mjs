@@ -4,21 +4,31 @@ import { unimplemented } from "../errors.mjs";
 import { SERVER_VERSION } from "./common.mjs";
 
 export function maintenanceService({ lessor, store, member, header }) {
-  // What the engine holds (keys, values, history), kept as it changes: O(1).
-  const dbSize = () => lessor.sizeBytes;
+  // etcd's dbSize is its backend file's size (which Defragment shrinks) and
+  // dbSizeInUse what its data takes there. Here: the file store's journal
+  // and snapshot, and the engine's data as the quota counts it (O(1)) with
+  // the live journal's header, never more than is on disk; neither is ever
+  // 0, as etcd's never are. Without a file store, the data alone.
+  const sizes = () => {
+    const data = lessor.sizeBytes;
+    const files = store?.sizes;
+    if (!files) return [data, data];
+    const onDisk = files.journal + files.snapshot;
+    return [onDisk, Math.min(onDisk, data + files.header)];
+  };
   return {
     Status() {
-      const size = dbSize();
+      const [dbSize, dbSizeInUse] = sizes();
       // No raft here: the applied index is the revision, the term fixed.
       return {
         header: header(),
         version: SERVER_VERSION,
-        dbSize: size,
+        dbSize,
         leader: member.id,
         raftIndex: lessor.revision,
         raftTerm: member.raftTerm,
         raftAppliedIndex: lessor.revision,
-        dbSizeInUse: size,
+        dbSizeInUse,
       };
     },
     Alarm(req) {

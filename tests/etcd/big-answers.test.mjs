@@ -38,5 +38,6 @@ test("big answers: a multi-MiB range on the gateway and on gRPC, Status dbSize",
 
   const status = await post(edge.url, "/v3/maintenance/status", {});
   assert.ok(Number(status.body.dbSize) > 60 * 100 * 1024, status.body.dbSize);
-  assert.equal(status.body.dbSize, status.body.dbSizeInUse);
+  // (On disk: the journal, with its record headers and the deletes.)
+  assert.ok(Number(status.body.dbSizeInUse) > 60 * 100 * 1024 && Number(status.body.dbSizeInUse) <= Number(status.body.dbSize), status.body.dbSizeInUse);
 });

@@ -66,6 +66,12 @@ if [ "$want_etcd" = 1 ] && ! command -v etcd >/dev/null 2>&1; then
   apt_install etcd-server etcd-client
 fi
 
+# protoc, for the etcd-client crate's build (tests/etcd-client).
+if [ "$want_etcd" = 1 ] && ! command -v protoc >/dev/null 2>&1; then
+  log "installing protobuf-compiler"
+  apt_install protobuf-compiler
+fi
+
 # etcd3gw, a Python client of etcd's JSON gateway (tests/etcd/etcd3gw.test.mjs),
 # in a venv of its own, pinned.
 etcd3gw_version=2.7.0

@@ -15,6 +15,7 @@ import {
   readDelete,
   readRange,
   readTxn,
+  readVersions,
   readWatchBatches,
   writeDelete,
   writeRange,
@@ -212,6 +213,11 @@ export class Binding {
 
   compacted() {
     return this.#raw.compacted();
+  }
+
+  /** `[{ revision, sub, key, kv }]` up to revision `upto`, in commit order. */
+  versions(upto) {
+    return readVersions(new Reader(this.#call(() => this.#raw.versions(upto))), leaseHex);
   }
 
   sizeBytes() {

@@ -251,6 +251,20 @@ export class Lessor extends EventTarget {
   }
 
   /**
+   * Every version of every key held up to revision `upto` (default: the
+   * current one), in commit order: the history since the compaction point,
+   * each key's state kept at it, and the live entries. Each is `{ revision,
+   * sub, key, kv }`: `sub` is its place among the revision's changes, `kv`
+   * as `range` gives it, or undefined for a deletion. What etcd's HashKV
+   * hashes; it walks the whole store, so it costs the store's size.
+   */
+  versions(upto = this.revision) {
+    this.#enter();
+    checkInt(upto, "upto");
+    return this.#b.versions(upto);
+  }
+
+  /**
    * Watches a key or range from `startRevision` (default: after the current
    * one). `listener({ events, compactRevision, revision })` gets each
    * revision's changes once, in order, right after the write that made

@@ -131,6 +131,19 @@ impl Lessor {
         self.kv.compacted()
     }
 
+    /// Every version of every key held up to revision `upto` (history since
+    /// the compaction point, each key's state kept at it, and the live
+    /// entries), in commit order: (revision, sub-revision, key, entry or
+    /// None for a deletion). For etcd's HashKV; it copies nothing but walks
+    /// everything, so it costs the store's size.
+    pub fn versions(&self, upto: i64) -> Vec<(i64, u32, &[u8], Option<&Entry>)> {
+        self.kv
+            .versions(upto)
+            .into_iter()
+            .map(|(rev, sub, k, e)| (rev, sub, &**k, e))
+            .collect()
+    }
+
     /// Bytes of keys, values and history, as the quota counts them.
     pub fn size_bytes(&self) -> usize {
         self.kv.bytes()

@@ -628,6 +628,14 @@ impl RawLessor {
         self.inner.size_bytes() as f64
     }
 
+    /// Every version held up to `upto`, in commit order, packed
+    /// (`Writer::versions`).
+    pub fn versions(&self, upto: f64) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.versions(&self.inner.versions(upto as i64));
+        w.0
+    }
+
     /// The compaction point.
     pub fn compacted(&self) -> f64 {
         self.inner.compacted() as f64

@@ -546,6 +546,28 @@ proptest! {
             prop_assert!(!l.watches_pending());
         }
         check_watches(&watches, &m)?;
+        // The versions held: every change after the compaction point, and of
+        // those at or before it each key's last, unless a deletion (etcd's
+        // keyIndex.compact), in commit order.
+        let mut last = BTreeMap::new();
+        for (rev, changes) in m.changes.iter().enumerate().take(m.compacted.max(0) as usize + 1) {
+            for (sub, (key, _)) in changes.iter().enumerate() {
+                last.insert(key.clone(), (rev as i64, sub as u32));
+            }
+        }
+        let mut want = Vec::new();
+        for (rev, changes) in m.changes.iter().enumerate() {
+            for (sub, (key, kv)) in changes.iter().enumerate() {
+                let at = (rev as i64, sub as u32);
+                if rev as i64 > m.compacted || (last.get(key) == Some(&at) && kv.is_some()) {
+                    want.push((at.0, at.1, key.clone(), kv.as_ref().map(|kv| (kv.value.clone(), kv.create, kv.modr, kv.version, kv.lease))));
+                }
+            }
+        }
+        let got: Vec<_> = l.versions(m.rev()).into_iter().map(|(rev, sub, key, e)| {
+            (rev, sub, key.to_vec(), e.map(|e| (e.value.to_vec(), e.create_revision, e.mod_revision, e.version, e.lease)))
+        }).collect();
+        prop_assert_eq!(got, want);
     }
 }
 

@@ -1,7 +1,8 @@
-// etcdserverpb.Maintenance: Status, Alarm (never raised here) and
+// etcdserverpb.Maintenance: Status, HashKV, Alarm (never raised here) and
 // Defragment (compacts the file store's journal into its snapshot).
-import { unimplemented } from "../errors.mjs";
-import { SERVER_VERSION } from "./common.mjs";
+import { Etcd, unimplemented } from "../errors.mjs";
+import { SERVER_VERSION, engine, int } from "./common.mjs";
+import { hashKv } from "./hashkv.mjs";
 
 export function maintenanceService({ lessor, store, member, header }) {
   // etcd's dbSize is its backend file's size (which Defragment shrinks) and
@@ -36,6 +37,17 @@ export function maintenanceService({ lessor, store, member, header }) {
       if (action === "ACTIVATE") throw unimplemented("raising alarms");
       // etcd answers a GET from the member's alarm store, with no header.
       return action === "GET" ? {} : { header: header() };
+    },
+    // etcd's: refused at or before the compaction point; a negative
+    // revision hashes no version at all.
+    async HashKV(req) {
+      const rev = int(req.revision);
+      const compacted = lessor.compactRevision;
+      if (rev > 0 && rev <= compacted) throw Etcd.compacted();
+      if (rev > lessor.revision) throw Etcd.futureRev();
+      const head = header();
+      const versions = engine(() => lessor.versions(rev === 0 ? lessor.revision : rev));
+      return { header: head, hash: await hashKv(versions, compacted), compact_revision: compacted };
     },
     Defragment() {
       store?.compactFrom(lessor, { force: true });

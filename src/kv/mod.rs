@@ -465,6 +465,27 @@ impl Keyspace {
             })
     }
 
+    /// Every version held up to revision `upto`, live or superseded, in
+    /// commit order (revision, then sub-revision): the changes since the
+    /// compaction point and each key's state kept at it (None: a deletion),
+    /// what etcd's backend holds and its HashKV reads.
+    pub fn versions(&self, upto: i64) -> Vec<(i64, u32, &Key, Option<&Entry>)> {
+        let mut out = Vec::new();
+        for (k, past) in &self.index {
+            let n = past.partition_point(|v| v.revision <= upto);
+            out.extend(
+                past[..n]
+                    .iter()
+                    .map(|v| (v.revision, v.sub, k, v.entry.as_ref())),
+            );
+            if let Some(e) = self.live.get(&**k).filter(|e| e.mod_revision <= upto) {
+                out.push((e.mod_revision, e.sub, k, Some(e)));
+            }
+        }
+        out.sort_unstable_by_key(|&(rev, sub, ..)| (rev, sub));
+        out
+    }
+
     /// The log position of the first change from revision `from` on.
     pub fn position(&self, from: i64) -> usize {
         self.log.partition_point(|c| c.revision < from)

@@ -188,6 +188,18 @@ test(`random KV and Watch sequence (seed ${SEED}, ${STEPS} steps) answers as etc
       assert.deepEqual(got, want, `seed ${SEED} step ${step}: watch stream ${i}`);
     }
   };
+  // HashKV covers every version each side holds (history since the
+  // compaction point and what compaction kept): the current revision, the
+  // first after the compaction point, and one a few back.
+  const compareHashes = async (step) => {
+    const { revision, compacted } = gen.state;
+    for (const at of new Set([0, Math.min(revision, compacted + 1), Math.max(1, revision - 3)])) {
+      const [want, got] = await Promise.all(sides.map((s) => s.c.maintenance("HashKV", { revision: at })));
+      assert.deepEqual(norm(got), norm(want), `seed ${SEED} step ${step}: HashKV at ${at}`);
+      hashes++;
+    }
+  };
+  let hashes = 0;
   const gen = generator(SEED);
   const started = Date.now();
   let steps = 0;
@@ -216,10 +228,14 @@ test(`random KV and Watch sequence (seed ${SEED}, ${STEPS} steps) answers as etc
     gen.saw(service, method, req, want);
     if (want.code) errors++;
     assert.deepEqual(norm(got), norm(want), `seed ${SEED} step ${steps}: ${method} ${show(req)}`);
-    if (steps % 50 === 49) await compareWatches(steps);
+    if (steps % 50 === 49) {
+      await compareWatches(steps);
+      await compareHashes(steps);
+    }
   }
   await compareWatches(steps);
+  await compareHashes(steps);
   const events = sides[1].streams.reduce((n, s) => n + s.messages.reduce((m, x) => m + (x.events?.length ?? 0), 0), 0);
-  t.diagnostic(`${steps} steps, ${watchers} watchers, ${events} watch events, ${errors} errors, revision ${gen.state.revision}`);
+  t.diagnostic(`${steps} steps, ${watchers} watchers, ${events} watch events, ${errors} errors, ${hashes} HashKV compared, revision ${gen.state.revision}`);
   assert.ok(steps >= Math.min(STEPS, 100), `only ${steps} steps in time`);
 });

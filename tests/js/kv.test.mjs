@@ -66,6 +66,23 @@ test("range: prefix, rangeEnd, from-key, limit with more and count, sort, keysOn
   assert.deepEqual([keys(firstOnly.kvs), firstOnly.more], [["a"], true]);
 });
 
+test("versions: every version held, in commit order, deletions as marks; compaction keeps each key's state at it", () => {
+  const { lessor } = setup();
+  lessor.put("a", "1"); // 2
+  lessor.put("b", "2"); // 3
+  lessor.txn({ success: [{ deleteRange: { key: "\0", rangeEnd: "\0" } }, { put: { key: "a", value: "3" } }] }); // 4
+  lessor.put("c", "4"); // 5
+  const shape = (vs) => vs.map((v) => `${v.revision}.${v.sub} ${text(v.key)}${v.kv ? "=" + text(v.kv.value) : " deleted"}`);
+  assert.deepEqual(shape(lessor.versions()), ["2.0 a=1", "3.0 b=2", "4.0 a deleted", "4.1 b deleted", "4.2 a=3", "5.0 c=4"]);
+  assert.deepEqual(shape(lessor.versions(3)), ["2.0 a=1", "3.0 b=2"]);
+  assert.deepEqual(lessor.versions(5)[4].kv, { key: new TextEncoder().encode("a"), value: new TextEncoder().encode("3"), createRevision: 4, modRevision: 4, version: 1, lease: null });
+  // At 4: a's last change (the put) stays, b's (a deletion) goes, earlier ones too.
+  lessor.compact(4);
+  assert.deepEqual(shape(lessor.versions()), ["4.2 a=3", "5.0 c=4"]);
+  assert.deepEqual(lessor.versions(-1), []);
+  assert.equal(code(() => lessor.versions(1.5)), "InvalidArgument");
+});
+
 test("range at past revisions reads history; compaction and the future are typed errors", () => {
   const { lessor } = setup();
   for (let v = 0; v < 5; v++) lessor.put("k", String(v)); // revisions 2..6

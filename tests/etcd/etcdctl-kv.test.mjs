@@ -63,14 +63,22 @@ test("etcdctl: kv, ranges, get --rev, txn, watch --rev --prev-kv and compaction 
   for (const rev of ["1", "2", "4", "6", "7", "9", "100"]) await both(["get", "--prefix", "", `--rev=${rev}`]);
   await both(["get", "a", "--rev=6", "-w", "json"]);
 
-  // txn from stdin: compares, then success ops, then failure ops.
-  const script = (cmps, yes, no) => [...cmps, "", ...yes, "", ...no, ""].join("\n");
-  await both(["txn"], { input: script(['mod("a") > "0"', 'val("b") = "8"'], ["put a txn-yes", "get b --prefix", "del c --prev-kv"], ["put a txn-no"]) });
-  await both(["txn"], { input: script(['ver("a") = "100"'], ["put a yes"], ["get a", "put --prev-kv a txn-no", "get --prefix b --keys-only"]) });
-  await both(["txn"], { input: script(['c("zz") = "0"', 'value("a") != "x"'], ["put zz created"], []) });
-  await both(["txn"], { input: script([], ["put t1 1", "put t1 2"], []) });
-  await both(["txn", "-w", "json"], { input: script(['create("a") > "1"'], ["get a"], []) });
-  await both(["txn", "-i"], { input: script(['version("d") = "1"'], ["del --prefix b"], []) });
+  // txn from stdin: compares, then success ops, then failure ops, each list
+  // ended by an empty line (without the last one etcdctl stops at EOF and
+  // sends nothing). Each must run on etcd; one that fails says so.
+  const script = (cmps, yes, no) => [...cmps, "", ...yes, "", ...no, ""].join("\n") + "\n";
+  const txn = async (args, input, code = 0) => {
+    const r = await both(args, { input });
+    assert.equal(r.code, code, `etcdctl ${args.join(" ")}: ${r.stderr}`);
+  };
+  await txn(["txn"], script(['mod("a") > "0"', 'val("b") = "8"'], ["put a txn-yes", "get b --prefix", "del c --prev-kv"], ["put a txn-no"]));
+  await txn(["txn"], script(['ver("a") = "100"'], ["put a yes"], ["get a", "put --prev-kv a txn-no", "get --prefix b --keys-only"]));
+  await txn(["txn"], script(['c("zz") = "0"', 'value("a") != "x"'], ["put zz created"], []));
+  // (etcd refuses a key put twice in one txn.)
+  await txn(["txn"], script([], ["put t1 1", "put t1 2"], []), 1);
+  await txn(["txn"], script([], ["put t1 1", "put t2 2"], []));
+  await txn(["txn", "-w", "json"], script(['create("a") > "1"'], ["get a"], []));
+  await txn(["txn", "-i"], script(['version("d") = "1"'], ["del --prefix b"], []));
   await both(["get", "--prefix", ""]);
 
   // Deletes of ranges.

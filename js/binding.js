@@ -15,7 +15,6 @@ import {
   readDelete,
   readRange,
   readTxn,
-  readVersions,
   readWatchBatches,
   writeDelete,
   writeRange,
@@ -215,9 +214,8 @@ export class Binding {
     return this.#raw.compacted();
   }
 
-  /** `[{ revision, sub, key, kv }]` up to revision `upto`, in commit order. */
-  versions(upto) {
-    return readVersions(new Reader(this.#call(() => this.#raw.versions(upto))), leaseHex);
+  hashKv(upto) {
+    return this.#call(() => this.#raw.hash_kv(upto));
   }
 
   sizeBytes() {

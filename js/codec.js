@@ -293,26 +293,6 @@ function readPrev(r, lease) {
   return r.byte() === 1 ? readKv(r, lease) : undefined;
 }
 
-/**
- * Stored versions (`Writer::versions` in src/wasm/codec.rs): `[{ revision,
- * sub, key, kv }]`, `kv` undefined for a deletion.
- */
-export function readVersions(r, lease) {
-  const n = r.uint();
-  const out = new Array(n);
-  for (let i = 0; i < n; i++) {
-    const revision = r.int();
-    const sub = r.uint();
-    if (r.byte() === 1) {
-      const kv = readKv(r, lease);
-      out[i] = { revision, sub, key: kv.key, kv };
-    } else {
-      out[i] = { revision, sub, key: r.bytes(), kv: undefined };
-    }
-  }
-  return out;
-}
-
 export function readRange(r, lease) {
   const revision = r.int();
   const count = r.int();

@@ -373,12 +373,8 @@ export class Lessor extends EventTarget {
   deleteRange(request: DeleteRangeRequest): DeleteRangeResult;
   txn(request: TxnRequest): TxnResult;
   compact(revision: number): { revision: number };
-  /**
-   * Every version of every key held up to `upto` (default: the current
-   * revision), in commit order; `kv` is undefined for a deletion. Walks the
-   * whole store (etcd's HashKV reads this).
-   */
-  versions(upto?: number): { revision: number; sub: number; key: Uint8Array; kv: KeyValue | undefined }[];
+  /** etcd's HashKV of the history up to `revision` (default: the current one), a uint32. */
+  hashKv(revision?: number): number;
   /** The compaction point: -1 until the first compaction (etcd's; compacting at 0 is one). */
   readonly compactRevision: number;
   /** Bytes of keys, values and history as `quotaBytes` counts them. */

@@ -251,17 +251,16 @@ export class Lessor extends EventTarget {
   }
 
   /**
-   * Every version of every key held up to revision `upto` (default: the
-   * current one), in commit order: the history since the compaction point,
-   * each key's state kept at it, and the live entries. Each is `{ revision,
-   * sub, key, kv }`: `sub` is its place among the revision's changes, `kv`
-   * as `range` gives it, or undefined for a deletion. What etcd's HashKV
-   * hashes; it walks the whole store, so it costs the store's size.
+   * etcd's HashKV of the history up to `revision` (0, the default: the
+   * current one), a uint32: the same writes hash the same here and on etcd
+   * 3.4 (`etcdctl endpoint hashkv`). `Compacted` at or before the
+   * compaction point, `FutureRevision` past the current one. It reads
+   * every version held, in one pass in the engine.
    */
-  versions(upto = this.revision) {
+  hashKv(revision = 0) {
     this.#enter();
-    checkInt(upto, "upto");
-    return this.#b.versions(upto);
+    checkInt(revision, "revision");
+    return this.#b.hashKv(revision);
   }
 
   /**

@@ -134,14 +134,30 @@ impl Lessor {
     /// Every version of every key held up to revision `upto` (history since
     /// the compaction point, each key's state kept at it, and the live
     /// entries), in commit order: (revision, sub-revision, key, entry or
-    /// None for a deletion). For etcd's HashKV; it copies nothing but walks
-    /// everything, so it costs the store's size.
+    /// None for a deletion): what etcd's backend would hold. It walks
+    /// everything and sorts it, so it costs the store's size.
     pub fn versions(&self, upto: i64) -> Vec<(i64, u32, &[u8], Option<&Entry>)> {
         self.kv
             .versions(upto)
             .into_iter()
             .map(|(rev, sub, k, e)| (rev, sub, &**k, e))
             .collect()
+    }
+
+    /// etcd's HashKV of the history up to revision `upto` (0: the current
+    /// one): the same writes hash the same here and on etcd 3.4. Refuses,
+    /// as etcd, a revision at or before the compaction point or in the
+    /// future; a negative one hashes no version.
+    pub fn hash_kv(&self, upto: i64) -> Result<u32> {
+        if upto > 0 && upto <= self.kv.compacted() {
+            return Err(Error::Compacted(self.kv.compacted()));
+        }
+        if upto > self.kv.revision() {
+            return Err(Error::FutureRevision);
+        }
+        Ok(self
+            .kv
+            .hash_kv(if upto == 0 { self.kv.revision() } else { upto }))
     }
 
     /// Bytes of keys, values and history, as the quota counts them.

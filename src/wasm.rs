@@ -628,12 +628,9 @@ impl RawLessor {
         self.inner.size_bytes() as f64
     }
 
-    /// Every version held up to `upto`, in commit order, packed
-    /// (`Writer::versions`).
-    pub fn versions(&self, upto: f64) -> Vec<u8> {
-        let mut w = Writer::default();
-        w.versions(&self.inner.versions(upto as i64));
-        w.0
+    /// etcd's HashKV up to `upto` (0: the current revision).
+    pub fn hash_kv(&self, upto: f64) -> Result<u32, JsValue> {
+        self.inner.hash_kv(upto as i64).map_err(|e| js_error(&e))
     }
 
     /// The compaction point.

@@ -17,6 +17,7 @@
 //! a transaction changes more than once (a from-key delete and a put of a
 //! key in it, which etcd allows).
 
+mod hash;
 mod range;
 
 pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
@@ -468,7 +469,7 @@ impl Keyspace {
     /// Every version held up to revision `upto`, live or superseded, in
     /// commit order (revision, then sub-revision): the changes since the
     /// compaction point and each key's state kept at it (None: a deletion),
-    /// what etcd's backend holds and its HashKV reads.
+    /// what etcd's backend holds.
     pub fn versions(&self, upto: i64) -> Vec<(i64, u32, &Key, Option<&Entry>)> {
         let mut out = Vec::new();
         for (k, past) in &self.index {

@@ -296,26 +296,6 @@ impl Writer {
         self.byte(e.text as u8);
     }
 
-    /// Per version: revision, sub-revision, then 1 and the kv, or 0 and the
-    /// key (a deletion).
-    pub fn versions(&mut self, versions: &[(i64, u32, &[u8], Option<&Entry>)]) {
-        self.u64(versions.len() as u64);
-        for &(rev, sub, key, e) in versions {
-            self.i64(rev);
-            self.u64(sub as u64);
-            match e {
-                Some(e) => {
-                    self.byte(1);
-                    self.kv(key, e);
-                }
-                None => {
-                    self.byte(0);
-                    self.bytes(key);
-                }
-            }
-        }
-    }
-
     fn kvs(&mut self, kvs: &[(Key, Entry)]) {
         self.u64(kvs.len() as u64);
         for (k, e) in kvs {

@@ -68,17 +68,6 @@ export function unimplemented(what) {
   return new GrpcError(Code.Unimplemented, `edge-lease: ${what} is not implemented yet`);
 }
 
-/**
- * What etcd answers when a call's deadline (grpc-timeout) passes while it
- * waits: etcdserverpb's unary calls map the context's error to
- * DeadlineExceeded; v3lock, v3election and every stream hand it to grpc-go
- * as it is, which makes it Unknown. The message is Go's either way.
- */
-export function deadlineExceeded(service, streaming) {
-  const mapped = service.startsWith("etcdserverpb.") && !streaming;
-  return new GrpcError(mapped ? Code.DeadlineExceeded : Code.Unknown, "context deadline exceeded");
-}
-
 /** etcd's message for a gRPC message over the 2 MiB receive limit. */
 export function tooLargeMessage(size, max) {
   return new GrpcError(Code.ResourceExhausted, `grpc: received message larger than max (${size} vs. ${max})`);

@@ -8,7 +8,8 @@ import { gunzipSync, inflateSync } from "node:zlib";
 import protobuf from "protobufjs";
 import { loadRoot } from "./proto/load.mjs";
 import { services as schema } from "./proto/schema.mjs";
-import { Code, GrpcError, deadlineExceeded, tooLargeMessage, unimplemented } from "./errors.mjs";
+import { Code, GrpcError, tooLargeMessage, unimplemented } from "./errors.mjs";
+import { deadlineAnswer } from "./services/deadlines.mjs";
 import { MAX_MESSAGE_BYTES } from "./gateway.mjs";
 import { H2Session } from "./h2.mjs";
 import { lengthSize } from "./size.mjs";
@@ -198,12 +199,13 @@ class Context {
 }
 
 // Starts `call`'s deadline (grpc-timeout): past it, the call ends with
-// `m.expired` (etcd's answer for the method) and its handler's signal aborts. Returns a stopper. The
-// timer is set once the current tick is over, and only for a call still in
-// progress then: a call answered at once (a read while no write waits for
-// the disk: its request usually comes in the same socket read as its
-// headers) never costs one.
-function deadline(call, m, onExpire) {
+// `answer()` (etcd's for the method, services/deadlines.mjs) and its
+// handler's signal aborts; if that is null, the call goes on. Returns a
+// stopper. The timer is set once the current tick is over, and only for a
+// call still in progress then: a call answered at once (a read while no
+// write waits for the disk: its request usually comes in the same socket
+// read as its headers) never costs one.
+function deadline(call, answer, onExpire) {
   if (!(call.timeoutMs >= 0)) return () => {};
   const start = performance.now();
   let timer = null;
@@ -211,8 +213,9 @@ function deadline(call, m, onExpire) {
   queueMicrotask(() => {
     if (stopped || call.done) return;
     timer = setTimeout(() => {
-      if (call.done) return;
-      call.finish(m.expired.code, m.expired.message);
+      const e = call.done ? null : answer();
+      if (!e) return;
+      call.finish(e.code, e.message);
       onExpire();
     }, Math.min(Math.max(0, call.timeoutMs - (performance.now() - start)), 2 ** 31 - 1));
   });
@@ -231,7 +234,8 @@ const isPromise = (v) => typeof v?.then === "function";
 function firstRequest(m, what, run) {
   return (call) => {
     let ctx = null;
-    const stop = deadline(call, m, () => ctx?.abort());
+    let req;
+    const stop = deadline(call, () => m.expired(req), () => ctx?.abort());
     call.onCancel = () => (stop(), ctx?.abort());
     call.onDrain = () => ctx?.wake?.();
     call.onEnd = () => {
@@ -246,7 +250,8 @@ function firstRequest(m, what, run) {
       ctx = new Context(call, bytes.length);
       let done;
       try {
-        done = run(m.req.decode(bytes, compressed, call.encoding), ctx);
+        req = m.req.decode(bytes, compressed, call.encoding);
+        done = run(req, ctx);
       } catch (e) {
         return failed(e);
       }
@@ -284,7 +289,7 @@ const serverStream = (m) =>
 // client half-closes (etcd3's keepaliveOnce waits for that).
 function each(m) {
   return (call) => {
-    const stop = deadline(call, m, () => {});
+    const stop = deadline(call, m.expired, () => {});
     call.onCancel = stop;
     call.onMessage = (bytes, compressed) => {
       if (call.done) return;
@@ -313,7 +318,7 @@ function session(m) {
       s.close();
     };
     const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))));
-    stopTimer = deadline(call, m, close);
+    stopTimer = deadline(call, m.expired, close);
     call.onDrain = () => s.drain?.();
     call.onEnd = () => s.end?.();
     call.onCancel = close;
@@ -360,7 +365,7 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
     for (const [rpc, [reqType, resType, streaming]] of Object.entries(rpcs)) {
       const name = `${service}/${rpc}`;
       const handler = services.get(name);
-      const expired = deadlineExceeded(service, streaming);
+      const expired = deadlineAnswer(name, streaming);
       const m = { handler, req: codec(root, reqType), res: codec(root, resType), expired };
       let start;
       if (!handler) {

@@ -158,8 +158,17 @@ test("gRPC transport: a call that waits past its grpc-timeout ends with etcd's s
       await open("/v3electionpb.Election/Observe", "v3electionpb.LeaderRequest", { name: Buffer.from("e") }),
     ]);
   }
-  assert.deepEqual(answers[1], answers[0]);
-  assert.deepEqual(answers[0][0].slice(1), [2, "context deadline exceeded", 0]);
+  // For Watch and LeaseKeepAlive etcd's answer is a race between its
+  // handler's context error (Unknown, ~70% of runs here) and grpc-go's own
+  // DeadlineExceeded; edge-lease gives the first. The rest is always the same.
+  const [etcdAnswers, edgeAnswers] = answers;
+  for (const [i, a] of etcdAnswers.entries()) {
+    if (a[0].endsWith("/Watch") || a[0].endsWith("/LeaseKeepAlive")) {
+      assert.ok(a[1] === 4 || (a[1] === 2 && a[2] === "context deadline exceeded"), `etcd: ${JSON.stringify(a)}`);
+      assert.deepEqual(edgeAnswers[i], [a[0], 2, "context deadline exceeded", a[3]]);
+    } else assert.deepEqual(edgeAnswers[i], a);
+  }
+  assert.deepEqual(etcdAnswers[0].slice(1), [2, "context deadline exceeded", 0]);
 });
 
 test("gRPC transport: a request that is not gRPC is reset with PROTOCOL_ERROR, as etcd 3.4 does", async (t) => {

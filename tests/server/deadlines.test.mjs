@@ -1,0 +1,99 @@
+// A unary call whose grpc-timeout passes while it waits for the disk ends
+// with etcd 3.4's answer for its method (server/services/deadlines.mjs):
+// measured on etcd 3.4.23 with its fsync slowed under strace (a write
+// proposed to raft: Unavailable "etcdserver: request timed out"; a read
+// waiting for its read index: Unknown "context deadline exceeded"; Status,
+// MemberList, LeaseLeases, LeaseTimeToLive and HashKV answered whatever the
+// deadline). Here the disk is a store that holds its writes until the test
+// lets them go; the server is the real gRPC transport on a loopback socket.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { connect } from "node:http2";
+import { Lessor } from "../../js/node.mjs";
+import { createServices } from "../../server/services/index.mjs";
+import { createGrpcServer } from "../../server/grpc.mjs";
+import { loadRoot } from "../../server/proto/load.mjs";
+import { within } from "../etcd/grpc-client.mjs";
+
+const root = loadRoot();
+const B = (s) => Buffer.from(s);
+const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
+
+function frame(type, req) {
+  const bytes = root.lookupType(type).encode(req).finish();
+  const out = Buffer.alloc(5 + bytes.length);
+  out.writeUInt32BE(bytes.length, 1);
+  out.set(bytes, 5);
+  return out;
+}
+
+/** One call: [grpc-status, grpc-message] once it ends (bounded). */
+function call(session, path, type, req, timeout) {
+  return within(
+    new Promise((ok, fail) => {
+      const headers = { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" };
+      if (timeout) headers["grpc-timeout"] = timeout;
+      const s = session.request(headers);
+      let head = {};
+      let trailers = {};
+      s.on("response", (h) => (head = h));
+      s.on("trailers", (t) => (trailers = t));
+      s.on("data", () => {});
+      s.on("error", fail);
+      s.on("close", () => ok([Number(trailers["grpc-status"] ?? head["grpc-status"]), decodeURIComponent(trailers["grpc-message"] ?? head["grpc-message"] ?? "")]));
+      s.end(frame(type, req));
+    }),
+    10_000,
+    path,
+  );
+}
+
+test("gRPC deadlines while the disk holds a write: etcd's answer per method; what etcd answers without raft goes on", async (t) => {
+  const held = [];
+  const lessor = new Lessor({ storage: { pipelined: true, write: () => new Promise((resolve) => held.push(resolve)) }, autoTick: false });
+  const grpc = createGrpcServer(createServices({ lessor, member }));
+  const server = createServer((socket) => grpc.serve(socket));
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const session = connect(`http://127.0.0.1:${server.address().port}`);
+  t.after(() => {
+    session.destroy();
+    grpc.close();
+    server.close();
+  });
+
+  // Nothing held yet: answered at once, deadline or not.
+  assert.deepEqual(await call(session, "/etcdserverpb.KV/Range", "etcdserverpb.RangeRequest", { key: B("a") }, "200m"), [0, ""]);
+  const lease = lessor.grant(60).id;
+  held.shift()();
+  const leaseId = BigInt("0x" + lease).toString();
+
+  // A write held on the disk: every answer now waits for it.
+  const first = call(session, "/etcdserverpb.KV/Put", "etcdserverpb.PutRequest", { key: B("a"), value: B("1") }, "200m");
+  const t0 = performance.now();
+  const status = call(session, "/etcdserverpb.Maintenance/Status", "etcdserverpb.StatusRequest", {}, "200m");
+  const ttl = call(session, "/etcdserverpb.Lease/LeaseTimeToLive", "etcdserverpb.LeaseTimeToLiveRequest", { ID: leaseId }, "200m");
+  const answers = await Promise.all([
+    first,
+    call(session, "/etcdserverpb.KV/DeleteRange", "etcdserverpb.DeleteRangeRequest", { key: B("z") }, "200m"),
+    call(session, "/etcdserverpb.Lease/LeaseGrant", "etcdserverpb.LeaseGrantRequest", { TTL: 60 }, "200m"),
+    call(session, "/etcdserverpb.KV/Range", "etcdserverpb.RangeRequest", { key: B("a") }, "200m"),
+    call(session, "/etcdserverpb.KV/Txn", "etcdserverpb.TxnRequest", { success: [{ request_range: { key: B("a") } }] }, "200m"),
+    call(session, "/etcdserverpb.KV/Txn", "etcdserverpb.TxnRequest", { success: [{ request_put: { key: B("b"), value: B("2") } }] }, "200m"),
+  ]);
+  const took = performance.now() - t0;
+  assert.ok(took >= 150 && took < 3000, `the deadlines took ${took} ms`);
+  const timedOut = [14, "etcdserver: request timed out"];
+  const context = [2, "context deadline exceeded"];
+  assert.deepEqual(answers, [timedOut, timedOut, timedOut, context, context, timedOut]);
+
+  // Status and LeaseTimeToLive went on past their deadline: answered once
+  // the disk lets the writes go.
+  const pending = Symbol("pending");
+  assert.equal(await Promise.race([status, new Promise((r) => setTimeout(() => r(pending), 100))]), pending);
+  while (held.length) held.shift()();
+  assert.deepEqual(await status, [0, ""]);
+  assert.deepEqual(await ttl, [0, ""]);
+  // The writes whose callers gave up were made all the same (as on etcd).
+  assert.equal(lessor.get("a") !== undefined, true);
+});

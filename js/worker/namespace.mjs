@@ -110,7 +110,7 @@ export class LeaseNamespace {
       },
     };
     // What etcd's Status calls dbSize: the bytes the quota counts.
-    const store = { sizes: { get journal() { return lessor.sizeBytes; }, snapshot: 0 }, compactFrom() {} };
+    const store = { sizes: { get journal() { return lessor.sizeBytes; }, snapshot: 0, header: 0 }, compactFrom() {} };
     const services = createServices({ lessor, store, member });
     this.#gateway = createGateway({ services });
     this.#sockets = new Sockets({ ctx: this.#ctx, services, dl: this.#dl, named: (n, u) => this.#named(n, u) });

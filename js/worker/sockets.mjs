@@ -130,7 +130,9 @@ export class Sockets {
       if (state.replaying !== null && id === state.replaying && msg.created && !msg.canceled) return true;
       if (id >= 0) {
         if (msg.created && !msg.canceled && state.pending) {
-          const next = Number(state.pending.start_revision ?? 0) || Number(msg.header?.revision ?? 0) + 1;
+          // (A negative start that was not compacted follows from now, as 0.)
+          const start = Number(state.pending.start_revision ?? 0);
+          const next = start > 0 ? start : Number(msg.header?.revision ?? 0) + 1;
           w[id] = { c: state.pending, n: next };
           if (JSON.stringify(state.a).length > MAX_ATTACHMENT_BYTES) {
             delete w[id];
@@ -138,7 +140,9 @@ export class Sockets {
           }
         } else if (msg.events?.length && w[id]) {
           w[id].n = Number(msg.events[msg.events.length - 1].kv.mod_revision) + 1;
-        } else if (msg.canceled && w[id]) {
+        } else if ((msg.canceled || "compact_revision" in msg) && w[id]) {
+          // (A compacted start ends the watcher: etcd marks the answer
+          // canceled only when the compaction point is not 0.)
           delete w[id];
         }
       }

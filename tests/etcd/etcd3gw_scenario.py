@@ -118,10 +118,16 @@ step("second lock release", lambda: other.release())
 lock.lease.revoke()
 other.lease.revoke()
 
-# Watch: one event, from a put made while it waits; history from a revision.
-start = int(client.status()["header"]["revision"])
+# Watch: one event, from a put made while it waits (from the next revision,
+# so that it does not matter whether the watch or the put comes first);
+# history from a revision.
+def revision():
+    return int(client.status()["header"]["revision"])
+
+
+start = revision()
 later(0.3, lambda: client.put("w", "live"))
-step("watch_once w", lambda: client.watch_once("w", timeout=5))
+step("watch_once w", lambda: client.watch_once("w", timeout=5, start_revision=start + 1))
 client.put("w", "second")
 client.delete("w")
 events, cancel = client.watch("w", start_revision=start + 1, prev_kv=True)
@@ -134,7 +140,7 @@ for event in events:
 timer.cancel()
 cancel()
 step("watch w from history", lambda: got)
-events, cancel = client.watch_prefix("p/")
+events, cancel = client.watch_prefix("p/", start_revision=revision() + 1)
 got = []
 timer = later(5, cancel)
 later(0.3, lambda: (client.put("p/4", "four"), client.delete_prefix("p/")))

@@ -108,5 +108,11 @@ test("etcdctl: kv, ranges, get --rev, txn, watch --rev --prev-kv and compaction 
   await both(["get", "--prefix", "", "--rev=8"]);
   const compacted = await Promise.all(urls.map((u) => watchLines(u, ["--rev=3", "a"], 3, 3000)));
   assert.equal(compacted[1], compacted[0]);
+  // The hash of the history both hold after all that (etcd's HashKV): the
+  // same number, the compaction point and revision; the endpoint differs.
+  const hashes = await Promise.all(urls.map((u) => run(u, ["endpoint", "hashkv", "-w", "json"])));
+  const [ha, hb] = hashes.map((r) => JSON.parse(r.stdout).map((e) => ({ ...e, Endpoint: undefined })));
+  assert.deepEqual(hb, ha);
+  assert.ok(ha[0].HashKV.hash > 0 && Number(ha[0].HashKV.compact_revision) === 8, JSON.stringify(ha));
   t.diagnostic(`${n} etcdctl commands compared`);
 });

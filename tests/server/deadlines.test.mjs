@@ -68,8 +68,10 @@ test("gRPC deadlines while the disk holds a write: etcd's answer per method; wha
   held.shift()();
   const leaseId = BigInt("0x" + lease).toString();
 
-  // A write held on the disk: every answer now waits for it.
+  // A write held on the disk (once it is there): every answer now waits for it.
   const first = call(session, "/etcdserverpb.KV/Put", "etcdserverpb.PutRequest", { key: B("a"), value: B("1") }, "200m");
+  for (let i = 0; i < 200 && held.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(held.length, 1, "the put reached the disk");
   const t0 = performance.now();
   const status = call(session, "/etcdserverpb.Maintenance/Status", "etcdserverpb.StatusRequest", {}, "200m");
   const ttl = call(session, "/etcdserverpb.Lease/LeaseTimeToLive", "etcdserverpb.LeaseTimeToLiveRequest", { ID: leaseId }, "200m");

@@ -17,6 +17,7 @@ import { maintenanceService } from "./maintenance.mjs";
 import { authService } from "./auth.mjs";
 import { lockService } from "./lock.mjs";
 import { electionService } from "./election.mjs";
+import { createAlarms } from "./alarms.mjs";
 
 export { memberIds } from "./cluster.mjs";
 
@@ -27,7 +28,8 @@ export { memberIds } from "./cluster.mjs";
  * (etcd's --experimental-watch-progress-notify-interval).
  */
 export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs }) {
-  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, ...headers(lessor, member) };
+  const alarms = createAlarms(member);
+  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, alarms, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),
     "etcdserverpb.Watch": watchService(ctx),
@@ -41,7 +43,8 @@ export function createServices({ lessor, store = null, member, maxTxnOps, progre
   const table = new Map();
   for (const [service, methods] of Object.entries(services)) {
     for (const [name, handler] of Object.entries(methods)) {
-      table.set(`${service}/${name}`, typeof handler === "function" ? durable(lessor, handler) : handler.stream ? durableStream(lessor, handler) : handler);
+      const path = `${service}/${name}`;
+      table.set(path, typeof handler === "function" ? durable(lessor, alarms.guard(path, handler)) : handler.stream ? durableStream(lessor, handler) : handler);
     }
   }
   return table;

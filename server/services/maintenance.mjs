@@ -1,9 +1,9 @@
-// etcdserverpb.Maintenance: Status, HashKV, Alarm (never raised here) and
+// etcdserverpb.Maintenance: Status, HashKV, Alarm (alarms.mjs) and
 // Defragment (compacts the file store's journal into its snapshot).
-import { unimplemented } from "../errors.mjs";
 import { SERVER_VERSION, engine, int } from "./common.mjs";
+import { alarmRpc } from "./alarms.mjs";
 
-export function maintenanceService({ lessor, store, member, header }) {
+export function maintenanceService({ lessor, store, member, header, alarms }) {
   // etcd's dbSize is its backend file's size (which Defragment shrinks) and
   // dbSizeInUse what its data takes there. Here: the file store's journal
   // and snapshot, and the engine's data as the quota counts it (O(1)) with
@@ -29,14 +29,12 @@ export function maintenanceService({ lessor, store, member, header }) {
         raftIndex: lessor.revision,
         raftTerm: member.raftTerm,
         raftAppliedIndex: lessor.revision,
+        errors: alarms.errors(),
         dbSizeInUse,
       };
     },
     Alarm(req) {
-      const action = req.action ?? "GET";
-      if (action === "ACTIVATE") throw unimplemented("raising alarms");
-      // etcd answers a GET from the member's alarm store, with no header.
-      return action === "GET" ? {} : { header: header() };
+      return alarmRpc(alarms, req);
     },
     HashKV(req) {
       const hash = engine(() => lessor.hashKv(int(req.revision)));

@@ -79,6 +79,31 @@ test("alarms: NOSPACE and CORRUPT raised, listed, obeyed and cleared as on etcd 
     await step("clear CORRUPT", "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: "1", alarm: "CORRUPT" });
     await step("put after", "/v3/kv/put", { key: b64("b"), value: b64("x") });
     await step("alarm list at the end", "/v3/maintenance/alarm", { action: "GET" });
+    // One rule set at a time, the last raised (etcd's applier): NOSPACE
+    // (raised by a client here), then CORRUPT over it; clearing CORRUPT
+    // lifts both though NOSPACE is still listed.
+    await step("a lease for later", "/v3/lease/grant", { ID: 78, TTL: 60 });
+    await step("raise NOSPACE", "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: "1", alarm: "NOSPACE" });
+    const nested = (op) => ({ success: [{ request_txn: { success: [op] } }] });
+    await step("a put in a nested txn (not counted)", "/v3/kv/txn", nested({ request_put: { key: b64("n"), value: b64("x") } }));
+    await step("raise CORRUPT over it", "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: "1", alarm: "CORRUPT" });
+    await step("put under both", "/v3/kv/put", { key: b64("b"), value: b64("x") });
+    await step("a nested read-only txn (not read-only at the top)", "/v3/kv/txn", nested({ request_range: { key: b64("n") } }));
+    await step("a lock", "/v3/lock/lock", { name: b64("job"), lease: 78 });
+    await step("an unlock", "/v3/lock/unlock", { key: b64("job/x") });
+    await step("a campaign", "/v3/election/campaign", { name: b64("vote"), lease: 78, value: b64("v") });
+    await step("a resign", "/v3/election/resign", { leader: { name: b64("vote"), key: b64("vote/x"), rev: 1, lease: 78 } });
+    await step("clear CORRUPT", "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: "1", alarm: "CORRUPT" });
+    await step("NOSPACE still listed", "/v3/maintenance/alarm", {});
+    await step("a put now", "/v3/kv/put", { key: b64("b"), value: b64("y") });
+    await step("clear NOSPACE", "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: "1", alarm: "NOSPACE" });
+    // Status's text for entries with zero fields, and an alarm etcd has no name for.
+    await step("raise NONE for member 5", "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: "5" });
+    await step("raise 7 for no member", "/v3/maintenance/alarm", { action: "ACTIVATE", alarm: 7 });
+    await step("list 7", "/v3/maintenance/alarm", { action: "GET", alarm: 7 });
+    await step("status errors, odd entries", "/v3/maintenance/status", {});
+    await step("clear them", "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: "5" });
+    await step("clear 7", "/v3/maintenance/alarm", { action: "DEACTIVATE", alarm: 7 });
     logs.push(log);
   }
   for (let i = 0; i < logs[0].length; i++) assert.deepEqual(logs[1][i], logs[0][i], `step ${i}: ${logs[0][i][0]}`);

@@ -6,11 +6,14 @@
 // v3election and every stream the context's own error, which grpc-go makes
 // Unknown; what etcd answers without waiting for raft (Status, MemberList,
 // LeaseLeases, LeaseTimeToLive, HashKV, Defragment) is answered when ready,
-// whatever the deadline. (For a stream etcd's answer is a race between
-// that and grpc-go's DeadlineExceeded; this gives the first.)
+// whatever the deadline, and so is a serializable read (no read index). A
+// call whose request never came gets grpc-go's own DeadlineExceeded. (For
+// a stream etcd's answer is a race between the context's error and
+// grpc-go's; this gives the first.)
 import { Code, GrpcError } from "../errors.mjs";
 
 const context = new GrpcError(Code.Unknown, "context deadline exceeded");
+const noRequest = new GrpcError(Code.DeadlineExceeded, "context deadline exceeded");
 const timedOut = new GrpcError(Code.Unavailable, "etcdserver: request timed out");
 const alarmTimedOut = new GrpcError(Code.Unknown, "etcdserver: request timed out");
 
@@ -23,26 +26,32 @@ const ANSWERED = new Set([
   "etcdserverpb.Lease/LeaseTimeToLive",
 ]);
 
-/** A Txn with no put or delete, at any depth, is a read (etcd's isTxnReadonly). */
-function readOnly(txn) {
-  const ops = [...(txn?.success ?? []), ...(txn?.failure ?? [])];
-  return ops.every((op) => op.request_range || (op.request_txn && readOnly(op.request_txn)));
-}
+// etcd's isTxnReadonly and isTxnSerializable: the top level only (a nested
+// txn goes through raft).
+const top = (txn) => [...(txn?.success ?? []), ...(txn?.failure ?? [])];
+const readOnly = (txn) => top(txn).every((op) => op.request_range);
+const serializable = (txn) => top(txn).every((op) => op.request_range?.serializable);
 
 /**
  * For method `name` ("package.Service/Method"): `(request) => GrpcError`,
- * or null when the call goes on past its deadline. `request` is undefined
+ * or null when the call goes on past its deadline; `request` is undefined
  * if none came.
  */
 export function deadlineAnswer(name, streaming) {
+  const answer = forRequest(name, streaming);
+  return (req) => (req === undefined && !streaming ? noRequest : answer(req));
+}
+
+function forRequest(name, streaming) {
   if (streaming || !name.startsWith("etcdserverpb.")) return () => context;
   if (ANSWERED.has(name)) return () => null;
   switch (name) {
     case "etcdserverpb.KV/Range":
+      return (req) => (req.serializable ? null : context);
     case "etcdserverpb.Auth/Authenticate":
       return () => context;
     case "etcdserverpb.KV/Txn":
-      return (req) => (req && readOnly(req) ? context : timedOut);
+      return (req) => (!readOnly(req) ? timedOut : serializable(req) ? null : context);
     case "etcdserverpb.Maintenance/Alarm":
       return () => alarmTimedOut;
     default:

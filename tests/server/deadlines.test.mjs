@@ -28,7 +28,7 @@ function frame(type, req) {
   return out;
 }
 
-/** One call: [grpc-status, grpc-message] once it ends (bounded). */
+/** One call: [grpc-status, grpc-message] once it ends (bounded); no `type`: headers only, no request. */
 function call(session, path, type, req, timeout) {
   return within(
     new Promise((ok, fail) => {
@@ -42,7 +42,7 @@ function call(session, path, type, req, timeout) {
       s.on("data", () => {});
       s.on("error", fail);
       s.on("close", () => ok([Number(trailers["grpc-status"] ?? head["grpc-status"]), decodeURIComponent(trailers["grpc-message"] ?? head["grpc-message"] ?? "")]));
-      s.end(frame(type, req));
+      if (type) s.end(frame(type, req));
     }),
     10_000,
     path,
@@ -74,6 +74,8 @@ test("gRPC deadlines while the disk holds a write: etcd's answer per method; wha
   assert.equal(held.length, 1, "the put reached the disk");
   const t0 = performance.now();
   const status = call(session, "/etcdserverpb.Maintenance/Status", "etcdserverpb.StatusRequest", {}, "200m");
+  // A serializable read does not wait for a read index on etcd: it goes on.
+  const serializable = call(session, "/etcdserverpb.KV/Range", "etcdserverpb.RangeRequest", { key: B("a"), serializable: true }, "200m");
   const ttl = call(session, "/etcdserverpb.Lease/LeaseTimeToLive", "etcdserverpb.LeaseTimeToLiveRequest", { ID: leaseId }, "200m");
   const answers = await Promise.all([
     first,
@@ -82,12 +84,16 @@ test("gRPC deadlines while the disk holds a write: etcd's answer per method; wha
     call(session, "/etcdserverpb.KV/Range", "etcdserverpb.RangeRequest", { key: B("a") }, "200m"),
     call(session, "/etcdserverpb.KV/Txn", "etcdserverpb.TxnRequest", { success: [{ request_range: { key: B("a") } }] }, "200m"),
     call(session, "/etcdserverpb.KV/Txn", "etcdserverpb.TxnRequest", { success: [{ request_put: { key: B("b"), value: B("2") } }] }, "200m"),
+    // A read-only txn inside a txn goes through raft on etcd: a write.
+    call(session, "/etcdserverpb.KV/Txn", "etcdserverpb.TxnRequest", { success: [{ request_txn: { success: [{ request_range: { key: B("a") } }] } }] }, "200m"),
+    // No request message at all: grpc-go's own DeadlineExceeded.
+    call(session, "/etcdserverpb.Maintenance/Status", null, null, "200m"),
   ]);
   const took = performance.now() - t0;
   assert.ok(took >= 150 && took < 3000, `the deadlines took ${took} ms`);
   const timedOut = [14, "etcdserver: request timed out"];
   const context = [2, "context deadline exceeded"];
-  assert.deepEqual(answers, [timedOut, timedOut, timedOut, context, context, timedOut]);
+  assert.deepEqual(answers, [timedOut, timedOut, timedOut, context, context, timedOut, timedOut, [4, "context deadline exceeded"]]);
 
   // Status and LeaseTimeToLive went on past their deadline: answered once
   // the disk lets the writes go.
@@ -95,6 +101,7 @@ test("gRPC deadlines while the disk holds a write: etcd's answer per method; wha
   assert.equal(await Promise.race([status, new Promise((r) => setTimeout(() => r(pending), 100))]), pending);
   while (held.length) held.shift()();
   assert.deepEqual(await status, [0, ""]);
+  assert.deepEqual(await serializable, [0, ""]);
   assert.deepEqual(await ttl, [0, ""]);
   // The writes whose callers gave up were made all the same (as on etcd).
   assert.equal(lessor.get("a") !== undefined, true);

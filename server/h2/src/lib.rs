@@ -297,6 +297,10 @@ impl Conn {
             let events = &mut self.events;
             self.calls.retain(|&id, call| {
                 progress |= call.poll(&mut cx, id, max, events);
+                // Dropping a call may leave h2 a reset to send (RST_STREAM
+                // NO_ERROR while the client's request side is still open,
+                // as grpc-go sends): one more turn of the connection does.
+                progress |= call.gone;
                 !call.gone
             });
             if over {

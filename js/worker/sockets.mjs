@@ -131,7 +131,8 @@ export class Sockets {
       if (id >= 0) {
         if (msg.created && !msg.canceled && state.pending) {
           // (A negative start that was not compacted follows from now, as 0.)
-          const start = Number(state.pending.start_revision ?? 0);
+          // (The gateway takes either spelling.)
+          const start = Number(state.pending.start_revision ?? state.pending.startRevision ?? 0);
           const next = start > 0 ? start : Number(msg.header?.revision ?? 0) + 1;
           w[id] = { c: state.pending, n: next };
           if (JSON.stringify(state.a).length > MAX_ATTACHMENT_BYTES) {
@@ -156,7 +157,8 @@ export class Sockets {
     for (const [id, w] of Object.entries({ ...a.watches })) {
       state.replaying = Number(id);
       state.pending = w.c;
-      s.session.request(fromJson(m.request, { create_request: { ...w.c, watch_id: id, start_revision: String(w.n) } }));
+      const { startRevision: _, ...c } = w.c; // (either spelling may be recorded)
+      s.session.request(fromJson(m.request, { create_request: { ...c, watch_id: id, start_revision: String(w.n) } }));
     }
     state.replaying = null;
     state.pending = null;

@@ -116,6 +116,18 @@ test("WebSocket watch resume: a negative start follows from its creation; one co
   l3.put("x", "3"); // 5
   await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(shape(ws.take()), [["0", false, false, "0", "2"], ["0", false, false, "0", "3"]]);
+  // A future start in camelCase (the gateway takes both spellings): after
+  // a wake-up it still starts there.
+  await sockets.message(ws, JSON.stringify({ create_request: { key: b64("x"), startRevision: "8" } }));
+  const id = ws.take()[0].result.watch_id ?? "0";
+  const l4 = new Lessor({ autoTick: false, restore: l3.snapshot() });
+  sockets = object(l4, [ws]);
+  for (let v = 4; v <= 8; v++) l4.put("x", String(v)); // 6..10
+  await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(
+    shape(ws.take()).filter(([w]) => w === id),
+    ["6", "7", "8"].map((v) => [id, false, false, "0", v]),
+  );
 });
 
 test("watch through the Worker: the gateway stream and the WebSocket endpoint", { skip, timeout: 60_000 }, async (t) => {

@@ -20,7 +20,7 @@ function etcdctlLive(t, url, args) {
   let err = "";
   child.stdout.on("data", (d) => (out += d));
   child.stderr.on("data", (d) => (err += d));
-  const exited = new Promise((r) => child.on("exit", (code, signal) => r({ code, signal })));
+  const exited = new Promise((r) => child.on("close", (code, signal) => r({ code, signal })));
   t.after(() => child.kill("SIGKILL"));
   return {
     out: () => out,

@@ -43,7 +43,7 @@ function start(t, args) {
       buf = buf.slice(nl + 1);
     }
   });
-  const exited = new Promise((r) => child.on("exit", r));
+  const exited = new Promise((r) => child.on("close", r));
   t.after(() => {
     child.kill("SIGCONT");
     child.kill("SIGKILL");

@@ -32,7 +32,7 @@ function watchLines(url, args, lines, timeout = 8000) {
       out += d;
       if (out.split("\n").length > lines) done();
     });
-    child.on("exit", done);
+    child.on("close", done);
   });
 }
 

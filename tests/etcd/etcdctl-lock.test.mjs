@@ -35,7 +35,7 @@ function etcdctl(t, url, args, env = {}) {
   child.stderr.on("data", (d) => (err += d));
   let done = false;
   const exited = new Promise((ok) =>
-    child.on("exit", (code, signal) => {
+    child.on("close", (code, signal) => {
       done = true;
       for (const w of [...waiters]) w();
       ok({ code, signal });

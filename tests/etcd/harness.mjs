@@ -144,7 +144,8 @@ export function etcdctl(url, args, { input = "", timeout = 10_000 } = {}) {
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
     const timer = setTimeout(() => child.kill("SIGKILL"), timeout);
-    child.on("exit", (code) => {
+    // ("close", not "exit": the output may still be in the pipes at exit.)
+    child.on("close", (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });

@@ -61,6 +61,20 @@ def later(seconds, fn):
     return t
 
 
+def collect(watch, n):
+    """The first `n` events of `watch` (events, cancel), at most 5 s."""
+    events, cancel = watch
+    got = []
+    timer = later(5, cancel)
+    for event in events:
+        got.append(event)
+        if len(got) == n:
+            break
+    timer.cancel()
+    cancel()
+    return got
+
+
 step("status keys", lambda: sorted(client.status().keys()))
 step("members", lambda: client.members())
 step("put a", lambda: client.put("a", "1"))
@@ -130,25 +144,10 @@ later(0.3, lambda: client.put("w", "live"))
 step("watch_once w", lambda: client.watch_once("w", timeout=5, start_revision=start + 1))
 client.put("w", "second")
 client.delete("w")
-events, cancel = client.watch("w", start_revision=start + 1, prev_kv=True)
-got = []
-timer = later(5, cancel)
-for event in events:
-    got.append(event)
-    if len(got) == 3:
-        break
-timer.cancel()
-cancel()
-step("watch w from history", lambda: got)
-events, cancel = client.watch_prefix("p/", start_revision=revision() + 1)
-got = []
-timer = later(5, cancel)
+history = collect(client.watch("w", start_revision=start + 1, prev_kv=True), 3)
+step("watch w from history", lambda: history)
+live = client.watch_prefix("p/", start_revision=revision() + 1)
 later(0.3, lambda: (client.put("p/4", "four"), client.delete_prefix("p/")))
-for event in events:
-    got.append(event)
-    if len(got) == 5:
-        break
-timer.cancel()
-cancel()
-step("watch_prefix p/ live", lambda: got)
+live = collect(live, 5)
+step("watch_prefix p/ live", lambda: live)
 step("watch_once times out", lambda: client.watch_once("nothing", timeout=0.5))

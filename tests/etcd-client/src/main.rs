@@ -95,6 +95,11 @@ fn error(e: &Error) -> String {
     }
 }
 
+/// A call expected to fail: its error, or nothing if it did not.
+fn refused<T>(r: Result<T, Error>) -> String {
+    r.map(|_| String::new()).unwrap_or_else(|e| error(&e))
+}
+
 fn show<T: Debug>(name: &str, v: T) {
     println!("{name}\t{v:?}");
 }
@@ -190,10 +195,7 @@ async fn main() -> Result<(), Error> {
     );
     line(
         "get at a future revision",
-        c.get("a", Some(GetOptions::new().with_revision(100)))
-            .await
-            .map(|_| String::new())
-            .unwrap_or_else(|e| error(&e)),
+        refused(c.get("a", Some(GetOptions::new().with_revision(100))).await),
     );
     let r = c
         .delete(
@@ -243,13 +245,7 @@ async fn main() -> Result<(), Error> {
         format!("succeeded {} ops {}", r.succeeded(), r.op_responses().len()),
     );
     let dup = Txn::new().and_then([TxnOp::put("d", "1", None), TxnOp::put("d", "2", None)]);
-    line(
-        "txn, a duplicate key",
-        c.txn(dup)
-            .await
-            .map(|_| String::new())
-            .unwrap_or_else(|e| error(&e)),
-    );
+    line("txn, a duplicate key", refused(c.txn(dup).await));
 
     // Leases: keys attached, keepalive, time to live, leases, revoke.
     let lease = c.lease_grant(60, None).await?;
@@ -275,7 +271,9 @@ async fn main() -> Result<(), Error> {
     let ttl = c
         .lease_time_to_live(lease.id(), Some(LeaseTimeToLiveOptions::new().with_keys()))
         .await?;
-    let keys: Vec<String> = ttl.keys().iter().map(|k| a.text(k)).collect();
+    // (etcd lists a lease's keys in Go map order: sorted here.)
+    let mut keys: Vec<String> = ttl.keys().iter().map(|k| a.text(k)).collect();
+    keys.sort();
     line(
         "time to live",
         format!(
@@ -316,19 +314,13 @@ async fn main() -> Result<(), Error> {
             .map(|r| format!("ttl {}", r.ttl()))
             .unwrap_or_default(),
     );
-    line(
-        "revoke again",
-        c.lease_revoke(lease.id())
-            .await
-            .map(|_| String::new())
-            .unwrap_or_else(|e| error(&e)),
-    );
+    line("revoke again", refused(c.lease_revoke(lease.id()).await));
     line(
         "put with the revoked lease",
-        c.put("l/3", "z", Some(PutOptions::new().with_lease(lease.id())))
-            .await
-            .map(|_| String::new())
-            .unwrap_or_else(|e| error(&e)),
+        refused(
+            c.put("l/3", "z", Some(PutOptions::new().with_lease(lease.id())))
+                .await,
+        ),
     );
 
     // Lock (v3lock): a second holder waits until the first unlocks.
@@ -356,10 +348,10 @@ async fn main() -> Result<(), Error> {
     line("second locks after unlock", a.text(got.key()));
     line(
         "lock with an unknown lease",
-        c.lock("job2", Some(LockOptions::new().with_lease(12345)))
-            .await
-            .map(|_| String::new())
-            .unwrap_or_else(|e| error(&e)),
+        refused(
+            c.lock("job2", Some(LockOptions::new().with_lease(12345)))
+                .await,
+        ),
     );
 
     // Election: campaign, leader, proclaim, observe, resign.
@@ -465,17 +457,11 @@ async fn main() -> Result<(), Error> {
     }
     line(
         "get at a compacted revision",
-        c.get("a", Some(GetOptions::new().with_revision(from)))
-            .await
-            .map(|_| String::new())
-            .unwrap_or_else(|e| error(&e)),
+        refused(
+            c.get("a", Some(GetOptions::new().with_revision(from)))
+                .await,
+        ),
     );
-    line(
-        "compact again",
-        c.compact(rev, None)
-            .await
-            .map(|_| String::new())
-            .unwrap_or_else(|e| error(&e)),
-    );
+    line("compact again", refused(c.compact(rev, None).await));
     Ok(())
 }

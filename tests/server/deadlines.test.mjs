@@ -86,14 +86,17 @@ test("gRPC deadlines while the disk holds a write: etcd's answer per method; wha
     call(session, "/etcdserverpb.KV/Txn", "etcdserverpb.TxnRequest", { success: [{ request_put: { key: B("b"), value: B("2") } }] }, "200m"),
     // A read-only txn inside a txn goes through raft on etcd: a write.
     call(session, "/etcdserverpb.KV/Txn", "etcdserverpb.TxnRequest", { success: [{ request_txn: { success: [{ request_range: { key: B("a") } }] } }] }, "200m"),
-    // No request message at all: grpc-go's own DeadlineExceeded.
+    // No request message at all: grpc-go's own DeadlineExceeded, for a
+    // server stream too.
     call(session, "/etcdserverpb.Maintenance/Status", null, null, "200m"),
+    call(session, "/v3electionpb.Election/Observe", null, null, "200m"),
   ]);
   const took = performance.now() - t0;
   assert.ok(took >= 150 && took < 3000, `the deadlines took ${took} ms`);
   const timedOut = [14, "etcdserver: request timed out"];
   const context = [2, "context deadline exceeded"];
-  assert.deepEqual(answers, [timedOut, timedOut, timedOut, context, context, timedOut, timedOut, [4, "context deadline exceeded"]]);
+  const noRequest = [4, "context deadline exceeded"];
+  assert.deepEqual(answers, [timedOut, timedOut, timedOut, context, context, timedOut, timedOut, noRequest, noRequest]);
 
   // Status and LeaseTimeToLive went on past their deadline: answered once
   // the disk lets the writes go.

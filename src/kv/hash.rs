@@ -103,22 +103,17 @@ impl Keyspace {
         if upto < 1 {
             return crc.0;
         }
-        // (revision, sub, key, entry or None for a deletion, and for a
-        // version at or before the compaction point whether it is the key's
-        // last up to `upto`); whether any key is alive at `upto`.
+        // (revision, sub, key, entry or None for a deletion, and whether it
+        // is the key's last up to `upto` and a put: etcd's Keep(upto));
+        // whether any key is alive at `upto`.
         let mut all: Vec<(i64, u32, &Key, Option<&Entry>, bool)> = Vec::new();
         let mut alive = false;
-        for (k, past) in &self.index {
-            let n = past.partition_point(|v| v.revision <= upto);
-            let live = self.live.get(&**k).filter(|e| e.mod_revision <= upto);
-            let versions = past[..n]
-                .iter()
-                .map(|v| (v.revision, v.sub, v.entry.as_ref()))
-                .chain(live.map(|e| (e.mod_revision, e.sub, Some(e))));
-            let count = n + live.is_some() as usize;
-            alive |= live.is_some() || (n > 0 && past[n - 1].entry.is_some());
-            for (i, (rev, sub, e)) in versions.enumerate() {
-                all.push((rev, sub, k, e, i + 1 == count && e.is_some()));
+        for (k, versions) in self.key_versions(upto) {
+            let first = all.len();
+            all.extend(versions.map(|(rev, sub, e)| (rev, sub, k, e, false)));
+            if let Some(last) = all[first..].last_mut() {
+                last.4 = last.3.is_some();
+                alive |= last.4;
             }
         }
         all.sort_unstable_by_key(|&(rev, sub, ..)| (rev, sub));

@@ -22,7 +22,7 @@ mod range;
 
 pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
 
-use std::collections::{btree_map, BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{btree_map, BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use crate::lease::LeaseId;
@@ -424,14 +424,18 @@ impl Keyspace {
         // the log now).
         let at = self.log.partition_point(|c| c.revision == revision);
         if at > 0 {
+            // (A set: that revision may hold a whole range's deletes.)
+            let mut gone = HashSet::with_hasher(self.hasher());
+            gone.extend(
+                dropped
+                    .iter()
+                    .filter(|(r, ..)| *r == revision)
+                    .map(|(_, s, k)| (*s, &**k)),
+            );
             let kept: Vec<Change> = self
                 .log
                 .drain(..at)
-                .filter(|c| {
-                    !dropped
-                        .iter()
-                        .any(|(r, s, k)| *r == revision && *s == c.sub && *k == c.key)
-                })
+                .filter(|c| !gone.contains(&(c.sub, &*c.key)))
                 .collect();
             for c in kept.into_iter().rev() {
                 self.log.push_front(c);
@@ -472,19 +476,30 @@ impl Keyspace {
     /// what etcd's backend holds.
     pub fn versions(&self, upto: i64) -> Vec<(i64, u32, &Key, Option<&Entry>)> {
         let mut out = Vec::new();
-        for (k, past) in &self.index {
-            let n = past.partition_point(|v| v.revision <= upto);
-            out.extend(
-                past[..n]
-                    .iter()
-                    .map(|v| (v.revision, v.sub, k, v.entry.as_ref())),
-            );
-            if let Some(e) = self.live.get(&**k).filter(|e| e.mod_revision <= upto) {
-                out.push((e.mod_revision, e.sub, k, Some(e)));
-            }
+        for (k, versions) in self.key_versions(upto) {
+            out.extend(versions.map(|(rev, sub, e)| (rev, sub, k, e)));
         }
         out.sort_unstable_by_key(|&(rev, sub, ..)| (rev, sub));
         out
+    }
+
+    /// Each key in key order with its versions up to `upto`, oldest first
+    /// (the superseded ones, then the live entry): (revision, sub-revision,
+    /// entry or None for a deletion).
+    #[allow(clippy::type_complexity)]
+    fn key_versions(
+        &self,
+        upto: i64,
+    ) -> impl Iterator<Item = (&Key, impl Iterator<Item = (i64, u32, Option<&Entry>)>)> {
+        self.index.iter().map(move |(k, past)| {
+            let n = past.partition_point(|v| v.revision <= upto);
+            let live = self.live.get(&**k).filter(|e| e.mod_revision <= upto);
+            let versions = past[..n]
+                .iter()
+                .map(|v| (v.revision, v.sub, v.entry.as_ref()))
+                .chain(live.map(|e| (e.mod_revision, e.sub, Some(e))));
+            (k, versions)
+        })
     }
 
     /// The log position of the first change from revision `from` on.

@@ -18,6 +18,7 @@
 // persisted: after a restart (or a Durable Object's eviction) NOSPACE comes
 // back with the next write the quota refuses, and CORRUPT is gone.
 import { Code, Etcd, GrpcError } from "../errors.mjs";
+import { txnOps, txnReadOnly } from "./common.mjs";
 
 const NAMES = ["NONE", "NOSPACE", "CORRUPT"];
 const CORRUPT_MESSAGE = "etcdserver: corrupt cluster";
@@ -26,12 +27,11 @@ const CORRUPT_MESSAGE = "etcdserver: corrupt cluster";
 const typeOf = (v) => (v === undefined || v === null ? "NONE" : typeof v === "number" ? (NAMES[v] ?? v) : v);
 
 const always = () => true;
-const top = (txn) => [...(txn?.success ?? []), ...(txn?.failure ?? [])];
 
 // Under NOSPACE (etcd's applierV3Capped and its quota cost: top-level puts).
 const CAPPED = {
   "etcdserverpb.KV/Put": always,
-  "etcdserverpb.KV/Txn": (req) => top(req).some((op) => op.request_put),
+  "etcdserverpb.KV/Txn": (req) => txnOps(req).some((op) => op.request_put),
   "etcdserverpb.Lease/LeaseGrant": always,
   "v3lockpb.Lock/Lock": always,
   "v3electionpb.Election/Campaign": always,
@@ -41,7 +41,7 @@ const CAPPED = {
 const CORRUPTED = {
   "etcdserverpb.KV/Put": always,
   "etcdserverpb.KV/DeleteRange": always,
-  "etcdserverpb.KV/Txn": (req) => !top(req).every((op) => op.request_range),
+  "etcdserverpb.KV/Txn": (req) => !txnReadOnly(req),
   "etcdserverpb.KV/Compact": always,
   "etcdserverpb.Lease/LeaseGrant": always,
   "etcdserverpb.Lease/LeaseRevoke": always,

@@ -114,6 +114,11 @@ export function engine(fn) {
   }
 }
 
+/** A Txn's ops at its top level, both branches: what etcd's txn checks look at (a nested txn is one op). */
+export const txnOps = (txn) => [...(txn?.success ?? []), ...(txn?.failure ?? [])];
+/** etcd's isTxnReadonly: only ranges at the top level (else it goes through raft). */
+export const txnReadOnly = (txn) => txnOps(txn).every((op) => op.request_range);
+
 /** Builds response headers for one member. */
 export function headers(lessor, member) {
   return {

@@ -11,6 +11,7 @@
 // a stream etcd's answer is a race between the context's error and
 // grpc-go's; this gives the first.)
 import { Code, GrpcError } from "../errors.mjs";
+import { txnOps, txnReadOnly } from "./common.mjs";
 
 const context = new GrpcError(Code.Unknown, "context deadline exceeded");
 const noRequest = new GrpcError(Code.DeadlineExceeded, "context deadline exceeded");
@@ -26,11 +27,8 @@ const ANSWERED = new Set([
   "etcdserverpb.Lease/LeaseTimeToLive",
 ]);
 
-// etcd's isTxnReadonly and isTxnSerializable: the top level only (a nested
-// txn goes through raft).
-const top = (txn) => [...(txn?.success ?? []), ...(txn?.failure ?? [])];
-const readOnly = (txn) => top(txn).every((op) => op.request_range);
-const serializable = (txn) => top(txn).every((op) => op.request_range?.serializable);
+// etcd's isTxnSerializable: serializable ranges only, at the top level.
+const serializable = (txn) => txnOps(txn).every((op) => op.request_range?.serializable);
 
 /**
  * For method `name` ("package.Service/Method"): `(request) => GrpcError`,
@@ -53,7 +51,7 @@ function forRequest(name, streaming) {
     case "etcdserverpb.Auth/Authenticate":
       return () => context;
     case "etcdserverpb.KV/Txn":
-      return (req) => (!readOnly(req) ? timedOut : serializable(req) ? null : context);
+      return (req) => (!txnReadOnly(req) ? timedOut : serializable(req) ? null : context);
     case "etcdserverpb.Maintenance/Alarm":
       return () => alarmTimedOut;
     default:

@@ -3,7 +3,7 @@
 // does (key.go: which error comes first matters to clients) and translates
 // between wire messages and the engine's. Keys are any bytes.
 import { Etcd } from "../errors.mjs";
-import { bytesOf, checkSize, engine, int, keyOf, kvOut, leaseIn } from "./common.mjs";
+import { bytesOf, checkSize, engine, int, keyOf, kvOut, leaseIn, txnOps } from "./common.mjs";
 
 
 const SORT_ORDER = { NONE: "none", ASCEND: "ascend", DESCEND: "descend" };
@@ -105,7 +105,7 @@ function checkTxn(req, maxOps) {
   const opc = Math.max(compare.length, success.length, failure.length);
   if (opc > maxOps) throw Etcd.tooManyOps();
   for (const c of compare) keyOf(c.key);
-  for (const op of [...success, ...failure]) {
+  for (const op of txnOps(req)) {
     if (op.request_range) keyOf(op.request_range.key);
     else if (op.request_put) checkPut(op.request_put);
     else if (op.request_delete_range) keyOf(op.request_delete_range.key);

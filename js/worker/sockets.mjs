@@ -131,8 +131,7 @@ export class Sockets {
       if (id >= 0) {
         if (msg.created && !msg.canceled && state.pending) {
           // (A negative start that was not compacted follows from now, as 0.)
-          // (The gateway takes either spelling.)
-          const start = Number(state.pending.start_revision ?? state.pending.startRevision ?? 0);
+          const start = Number(state.pending.start_revision ?? 0);
           const next = start > 0 ? start : Number(msg.header?.revision ?? 0) + 1;
           w[id] = { c: state.pending, n: next };
           if (JSON.stringify(state.a).length > MAX_ATTACHMENT_BYTES) {
@@ -157,8 +156,7 @@ export class Sockets {
     for (const [id, w] of Object.entries({ ...a.watches })) {
       state.replaying = Number(id);
       state.pending = w.c;
-      const { startRevision: _, ...c } = w.c; // (either spelling may be recorded)
-      s.session.request(fromJson(m.request, { create_request: { ...c, watch_id: id, start_revision: String(w.n) } }));
+      s.session.request(fromJson(m.request, { create_request: { ...w.c, watch_id: id, start_revision: String(w.n) } }));
     }
     state.replaying = null;
     state.pending = null;
@@ -186,7 +184,8 @@ export class Sockets {
         ws.send(JSON.stringify({ error: { code: e instanceof GrpcError ? e.code : Code.Unknown, message: e?.message ?? String(e) } }));
         continue;
       }
-      state.pending = msg.create_request ? v.create_request ?? v.createRequest : null;
+      // Recorded as the gateway prints it (one spelling of each field).
+      state.pending = msg.create_request ? toJson(m.request, msg).create_request : null;
       state.tooBig = undefined;
       session.request(msg);
       state.pending = null;

@@ -8,14 +8,15 @@ export function maintenanceService({ lessor, store, member, header, alarms }) {
   // dbSizeInUse what its data takes there. Here: the file store's journal
   // and snapshot, and the engine's data as the quota counts it (O(1)) with
   // the live journal's header, never more than is on disk: neither is 0
-  // with a file store, as etcd's never are. A store that reports no files
-  // (the Durable Object's: no header) gives the data for both.
+  // with a file store, as etcd's never are. The Durable Object's store
+  // reports its data as a journal with no header, and no store the data:
+  // the data for both.
   const sizes = () => {
     const data = lessor.sizeBytes;
     const files = store?.sizes;
     if (!files) return [data, data];
     const onDisk = files.journal + files.snapshot;
-    return [onDisk, Math.min(onDisk, data + (files.header ?? 0))];
+    return [onDisk, Math.min(onDisk, data + files.header)];
   };
   return {
     Status() {

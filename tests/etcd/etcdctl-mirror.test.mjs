@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { startBoth, etcdctl } from "./harness.mjs";
+import { until } from "./grpc-client.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -34,15 +35,10 @@ async function kvs(url, prefix) {
   return out;
 }
 
-async function until(fn, what, ms = 10_000) {
-  const end = Date.now() + ms;
+/** Waits (at most 10 s) until `fn` gives true; fails with what it gave last. */
+async function within10s(fn, what) {
   let last;
-  while (Date.now() < end) {
-    last = await fn();
-    if (last === true) return;
-    await sleep(100);
-  }
-  assert.fail(`${what}: not within ${ms} ms (last: ${JSON.stringify(last)})`);
+  assert.ok(await until(async () => (last = await fn()) === true, 10_000, 100), `${what}: not within 10 s (last: ${JSON.stringify(last)})`);
 }
 
 for (const [name, dir] of [
@@ -61,7 +57,7 @@ for (const [name, dir] of [
       const got = await kvs(to.url, "copy/");
       return JSON.stringify(got) === JSON.stringify(want) || { want, got, log: m.log() };
     };
-    await until(same, "the first copy");
+    await within10s(same, "the first copy");
     // Later changes: a put, an overwrite, a delete, a txn, a key outside.
     await etcdctl(from.url, ["put", "app/d", "4"]);
     await etcdctl(from.url, ["put", "app/a", "one"]);
@@ -69,7 +65,7 @@ for (const [name, dir] of [
     // (No compares; the empty failure list needs its own empty line.)
     assert.equal((await etcdctl(from.url, ["txn"], { input: "\nput app/e 5\ndel app/c\n\n\n" })).code, 0);
     await etcdctl(from.url, ["put", "other", "y"]);
-    await until(same, "the changes");
+    await within10s(same, "the changes");
     assert.deepEqual(await kvs(to.url, "copy/"), ["copy/a=one", "copy/d=4", "copy/e=5"]);
     assert.deepEqual(await kvs(to.url, "other"), []);
     await m.stop();

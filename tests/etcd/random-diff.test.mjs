@@ -76,9 +76,11 @@ function generator(seed) {
     if (r === 2) return Buffer.from([0]);
     return key(); // may be before the key: an empty range
   };
+  // A revision from just before the compaction point to just past the current one.
+  const around = () => state.compacted - 1 + int(state.revision - state.compacted + 3);
   const revision = () => {
     if (chance(0.6)) return undefined;
-    return Math.max(-2, state.compacted - 1 + int(state.revision - state.compacted + 3));
+    return Math.max(-2, around());
   };
   const range = ({ sorting = true } = {}) => {
     const k = key();
@@ -156,7 +158,7 @@ function generator(seed) {
       if (r < 95) {
         const k = key();
         const req = { key: k, range_end: rangeEnd(k), prev_kv: chance(0.5) || undefined };
-        req.start_revision = chance(0.1) ? pick([-1, -2]) : Math.max(0, state.compacted - 1 + int(state.revision - state.compacted + 3));
+        req.start_revision = chance(0.1) ? pick([-1, -2]) : Math.max(0, around());
         if (chance(0.2)) req.filters = [pick(["NOPUT", "NODELETE"])];
         return ["watch", int(2), { create_request: req }];
       }

@@ -210,6 +210,14 @@ export class Binding {
     return this.#call(() => this.#raw.compact(revision));
   }
 
+  hostEntry(name) {
+    return this.#raw.host_entry(name);
+  }
+
+  setHostEntry(name, value) {
+    this.#call(() => this.#raw.set_host_entry(name, value));
+  }
+
   compacted() {
     return this.#raw.compacted();
   }

@@ -375,6 +375,10 @@ export class Lessor extends EventTarget {
   compact(revision: number): { revision: number };
   /** etcd's HashKV of the history up to `revision` (default: the current one), a uint32. */
   hashKv(revision?: number): number;
+  /** A host entry (a small named record kept in the store beside the state): a copy, or undefined. */
+  hostEntry(name: string): Uint8Array | undefined;
+  /** Sets (at most 64 KiB) or removes (null) host entry `name` (1 to 64 of A-Z a-z 0-9 . _ -); durable once `flush()` resolves. */
+  setHostEntry(name: string, value: Uint8Array | null | undefined): void;
   /** The compaction point: -1 until the first compaction (etcd's; compacting at 0 is one). */
   readonly compactRevision: number;
   /** Bytes of keys, values and history as `quotaBytes` counts them. */

@@ -5,7 +5,7 @@
 import { Binding, defaults, leaseId } from "./binding.js";
 import { checkInt, checkKey, checkMs, checkValue, epochMs, lessorOptions, options } from "./checks.js";
 import { deleteRequest, rangeRequest, txnRequest, watchRequest } from "./requests.js";
-import { LeaseError } from "./errors.js";
+import { LeaseError, invalid } from "./errors.js";
 import { Events } from "./events.js";
 import { ExpiryTimer } from "./timer.js";
 import { WriteQueue } from "./write-queue.js";
@@ -232,6 +232,29 @@ export class Lessor extends EventTarget {
     const current = this.#b.compact(revision);
     this.#deliver();
     return { revision: current };
+  }
+
+  /**
+   * A host entry: a small named record kept in the lessor's store beside
+   * its state and restored with it (the server keeps etcd's alarms there).
+   * A copy of its bytes, or undefined.
+   */
+  hostEntry(name) {
+    this.#enter();
+    if (typeof name !== "string") throw invalid("host entry name must be a string");
+    return this.#b.hostEntry(name);
+  }
+
+  /**
+   * Sets host entry `name` (1 to 64 of A-Z a-z 0-9 . _ -) to `value` (a
+   * Uint8Array of at most 64 KiB), or removes it (null or undefined). It
+   * goes to the store as a write does: durable once `flush()` resolves.
+   */
+  setHostEntry(name, value) {
+    this.#enterWrite();
+    if (typeof name !== "string") throw invalid("host entry name must be a string");
+    if (value !== undefined && value !== null && !(value instanceof Uint8Array)) throw invalid("host entry value must be a Uint8Array, null or undefined");
+    this.#b.setHostEntry(name, value ?? undefined);
   }
 
   /** Bytes of keys, values and history as `quotaBytes` counts them (O(1); etcd's dbSize). */

@@ -340,25 +340,34 @@ async function sessionStream(request, m, handler) {
 
 /** `services`: the table from server/services/index.mjs. */
 export function createGateway({ services }) {
-  async function health() {
+  // etcd's /health: false while an alarm is raised (except those named by
+  // `exclude`, each excusing one entry of its type: etcd's checkHealth
+  // forgets the name once used), or when a read fails. Go's http.Error
+  // ends the false answer with a newline.
+  async function health(query) {
     try {
+      const excluded = new Set(query.getAll("exclude"));
+      const { alarms = [] } = await services.get("etcdserverpb.Maintenance/Alarm")({ action: "GET" }, { size: 0 });
+      for (const a of alarms) {
+        if (!excluded.delete(String(a.alarm))) return text(503, '{"health":"false"}\n');
+      }
       await services.get("etcdserverpb.KV/Range")({ key: new TextEncoder().encode("health") }, { size: 0 });
       return text(200, '{"health":"true"}');
     } catch {
-      return text(503, '{"health":"false"}');
+      return text(503, '{"health":"false"}\n');
     }
   }
 
   async function answer(request) {
-    let path;
+    let path, query;
     try {
-      path = new URL(request.url).pathname;
+      ({ pathname: path, searchParams: query } = new URL(request.url));
     } catch {
       return text(400, "400 bad request\n");
     }
     if (path === "/version" || path === "/health") {
       if (request.method !== "GET") return text(405, "Method Not Allowed\n", { allow: "GET" });
-      if (path === "/health") return health();
+      if (path === "/health") return health(query);
       return json(200, { etcdserver: SERVER_VERSION, etcdcluster: CLUSTER_VERSION });
     }
     const m = /^\/v3(?:beta)?\/(.+)$/.exec(path);

@@ -43,6 +43,8 @@ pub struct Lessor {
     /// Whether the store has recorded the compaction point (a store written
     /// before history was kept has not, and restores without history).
     pub(crate) history_stored: bool,
+    /// The host's entries, kept in the store beside the state (src/host.rs).
+    pub(crate) host: Vec<(String, Vec<u8>)>,
 }
 
 impl Lessor {
@@ -59,6 +61,7 @@ impl Lessor {
             outbox: Vec::new(),
             watchers: Watchers::default(),
             history_stored: false,
+            host: Vec::new(),
         })
     }
 

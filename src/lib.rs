@@ -9,6 +9,7 @@
 
 mod config;
 mod error;
+mod host;
 mod keys;
 mod kv;
 mod lease;

@@ -97,6 +97,12 @@ impl Lessor {
             (false, 1) => -1,
             (false, rev) => rev,
         };
+        for (name, value) in snap.host {
+            if l.host_entry(&name).is_some() {
+                return Err(corrupt(codec::host_key(&name), "duplicate entry"));
+            }
+            l.host.push((name, value));
+        }
         l.kv.loaded(snap.revision, compacted);
         l.history_stored = snap.compacted_stored;
         l.store = Store::new(storage);
@@ -198,6 +204,13 @@ impl Lessor {
                             codec::encode_revision(self.kv.compacted()),
                         ));
                     }
+                    c.stage = Stage::Host;
+                }
+                Stage::Host => {
+                    // (Few and small: all in one step.)
+                    for (name, value) in &self.host {
+                        out.push((codec::host_key(name), value.clone()));
+                    }
                     c.stage = Stage::Done;
                 }
                 Stage::Done => return false,
@@ -224,5 +237,6 @@ enum Stage {
     Leases,
     Keys,
     Compacted,
+    Host,
     Done,
 }

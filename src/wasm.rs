@@ -633,6 +633,18 @@ impl RawLessor {
         self.inner.hash_kv(upto as i64).map_err(|e| js_error(&e))
     }
 
+    /// The host entry `name` (a copy), or undefined.
+    pub fn host_entry(&self, name: &str) -> Option<Vec<u8>> {
+        self.inner.host_entry(name).map(<[u8]>::to_vec)
+    }
+
+    /// Sets (bytes) or removes (undefined) the host entry `name`.
+    pub fn set_host_entry(&mut self, name: &str, value: Option<Vec<u8>>) -> Result<(), JsValue> {
+        self.inner
+            .set_host_entry(name, value.as_deref())
+            .map_err(|e| js_error(&e))
+    }
+
     /// The compaction point.
     pub fn compacted(&self) -> f64 {
         self.inner.compacted() as f64

@@ -438,6 +438,7 @@ fn valid_store() -> Vec<(String, Vec<u8>)> {
     l.txn(T0, &txn).unwrap();
     l.put(T0, b"free", b"z", PutOptions::default()).unwrap();
     l.checkpoint(T0, i64::MIN, 1_500).unwrap();
+    l.set_host_entry("alarms", Some(b"[]\n\xff")).unwrap();
     let entries = store.entries();
     assert!(
         entries.iter().any(|(k, _)| k.contains('.')),
@@ -584,6 +585,7 @@ proptest! {
                     Just("v1/compacted".to_string()),
                     "v1/lease/[0-9a-f]{16}",
                     "v1/key/[a-z%0-9]{1,8}",
+                    "v1/host/[ -~]{0,8}",
                     "\\PC{0,10}",
                 ],
                 prop::collection::vec(any::<u8>(), 0..60),
@@ -614,6 +616,76 @@ fn a_sub_revision_is_plain_decimal_above_zero() {
         match Lessor::restore(Config::default(), entries, T0, None) {
             Err(Error::CorruptEntry { key, .. }) => assert_eq!(key, renamed),
             other => panic!("{renamed}: {:?}", other.err()),
+        }
+    }
+}
+
+#[test]
+fn host_entries_are_stored_restored_and_snapshotted() {
+    let store = MemStore::default();
+    let mut l = store.open(T0);
+    assert_eq!(l.host_entry("alarms"), None);
+    l.set_host_entry("alarms", Some(b"one")).unwrap();
+    l.set_host_entry("other.v2", Some(b"")).unwrap();
+    let writes = store.writes();
+    // Setting what is there already writes nothing.
+    l.set_host_entry("alarms", Some(b"one")).unwrap();
+    assert_eq!(store.writes(), writes);
+    assert_eq!(l.host_entry("alarms"), Some(&b"one"[..]));
+    // The revision is the keyspace's: host entries do not move it.
+    assert_eq!(l.revision(), 1);
+
+    let mut again = store.open(T0 + 1);
+    assert_eq!(again.host_entry("alarms"), Some(&b"one"[..]));
+    assert_eq!(again.host_entry("other.v2"), Some(&b""[..]));
+    let snap = again.snapshot();
+    assert!(snap.contains(&("v1/host/alarms".to_string(), b"one".to_vec())));
+    let from_snap = Lessor::restore(Config::default(), snap, T0 + 2, None).unwrap();
+    assert_eq!(from_snap.host_entry("other.v2"), Some(&b""[..]));
+
+    again.set_host_entry("alarms", None).unwrap();
+    assert_eq!(store.open(T0 + 3).host_entry("alarms"), None);
+
+    // A refused write changes nothing.
+    store.fail_in(Some(0));
+    let err = again.set_host_entry("other.v2", Some(b"new")).unwrap_err();
+    assert_eq!(err.code(), "StorageFailed");
+    assert_eq!(again.host_entry("other.v2"), Some(&b""[..]));
+    assert_eq!(store.open(T0 + 4).host_entry("other.v2"), Some(&b""[..]));
+
+    for bad in ["", "a/b", "a b", "caf\u{e9}", &"x".repeat(65)] {
+        let err = again.set_host_entry(bad, Some(b"v")).unwrap_err();
+        assert_eq!(err.code(), "InvalidArgument", "{bad:?}");
+    }
+    let big = vec![0u8; 64 * 1024 + 1];
+    assert_eq!(
+        again.set_host_entry("big", Some(&big)).unwrap_err().code(),
+        "InvalidArgument"
+    );
+    again.set_host_entry("big", Some(&big[1..])).unwrap();
+    // At most 64 entries ("alarms" went; "other.v2" and "big" are there).
+    for i in 0..62 {
+        again.set_host_entry(&format!("n{i}"), Some(b"")).unwrap();
+    }
+    assert_eq!(
+        again
+            .set_host_entry("one-more", Some(b""))
+            .unwrap_err()
+            .code(),
+        "InvalidArgument"
+    );
+    again.set_host_entry("n0", Some(b"changed")).unwrap();
+    assert_eq!(store.open(T0 + 5).host_entry("n0"), Some(&b"changed"[..]));
+    let mut many = store.entries();
+    many.push(("v1/host/one-more".into(), vec![]));
+    match Lessor::restore(Config::default(), many, T0, None) {
+        Err(Error::CorruptEntry { key, .. }) => assert!(key.starts_with("v1/host/")),
+        other => panic!("65 host entries: {:?}", other.err()),
+    }
+    for bad in ["v1/host/", "v1/host/a b", "v1/host/a/b"] {
+        match Lessor::restore(Config::default(), vec![(bad, b"v".to_vec())], T0, None) {
+            Err(Error::CorruptEntry { key, .. }) => assert_eq!(key, bad),
+            other => panic!("{bad}: {:?}", other.err()),
         }
     }
 }

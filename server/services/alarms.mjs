@@ -1,8 +1,11 @@
 // etcd's alarms: a store of (member, alarm) entries that Maintenance/Alarm
-// reads, raises and clears, and the one applier they select, as etcd 3.4's
+// reads, raises and clears, and the appliers they select, as etcd 3.4's
 // alarmStore and applyV3 do. Raising the first entry of NOSPACE or CORRUPT
 // switches to that alarm's rules (the last raised wins); clearing the last
-// entry of either goes back to none.
+// entry of either goes back to none. The entries are kept in the engine's
+// store (a host entry), so they survive a restart as etcd's do; a restart
+// then applies CORRUPT's rules over NOSPACE's for those present, as etcd's
+// restoreAlarms does.
 // - NOSPACE is raised by the first write the quota refuses. Under it every
 //   write that takes space (Put, a Txn with a put at its top level,
 //   LeaseGrant; Lock, Campaign and Proclaim, whose recipes put) is refused
@@ -14,9 +17,7 @@
 //   that write. Reads go on. (Leases still expire here; etcd's expiry is a
 //   revoke, which it refuses.)
 // v3lock and v3election hand on their client's error unmapped: Unknown.
-// Status lists the entries in `errors`. Unlike etcd's, the store is not
-// persisted: after a restart (or a Durable Object's eviction) NOSPACE comes
-// back with the next write the quota refuses, and CORRUPT is gone.
+// Status lists the entries in `errors`.
 import { Code, Etcd, GrpcError } from "../errors.mjs";
 import { txnOps, txnReadOnly } from "./common.mjs";
 
@@ -52,11 +53,38 @@ const CORRUPTED = {
   "v3electionpb.Election/Resign": always,
 };
 
-export function createAlarms(member) {
-  // "memberID alarm" -> { memberID, alarm }, in the order raised.
+// The host entry that keeps them: a JSON array of [memberID, alarm], in
+// the order raised.
+const ENTRY = "alarms";
+const keyOf = (memberID, alarm) => `${memberID} ${alarm}`;
+
+function load(lessor) {
+  const bytes = lessor?.hostEntry(ENTRY);
   const entries = new Map();
-  let rules = null; // "NOSPACE", "CORRUPT" or null: etcd's applier
+  if (bytes === undefined) return entries;
+  let list;
+  try {
+    list = JSON.parse(new TextDecoder().decode(bytes));
+    if (!Array.isArray(list)) throw new Error("not an array");
+  } catch (e) {
+    throw new Error(`edge-lease: the stored alarms are unreadable (${e.message})`);
+  }
+  for (const [memberID, alarm] of list) entries.set(keyOf(memberID, alarm), { memberID: String(memberID), alarm });
+  return entries;
+}
+
+/** The alarms of `member` (its id), kept in `lessor`'s store when it has one. */
+export function createAlarms(member, lessor = null) {
+  // "memberID alarm" -> { memberID, alarm }, in the order raised.
+  let entries = load(lessor);
   const count = (alarm) => [...entries.values()].filter((e) => e.alarm === alarm).length;
+  // The rule sets in force, checked in this order: etcd's applier.
+  let rules = ["CORRUPT", "NOSPACE"].filter((a) => count(a) > 0);
+  // The store first: if it refuses, nothing changed.
+  const save = (next) => {
+    lessor?.setHostEntry(ENTRY, new TextEncoder().encode(JSON.stringify([...next.values()].map((e) => [e.memberID, e.alarm]))));
+    entries = next;
+  };
   const store = {
     /** The alarms of `type` ("NONE": all). */
     get(type) {
@@ -65,20 +93,22 @@ export function createAlarms(member) {
     },
     /** Raises `alarm` for `memberID`; the entry (an existing one as it was). */
     activate(memberID, alarm) {
-      const k = `${memberID} ${alarm}`;
+      const k = keyOf(memberID, alarm);
       if (!entries.has(k)) {
-        entries.set(k, { memberID: String(memberID), alarm });
-        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 1) rules = alarm;
+        save(new Map(entries).set(k, { memberID: String(memberID), alarm }));
+        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 1) rules = [alarm];
       }
       return entries.get(k);
     },
     /** Clears it; the entry cleared, or null if there was none. */
     deactivate(memberID, alarm) {
-      const k = `${memberID} ${alarm}`;
+      const k = keyOf(memberID, alarm);
       const e = entries.get(k) ?? null;
       if (e) {
-        entries.delete(k);
-        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 0) rules = null;
+        const next = new Map(entries);
+        next.delete(k);
+        save(next);
+        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 0) rules = [];
       }
       return e;
     },
@@ -105,8 +135,8 @@ export function createAlarms(member) {
         throw e;
       };
       return (req, call) => {
-        if (rules === "CORRUPT" && checked?.(req)) throw error(Code.DataLoss, CORRUPT_MESSAGE);
-        if (rules === "NOSPACE" && capped?.(req)) throw noSpace();
+        if (rules.includes("CORRUPT") && checked?.(req)) throw error(Code.DataLoss, CORRUPT_MESSAGE);
+        if (rules.includes("NOSPACE") && capped?.(req)) throw noSpace();
         let res;
         try {
           res = handler(req, call);

@@ -28,7 +28,7 @@ export { memberIds } from "./cluster.mjs";
  * (etcd's --experimental-watch-progress-notify-interval).
  */
 export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs }) {
-  const alarms = createAlarms(member);
+  const alarms = createAlarms(member, lessor);
   const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, alarms, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),

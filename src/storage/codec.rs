@@ -12,6 +12,7 @@
 //! `sub` is the change's sub-revision, its place among its revision's
 //! changes, written only when above 0 (older stores have none: 0).
 //! | `v1/compacted` | the compaction point: history before it is gone, decimal (-1: never compacted) |
+//! | `v1/host/<name>` | an entry the host keeps beside the lessor's state (the server's alarms): its bytes |
 //!
 //! A lease's keys are not listed in its record: they are found from the keys'
 //! own `lease=` fields on restore, as etcd recovers its item sets.
@@ -28,6 +29,12 @@ const LEASE_PREFIX: &str = "v1/lease/";
 const KEY_PREFIX: &str = "v1/key/";
 const OLD_PREFIX: &str = "v1/old/";
 pub const COMPACTED_KEY: &str = "v1/compacted";
+const HOST_PREFIX: &str = "v1/host/";
+/// The longest host entry name and value, and how many there may be (they
+/// are a few small records, not data).
+pub const MAX_HOST_NAME: usize = 64;
+pub const MAX_HOST_VALUE: usize = 64 * 1024;
+pub const MAX_HOST_ENTRIES: usize = 64;
 const TOMBSTONE: &[u8] = b"deleted";
 
 /// What a lease record holds.
@@ -53,6 +60,21 @@ pub struct Snapshot {
     /// history was kept have none, and hold no history.
     pub compacted: i64,
     pub compacted_stored: bool,
+    /// The host's entries: (name, bytes).
+    pub host: Vec<(String, Vec<u8>)>,
+}
+
+/// Whether `name` may name a host entry: 1 to [`MAX_HOST_NAME`] of
+/// `A-Z a-z 0-9 . _ -`, so that it is its own stored key.
+pub fn valid_host_name(name: &str) -> bool {
+    (1..=MAX_HOST_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+pub fn host_key(name: &str) -> String {
+    format!("{HOST_PREFIX}{name}")
 }
 
 pub fn lease_key(id: LeaseId) -> String {
@@ -361,6 +383,14 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
             if !(-1..=MAX_COUNTER).contains(&snap.compacted) {
                 return Err(corrupt(key, "compaction point out of range"));
             }
+        } else if let Some(name) = key.strip_prefix(HOST_PREFIX) {
+            if !valid_host_name(name) || value.len() > MAX_HOST_VALUE {
+                return Err(corrupt(key, "host entry name or size out of range"));
+            }
+            if snap.host.len() >= MAX_HOST_ENTRIES {
+                return Err(corrupt(key, "more host entries than the limit"));
+            }
+            snap.host.push((name.to_string(), value.to_vec()));
         } else {
             return Err(corrupt(key, "unknown entry (not written by edge-lease v1)"));
         }

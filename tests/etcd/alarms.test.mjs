@@ -10,9 +10,21 @@
 // each, and only that refusal is compared.)
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startBoth, post } from "./harness.mjs";
+import { restart, startBoth, post } from "./harness.mjs";
 
 const b64 = (s) => Buffer.from(s).toString("base64");
+
+// Answers with the member's id named, and without what differs by design
+// (ids, raft's indexes and term, and the sizes, which count etcd's bolt file
+// and edge-lease's data); alarms sorted (etcd lists those of more than one
+// type from a map, in no set order).
+const DROP = ["cluster_id", "member_id", "raft_term", "revision", "raftIndex", "raftAppliedIndex", "raftTerm", "dbSize", "dbSizeInUse", "leader"];
+const normalizer = (id) => (v) => {
+  const out = JSON.parse(JSON.stringify(v).replaceAll(id, "<member>"), (k, x) => (DROP.includes(k) ? undefined : x));
+  out?.alarms?.sort((a, b) => (`${a.alarm} ${a.memberID}` < `${b.alarm} ${b.memberID}` ? -1 : 1));
+  out?.errors?.sort();
+  return out;
+};
 
 test("alarms: NOSPACE and CORRUPT raised, listed, obeyed and cleared as on etcd 3.4", async (t) => {
   const { etcd, edge } = await startBoth(t, { args: ["--quota-backend-bytes", "100000"] });
@@ -21,10 +33,7 @@ test("alarms: NOSPACE and CORRUPT raised, listed, obeyed and cleared as on etcd 
     const log = [];
     const members = (await post(side.url, "/v3/cluster/member/list", {})).body.members;
     const id = members[0].ID;
-    const norm = (v) =>
-      JSON.parse(JSON.stringify(v).replaceAll(id, "<member>"), (k, x) =>
-        ["cluster_id", "member_id", "raft_term", "revision", "raftIndex", "raftAppliedIndex", "dbSize", "dbSizeInUse", "leader"].includes(k) ? undefined : x,
-      );
+    const norm = normalizer(id);
     const step = async (what, path, body) => {
       const r = await post(side.url, path, body);
       log.push([what, r.status, norm(r.body)]);
@@ -116,4 +125,58 @@ test("alarms: NOSPACE and CORRUPT raised, listed, obeyed and cleared as on etcd 
   assert.deepEqual(at["alarm list after"].body, {});
   assert.equal(at["put"].body.error, "etcdserver: corrupt cluster");
   assert.equal(at["put after"].status, 200);
+});
+
+test("alarms: kept through a crash and restart, and /health counts them, as on etcd 3.4", async (t) => {
+  const both = await startBoth(t);
+  const logs = [];
+  for (let side of [both.etcd, both.edge]) {
+    const log = [];
+    const id = (await post(side.url, "/v3/cluster/member/list", {})).body.members[0].ID;
+    const norm = normalizer(id);
+    const step = async (what, path, body) => {
+      const r = await post(side.url, path, body);
+      log.push([what, r.status, norm(r.body)]);
+    };
+    const health = async (what, query = "") => {
+      const r = await fetch(side.url + "/health" + query);
+      log.push([what, r.status, r.headers.get("content-type"), await r.text()]);
+    };
+    await step("a key", "/v3/kv/put", { key: b64("k"), value: b64("v") });
+    await step("raise NOSPACE", "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: id, alarm: "NOSPACE" });
+    await step("raise CORRUPT for member 1", "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: "1", alarm: "CORRUPT" });
+    await step("raise NOSPACE for member 2", "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: "2", alarm: "NOSPACE" });
+    await health("health with alarms");
+    await health("health excluding NOSPACE (one entry of it)", "?exclude=NOSPACE");
+    await step("clear NOSPACE for member 2", "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: "2", alarm: "NOSPACE" });
+    await health("health excluding NOSPACE", "?exclude=NOSPACE");
+    await health("health excluding both", "?exclude=NOSPACE&exclude=CORRUPT");
+    side = await restart(t, side);
+    await step("alarm list after the restart", "/v3/maintenance/alarm", { action: "GET" });
+    await step("status errors", "/v3/maintenance/status", {});
+    await health("health after the restart");
+    await health("health excluding both, after", "?exclude=CORRUPT&exclude=NOSPACE");
+    // Restored, CORRUPT's rules apply over NOSPACE's (etcd's restoreAlarms).
+    await step("range", "/v3/kv/range", { key: b64("k") });
+    await step("put", "/v3/kv/put", { key: b64("k"), value: b64("w") });
+    await step("grant", "/v3/lease/grant", { TTL: 60 });
+    await step("delete", "/v3/kv/deleterange", { key: b64("k") });
+    await step("clear CORRUPT", "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: "1", alarm: "CORRUPT" });
+    // (Clearing the last of a type goes back to no rules at all.)
+    await step("put with NOSPACE still listed", "/v3/kv/put", { key: b64("k"), value: b64("x") });
+    await step("clear NOSPACE", "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: id, alarm: "NOSPACE" });
+    side = await restart(t, side);
+    await step("alarm list after another restart", "/v3/maintenance/alarm", { action: "GET" });
+    await health("health at the end");
+    await step("the key", "/v3/kv/range", { key: b64("k") });
+    logs.push(log);
+  }
+  for (let i = 0; i < logs[0].length; i++) assert.deepEqual(logs[1][i], logs[0][i], `step ${i}: ${logs[0][i][0]}`);
+  const at = Object.fromEntries(logs[0].map(([what, ...rest]) => [what, rest]));
+  assert.equal(at["alarm list after the restart"][1].alarms.length, 2);
+  assert.equal(at["health after the restart"][0], 503);
+  assert.equal(at["health excluding both, after"][0], 200);
+  assert.equal(at["put"][1].error, "etcdserver: corrupt cluster");
+  assert.equal(at["put with NOSPACE still listed"][0], 200);
+  assert.deepEqual(at["alarm list after another restart"][1], {});
 });

@@ -42,11 +42,16 @@ export function tempDir(t, prefix = "edge-lease-test-") {
   return dir;
 }
 
-async function waitHealthy(url, log) {
+const healthy = (url) => async () => {
+  const r = await fetch(url + "/health");
+  return r.ok && (await r.json()).health === "true";
+};
+
+// `up` (default: /health says true) within 10 s.
+async function waitHealthy(url, log, up = healthy(url)) {
   for (let i = 0; i < 100; i++) {
     try {
-      const r = await fetch(url + "/health");
-      if (r.ok && (await r.json()).health === "true") return;
+      if (await up()) return;
     } catch {}
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -80,7 +85,7 @@ function run(t, cmd, args, name) {
   child.stdout.on("data", (d) => (log += d));
   child.stderr.on("data", (d) => (log += d));
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, log })));
-  const p = { child, exited, log: () => log, name };
+  const p = { child, exited, log: () => log, name, cmd, args };
   if (!started.has(t)) started.set(t, []);
   started.get(t).push(p);
   t.after(() => stopAll(t));
@@ -106,6 +111,19 @@ export async function startEdge(t, { dataDir, flags, args = [] } = {}) {
   const p = run(t, process.execPath, ["server/main.mjs", ...f.args, ...args], "edge-lease");
   await waitHealthy(f.url, p.log);
   return { ...p, url: f.url, peer: f.peer, flags: f };
+}
+
+/**
+ * Kills `p` (SIGKILL, as a crash) and starts it again with the same flags,
+ * data and ports; resolves once it answers /version (its /health is false
+ * while an alarm is raised).
+ */
+export async function restart(t, p) {
+  p.child.kill("SIGKILL");
+  await Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))]);
+  const q = run(t, p.cmd, p.args, p.name);
+  await waitHealthy(p.url, q.log, async () => (await fetch(p.url + "/version")).ok);
+  return { ...p, ...q };
 }
 
 /**

@@ -256,6 +256,36 @@ test("state round-trips: extreme lease ids, text and bytes, revisions", (t) => {
   b.store.close();
 });
 
+test("host entries: kept beside the state, through restarts and compactions; bad ones are InvalidArgument", async (t) => {
+  const dir = tempDir(t);
+  const a = open(dir, undefined, { minCompactBytes: 1 });
+  assert.equal(a.lessor.hostEntry("alarms"), undefined);
+  a.lessor.setHostEntry("alarms", new Uint8Array([1, 2, 3]));
+  a.lessor.setHostEntry("gone", new Uint8Array([9]));
+  a.lessor.setHostEntry("gone", null);
+  a.lessor.put("k", "v");
+  const revision = a.lessor.revision;
+  a.store.close();
+  const b = open(dir, undefined, { minCompactBytes: 1 });
+  assert.deepEqual([...b.lessor.hostEntry("alarms")], [1, 2, 3]);
+  assert.equal(b.lessor.hostEntry("gone"), undefined);
+  assert.equal(b.lessor.revision, revision, "host entries write no revision");
+  // A copy: changing it changes nothing stored.
+  b.lessor.hostEntry("alarms")[0] = 7;
+  assert.deepEqual([...b.lessor.hostEntry("alarms")], [1, 2, 3]);
+  assert.equal(await b.store.compactFrom(b.lessor, { force: true }), true);
+  b.lessor.setHostEntry("after", new Uint8Array(0));
+  await b.store.close();
+  const c = open(dir);
+  assert.deepEqual([...c.lessor.hostEntry("alarms")], [1, 2, 3], "through the snapshot");
+  assert.deepEqual([...c.lessor.hostEntry("after")], [], "through the journal after it");
+  for (const [name, value] of [["a/b", new Uint8Array(1)], ["", new Uint8Array(1)], [7, new Uint8Array(1)], ["ok", "text"], ["ok", new Uint8Array(65 * 1024)]]) {
+    assert.throws(() => c.lessor.setHostEntry(name, value), (e) => e instanceof LeaseError && e.code === "InvalidArgument", `${name}`);
+  }
+  assert.equal(c.lessor.hostEntry("ok"), undefined);
+  c.store.close();
+});
+
 function writeSome(dir) {
   const a = open(dir);
   const { id } = a.lessor.grant(60, { id: "0000000000000001" });

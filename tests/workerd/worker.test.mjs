@@ -162,9 +162,12 @@ test("restart of the runtime on the same storage: every acknowledged write is th
   const lease = (await ok(url, "/v3/lease/grant", { TTL: 600 })).ID;
   await put(url, "a", "1", lease);
   await put(url, "b", "2");
+  await ok(url, "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: "5" }); // (an alarm with no rules)
   const before = await keys(url);
   await w.restart();
   assert.deepEqual(await keys(url), before, "keys and revision");
+  assert.deepEqual((await ok(url, "/v3/maintenance/alarm", {})).alarms, [{ memberID: "5" }], "the alarm is kept");
+  await ok(url, "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: "5" });
   const ttl = await ok(url, "/v3/lease/timetolive", { ID: lease, keys: true });
   assert.equal(ttl.grantedTTL, "600");
   assert.deepEqual(ttl.keys.map(unb64), ["a"]);

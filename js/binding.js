@@ -210,6 +210,10 @@ export class Binding {
     return this.#call(() => this.#raw.compact(revision));
   }
 
+  etcdKeyBucket() {
+    return this.#raw.etcd_key_bucket();
+  }
+
   hostEntry(name) {
     return this.#raw.host_entry(name);
   }

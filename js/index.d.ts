@@ -375,6 +375,8 @@ export class Lessor extends EventTarget {
   compact(revision: number): { revision: number };
   /** etcd's HashKV of the history up to `revision` (default: the current one), a uint32. */
   hashKv(revision?: number): number;
+  /** The history as etcd 3.4's backend key bucket holds it, packed (u32 LE length, key, u32 LE length, value per record), for etcd's snapshot file. */
+  etcdKeyBucket(): Uint8Array;
   /** A host entry (a small named record kept in the store beside the state): a copy, or undefined. */
   hostEntry(name: string): Uint8Array | undefined;
   /** Sets (at most 64 KiB) or removes (null) host entry `name` (1 to 64 of A-Z a-z 0-9 . _ -); durable once `flush()` resolves. */

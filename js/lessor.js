@@ -235,6 +235,19 @@ export class Lessor extends EventTarget {
   }
 
   /**
+   * The history as etcd 3.4's backend holds it in its key bucket, for a
+   * snapshot file etcd can restore (the server's Snapshot): per record, a
+   * u32 LE length, the key (the revision, "_", the sub-revision, 8 bytes
+   * big-endian each; "t" after a deletion's), a u32 LE length, the value
+   * (the version's mvccpb.KeyValue), in revision order. One copy of the
+   * whole history.
+   */
+  etcdKeyBucket() {
+    this.#enter();
+    return this.#b.etcdKeyBucket();
+  }
+
+  /**
    * A host entry: a small named record kept in the lessor's store beside
    * its state and restored with it (the server keeps etcd's alarms there).
    * A copy of its bytes, or undefined.

@@ -160,6 +160,13 @@ impl Lessor {
             .hash_kv(if upto == 0 { self.kv.revision() } else { upto }))
     }
 
+    /// The history as etcd 3.4's backend holds it in its key bucket, for a
+    /// snapshot file etcd can restore: `u32 LE length, key, u32 LE length,
+    /// value` per record, in revision order (`kv/backend.rs`).
+    pub fn etcd_key_bucket(&self) -> Vec<u8> {
+        self.kv.etcd_key_bucket()
+    }
+
     /// Bytes of keys, values and history, as the quota counts them.
     pub fn size_bytes(&self) -> usize {
         self.kv.bytes()

@@ -633,6 +633,11 @@ impl RawLessor {
         self.inner.hash_kv(upto as i64).map_err(|e| js_error(&e))
     }
 
+    /// etcd's key bucket for this history, packed (`Lessor::etcd_key_bucket`).
+    pub fn etcd_key_bucket(&self) -> Vec<u8> {
+        self.inner.etcd_key_bucket()
+    }
+
     /// The host entry `name` (a copy), or undefined.
     pub fn host_entry(&self, name: &str) -> Option<Vec<u8>> {
         self.inner.host_entry(name).map(<[u8]>::to_vec)

@@ -567,8 +567,67 @@ proptest! {
         let got: Vec<_> = l.versions(m.rev()).into_iter().map(|(rev, sub, key, e)| {
             (rev, sub, key.to_vec(), e.map(|e| (e.value.to_vec(), e.create_revision, e.mod_revision, e.version, e.lease)))
         }).collect();
-        prop_assert_eq!(got, want);
+        prop_assert_eq!(&got, &want);
+        // The same, read back from etcd's key bucket layout.
+        prop_assert_eq!(etcd_records(&l.etcd_key_bucket()), want);
     }
+}
+
+type Version = (i64, u32, Vec<u8>, Option<(Vec<u8>, i64, i64, i64, i64)>);
+
+/// The records of etcd's key bucket, packed (`etcd_key_bucket`), decoded:
+/// the key is `rev_sub` (8 bytes big-endian each, "t" after a deletion),
+/// the value an mvccpb.KeyValue (key 1, create 2, mod 3, version 4, value
+/// 5, lease 6).
+fn etcd_records(mut packed: &[u8]) -> Vec<Version> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> &'a [u8] {
+        let (head, rest) = b.split_at(n);
+        *b = rest;
+        head
+    }
+    fn len(b: &mut &[u8]) -> usize {
+        u32::from_le_bytes(take(b, 4).try_into().unwrap()) as usize
+    }
+    fn uvarint(b: &mut &[u8]) -> u64 {
+        let mut v = 0u64;
+        for shift in (0..).step_by(7) {
+            let byte = take(b, 1)[0];
+            v |= ((byte & 0x7f) as u64) << shift;
+            if byte < 0x80 {
+                break;
+            }
+        }
+        v
+    }
+    let mut out = Vec::new();
+    while !packed.is_empty() {
+        let n = len(&mut packed);
+        let k = take(&mut packed, n);
+        assert!(k.len() == 17 || (k.len() == 18 && k[17] == b't'), "{k:?}");
+        assert_eq!(k[8], b'_');
+        let rev = i64::from_be_bytes(k[..8].try_into().unwrap());
+        let sub = i64::from_be_bytes(k[9..17].try_into().unwrap()) as u32;
+        let n = len(&mut packed);
+        let mut v = take(&mut packed, n);
+        let (mut key, mut value, mut nums) = (Vec::new(), Vec::new(), [0i64; 7]);
+        while !v.is_empty() {
+            let tag = take(&mut v, 1)[0];
+            if tag & 7 == 2 {
+                let n = uvarint(&mut v) as usize;
+                let b = take(&mut v, n).to_vec();
+                if tag >> 3 == 1 {
+                    key = b
+                } else {
+                    value = b
+                }
+            } else {
+                nums[(tag >> 3) as usize] = uvarint(&mut v) as i64;
+            }
+        }
+        let kv = (k.len() == 17).then_some((value, nums[2], nums[3], nums[4], nums[6]));
+        out.push((rev, sub, key, kv));
+    }
+    out
 }
 
 /// Each watcher's batch of a poll, with its events.

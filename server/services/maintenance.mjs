@@ -1,7 +1,13 @@
-// etcdserverpb.Maintenance: Status, HashKV, Alarm (alarms.mjs) and
+// etcdserverpb.Maintenance: Status, HashKV, Alarm (alarms.mjs), Snapshot
+// (snapshot.mjs: etcd's backend file, which etcd can restore) and
 // Defragment (compacts the file store's journal into its snapshot).
 import { SERVER_VERSION, engine, int } from "./common.mjs";
 import { alarmRpc } from "./alarms.mjs";
+import { etcdSnapshot } from "./snapshot.mjs";
+
+// etcd sends its file in pieces of this size, then its SHA-256 (which
+// `etcdctl snapshot restore` checks); no header.
+const SNAPSHOT_CHUNK = 32 * 1024;
 
 export function maintenanceService({ lessor, store, member, header, alarms }) {
   // etcd's dbSize is its backend file's size (which Defragment shrinks) and
@@ -40,6 +46,16 @@ export function maintenanceService({ lessor, store, member, header, alarms }) {
     HashKV(req) {
       const hash = engine(() => lessor.hashKv(int(req.revision)));
       return { header: header(), hash, compact_revision: lessor.compactRevision };
+    },
+    Snapshot: {
+      async *stream() {
+        const file = etcdSnapshot(lessor, alarms.get("NONE"));
+        for (let at = 0; at < file.length; at += SNAPSHOT_CHUNK) {
+          const blob = file.subarray(at, at + SNAPSHOT_CHUNK);
+          yield { remaining_bytes: String(file.length - at - blob.length), blob };
+        }
+        yield { remaining_bytes: "0", blob: new Uint8Array(await crypto.subtle.digest("SHA-256", file)) };
+      },
     },
     Defragment() {
       store?.compactFrom(lessor, { force: true });

@@ -5,16 +5,14 @@
 //! layout is etcd's, not this crate's.
 //!
 //! etcd 3.4's kvstore.hashByRev hashes the key bucket's name, then each
-//! stored version's key and value in revision order: the key is the
-//! revision (8 bytes big-endian, "_", the sub-revision the same way, "t"
-//! after a deletion's) and the value the version's mvccpb.KeyValue as
-//! gogoproto marshals it (fields in number order, zero ones left out; a
-//! deletion's holds the key alone). Of the versions at or before the
+//! stored version's record in revision order (backend.rs: its revision as
+//! key, its mvccpb.KeyValue as value). Of the versions at or before the
 //! compaction point it hashes only those in `kvindex.Keep(rev)`, taken at
 //! the hashed revision rather than at the compaction point: each key's
 //! last version up to `rev` unless that is a deletion, or all of them when
 //! no key is alive at `rev`.
 
+use super::backend::{record_key, record_value};
 use super::{Entry, Key, Keyspace};
 
 /// CRC-32C (Castagnoli, reflected) tables for 4 bytes a step (slicing-by-4):
@@ -67,31 +65,6 @@ impl Crc {
     }
 }
 
-/// Appends protobuf field `field` as a varint (left out when 0).
-fn varint(out: &mut Vec<u8>, field: u8, v: i64) {
-    if v != 0 {
-        out.push(field << 3);
-        uvarint(out, v as u64);
-    }
-}
-
-/// Appends protobuf field `field` as bytes (left out when empty).
-fn bytes(out: &mut Vec<u8>, field: u8, b: &[u8]) {
-    if !b.is_empty() {
-        out.push(field << 3 | 2);
-        uvarint(out, b.len() as u64);
-        out.extend_from_slice(b);
-    }
-}
-
-fn uvarint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 impl Keyspace {
     /// etcd's HashKV of the versions up to revision `upto` (the caller has
     /// refused one at or before the compaction point, or in the future).
@@ -137,21 +110,9 @@ fn hash_version(
     e: Option<&Entry>,
 ) {
     buf.clear();
-    buf.extend_from_slice(&rev.to_be_bytes());
-    buf.push(b'_');
-    buf.extend_from_slice(&(sub as i64).to_be_bytes());
-    if e.is_none() {
-        buf.push(b't');
-    }
+    record_key(buf, rev, sub, e.is_none());
     crc.update(buf);
     buf.clear();
-    bytes(buf, 1, key);
-    if let Some(e) = e {
-        varint(buf, 2, e.create_revision);
-        varint(buf, 3, e.mod_revision);
-        varint(buf, 4, e.version);
-        bytes(buf, 5, &e.value);
-        varint(buf, 6, e.lease);
-    }
+    record_value(buf, key, e);
     crc.update(buf);
 }

@@ -17,6 +17,7 @@
 //! a transaction changes more than once (a from-key delete and a put of a
 //! key in it, which etcd allows).
 
+mod backend;
 mod hash;
 mod range;
 

@@ -92,14 +92,17 @@ function run(t, cmd, args, name) {
   return p;
 }
 
-/** `args`: more etcd flags. */
-export async function startEtcd(t, { args = [] } = {}) {
+/** The seed's flags for a member `name` with its data in `dataDir`, on free ports: { url, peer, args }. */
+export const memberFlags = clusterFlags;
+
+/** `args`: more etcd flags; `flags` (memberFlags) to choose its name, data and ports. */
+export async function startEtcd(t, { args = [], flags } = {}) {
   try {
     execFileSync("etcd", ["--version"], { stdio: "ignore" });
   } catch {
     throw new Error("etcd is not installed: run `bash scripts/setup.sh --etcd` (npm test does)");
   }
-  const f = await clusterFlags("etcd-node", join(tempDir(t, "edge-lease-etcd-"), "data"));
+  const f = flags ?? (await clusterFlags("etcd-node", join(tempDir(t, "edge-lease-etcd-"), "data")));
   const p = run(t, "etcd", [...f.args, ...args], "etcd");
   await waitHealthy(f.url, p.log);
   return { ...p, url: f.url, peer: f.peer };

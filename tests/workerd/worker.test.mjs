@@ -6,6 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
+import { createHash } from "node:crypto";
 import { startWorker } from "./harness.mjs";
 
 const b64 = (s) => Buffer.from(s).toString("base64");
@@ -168,6 +169,12 @@ test("restart of the runtime on the same storage: every acknowledged write is th
   assert.deepEqual(await keys(url), before, "keys and revision");
   assert.deepEqual((await ok(url, "/v3/maintenance/alarm", {})).alarms, [{ memberID: "5" }], "the alarm is kept");
   await ok(url, "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: "5" });
+  // etcd's snapshot file, then its SHA-256.
+  const lines = (await (await fetch(url + "/v3/maintenance/snapshot", { method: "POST", body: "{}" })).text()).trim().split("\n");
+  const blobs = lines.map((l) => Buffer.from(JSON.parse(l).result.blob, "base64"));
+  const file = Buffer.concat(blobs.slice(0, -1));
+  assert.ok(file.length >= 6 * 4096 && file.length % 4096 === 0, `a bbolt file of ${file.length} bytes`);
+  assert.deepEqual(blobs.at(-1), createHash("sha256").update(file).digest());
   const ttl = await ok(url, "/v3/lease/timetolive", { ID: lease, keys: true });
   assert.equal(ttl.grantedTTL, "600");
   assert.deepEqual(ttl.keys.map(unb64), ["a"]);

@@ -1,0 +1,274 @@
+// etcd's snapshot file: its backend as etcd 3.4 keeps it, a bbolt database
+// (go.etcd.io/bbolt 1.3), so that `etcdctl snapshot save` gets a file
+// `etcdctl snapshot status` reads and `etcdctl snapshot restore` turns into
+// a real etcd's data directory (a way onto an etcd cluster). The engine gives
+// the key bucket (history in etcd's layout); the rest is built here.
+//
+// bbolt's layout, written whole: pages of PAGE bytes; pages 0 and 1 are the
+// meta pages (the root bucket's page, the freelist's, the page count, a
+// checksum), page 2 an empty freelist, then each bucket's B+tree (leaf pages
+// of sorted records, branch pages above them naming each child's first
+// key), then the root bucket's tree, whose records are the buckets. A page
+// whose records do not fit spans more pages (its "overflow"). Nothing is
+// free and every page is reachable, as bbolt's consistency check requires.
+
+const PAGE = 4096;
+const HEADER = 16; // id u64, flags u16, count u16, overflow u32
+const ELEMENT = 16; // leaf: flags, pos, ksize, vsize (u32); branch: pos, ksize (u32), pgid (u64)
+const BRANCH = 0x01;
+const LEAF = 0x02;
+const META = 0x04;
+const FREELIST = 0x10;
+const BUCKET_LEAF = 0x01; // a leaf element that is a bucket
+const MAGIC = 0xed0cdaed;
+
+const encoder = new TextEncoder();
+const bytes = (s) => encoder.encode(s);
+
+function compareBytes(a, b) {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+// FNV-1a, 64 bits: bbolt's meta checksum.
+function fnv64a(b) {
+  let h = 0xcbf29ce484222325n;
+  for (const x of b) h = BigInt.asUintN(64, (h ^ BigInt(x)) * 0x100000001b3n);
+  return h;
+}
+
+/** Protobuf varint field `field` (left out when 0), as gogoproto writes int64s. */
+function varint(out, field, v) {
+  let n = BigInt.asUintN(64, BigInt(v));
+  if (n === 0n) return;
+  out.push(field << 3);
+  for (; n >= 0x80n; n >>= 7n) out.push(Number(n & 0x7fn) | 0x80);
+  out.push(Number(n));
+}
+
+// Records packed as the engine gives its key bucket: per record, a u32 LE
+// length, the key, a u32 LE length, the value; sorted by key. Read in place.
+class Packed {
+  constructor(bytes) {
+    this.b = bytes;
+    this.v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+  static of(pairs) {
+    let size = 0;
+    for (const [k, v] of pairs) size += 8 + k.length + v.length;
+    const b = new Uint8Array(size);
+    const view = new DataView(b.buffer);
+    let at = 0;
+    for (const [k, v] of pairs) {
+      view.setUint32(at, k.length, true);
+      b.set(k, at + 4);
+      at += 4 + k.length;
+      view.setUint32(at, v.length, true);
+      b.set(v, at + 4);
+      at += 4 + v.length;
+    }
+    return new Packed(b);
+  }
+}
+
+class Writer {
+  constructor() {
+    this.pages = []; // [id, Uint8Array of whole pages]
+    this.next = 3; // 0, 1: meta; 2: freelist
+  }
+
+  // A page (with its overflow) of `size` bytes with its header; its id.
+  alloc(size, flags, count) {
+    const n = Math.ceil(size / PAGE);
+    const p = new Uint8Array(n * PAGE);
+    const v = new DataView(p.buffer);
+    const id = this.next;
+    this.next += n;
+    v.setBigUint64(0, BigInt(id), true);
+    v.setUint16(8, flags, true);
+    v.setUint16(10, count, true);
+    v.setUint32(12, n - 1, true);
+    this.pages.push([id, p]);
+    return [id, p, v];
+  }
+
+  // A leaf page of the `count` records of `src` from byte `from` on
+  // (`flags` on each element); [its id, its first key].
+  leaf(src, from, count, size, flags) {
+    const [id, p, v] = this.alloc(size, LEAF, count);
+    let data = HEADER + count * ELEMENT;
+    let at = from;
+    for (let i = 0; i < count; i++) {
+      const e = HEADER + i * ELEMENT;
+      const k = src.v.getUint32(at, true);
+      const n = src.v.getUint32(at + 4 + k, true);
+      v.setUint32(e, flags, true);
+      v.setUint32(e + 4, data - e, true);
+      v.setUint32(e + 8, k, true);
+      v.setUint32(e + 12, n, true);
+      p.set(src.b.subarray(at + 4, at + 4 + k), data);
+      p.set(src.b.subarray(at + 8 + k, at + 8 + k + n), data + k);
+      data += k + n;
+      at += 8 + k + n;
+    }
+    const k = count ? src.v.getUint32(from, true) : 0;
+    return [id, src.b.subarray(from + 4, from + 4 + k)];
+  }
+
+  // A branch page over `children` ([pgid, first key]); its id.
+  branch(children) {
+    let size = HEADER + children.length * ELEMENT;
+    for (const [, key] of children) size += key.length;
+    const [id, p, v] = this.alloc(size, BRANCH, children.length);
+    let data = HEADER + children.length * ELEMENT;
+    children.forEach(([pgid, key], i) => {
+      const e = HEADER + i * ELEMENT;
+      v.setUint32(e, data - e, true);
+      v.setUint32(e + 4, key.length, true);
+      v.setBigUint64(e + 8, BigInt(pgid), true);
+      p.set(key, data);
+      data += key.length;
+    });
+    return id;
+  }
+
+  // The B+tree of the records of `src` (a Packed, sorted by key): its root
+  // page's id. Leaves are filled in order; each level of branches names
+  // the first key of each page below, until one page is left.
+  tree(src, flags = 0) {
+    let level = [];
+    let from = 0;
+    let count = 0;
+    let size = HEADER;
+    for (let at = 0; at < src.b.length; ) {
+      const k = src.v.getUint32(at, true);
+      const n = src.v.getUint32(at + 4 + k, true);
+      const grow = ELEMENT + k + n;
+      if (count > 0 && size + grow > PAGE) {
+        level.push(this.leaf(src, from, count, size, flags));
+        [from, count, size] = [at, 0, HEADER];
+      }
+      count++;
+      size += grow;
+      at += 8 + k + n;
+    }
+    if (count > 0 || level.length === 0) level.push(this.leaf(src, from, count, size, flags));
+    while (level.length > 1) {
+      const above = [];
+      let page = [];
+      let bytes = HEADER;
+      for (const child of level) {
+        const grow = ELEMENT + child[1].length;
+        if (page.length > 0 && bytes + grow > PAGE) {
+          above.push([this.branch(page), page[0][1]]);
+          [page, bytes] = [[], HEADER];
+        }
+        page.push(child);
+        bytes += grow;
+      }
+      above.push([this.branch(page), page[0][1]]);
+      level = above;
+    }
+    return level[0][0];
+  }
+
+  // The two meta pages and the freelist page, then the rest in id order.
+  file(root) {
+    const head = new Uint8Array(3 * PAGE);
+    const v = new DataView(head.buffer);
+    for (const txid of [0, 1]) {
+      const at = txid * PAGE;
+      v.setBigUint64(at, BigInt(txid), true);
+      v.setUint16(at + 8, META, true);
+      const m = at + HEADER;
+      v.setUint32(m, MAGIC, true);
+      v.setUint32(m + 4, 2, true); // version
+      v.setUint32(m + 8, PAGE, true);
+      v.setBigUint64(m + 16, BigInt(root), true); // the root bucket (sequence 0)
+      v.setBigUint64(m + 32, 2n, true); // the freelist's page
+      v.setBigUint64(m + 40, BigInt(this.next), true); // pages in the file
+      v.setBigUint64(m + 48, BigInt(txid), true);
+      v.setBigUint64(m + 56, fnv64a(head.subarray(m, m + 56)), true);
+    }
+    v.setBigUint64(2 * PAGE, 2n, true);
+    v.setUint16(2 * PAGE + 8, FREELIST, true);
+    const out = new Uint8Array(this.next * PAGE);
+    out.set(head, 0);
+    for (const [id, p] of this.pages) out.set(p, id * PAGE);
+    return out;
+  }
+}
+
+/**
+ * A bbolt database file of `buckets` ({ name: records }, each a Packed or
+ * an array of [key, value] Uint8Arrays, keys sorted and distinct).
+ */
+export function boltFile(buckets) {
+  const w = new Writer();
+  const root = Object.keys(buckets).map((name) => {
+    const records = buckets[name] instanceof Packed ? buckets[name] : Packed.of(buckets[name]);
+    const value = new Uint8Array(16); // { root pgid u64, sequence u64 }
+    new DataView(value.buffer).setBigUint64(0, BigInt(w.tree(records)), true);
+    return [bytes(name), value];
+  });
+  root.sort((a, b) => compareBytes(a[0], b[0]));
+  return w.file(w.tree(Packed.of(root), BUCKET_LEAF));
+}
+
+// A revision as etcd's backend keys it: main and sub, 8 bytes big-endian
+// each, with "_" between.
+function revisionKey(main) {
+  const b = new Uint8Array(17);
+  const v = new DataView(b.buffer);
+  v.setBigInt64(0, BigInt(main));
+  b[8] = 0x5f;
+  return b;
+}
+
+const u64 = (n) => {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt.asUintN(64, BigInt(n)));
+  return b;
+};
+
+const ALARMS = { NONE: 0, NOSPACE: 1, CORRUPT: 2 };
+
+/**
+ * etcd 3.4's backend for what `lessor` holds, as a bbolt file: the key
+ * bucket (the history since the compaction point, as etcd's compaction
+ * leaves it), the lease bucket (each lease's id and granted TTL), the meta
+ * bucket (the compaction point), the alarm bucket (`alarms`: { memberID,
+ * alarm } entries), and the empty member buckets a restore clears. Built
+ * at once: O(history) time and about three copies of it in memory.
+ */
+export function etcdSnapshot(lessor, alarms) {
+  const lease = lessor.leases().map((id) => {
+    const { grantedTtl } = lessor.timeToLive(id);
+    const n = BigInt.asIntN(64, BigInt("0x" + id));
+    const value = [];
+    varint(value, 1, n);
+    varint(value, 2, grantedTtl);
+    return [u64(n), Uint8Array.from(value)];
+  });
+  lease.sort((a, b) => compareBytes(a[0], b[0]));
+  const meta = [["consistent_index", u64(lessor.revision)]];
+  if (lessor.compactRevision > 0) {
+    meta.push(["finishedCompactRev", revisionKey(lessor.compactRevision)], ["scheduledCompactRev", revisionKey(lessor.compactRevision)]);
+  }
+  const alarm = alarms.map((a) => {
+    const k = [];
+    varint(k, 1, BigInt(a.memberID));
+    varint(k, 2, typeof a.alarm === "number" ? a.alarm : ALARMS[a.alarm]);
+    return [Uint8Array.from(k), new Uint8Array(0)];
+  });
+  alarm.sort((a, b) => compareBytes(a[0], b[0]));
+  return boltFile({
+    key: new Packed(lessor.etcdKeyBucket()),
+    lease,
+    meta: meta.map(([k, v]) => [bytes(k), v]).sort((a, b) => compareBytes(a[0], b[0])),
+    alarm,
+    members: [],
+    members_removed: [],
+  });
+}

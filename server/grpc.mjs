@@ -14,23 +14,35 @@ import { MAX_MESSAGE_BYTES } from "./gateway.mjs";
 import { H2Session } from "./h2.mjs";
 import { lengthSize } from "./size.mjs";
 
-// proto3 leaves zero values off the wire (protobufjs would write the ones
-// set explicitly, enums named by their zero value too); oneof members are
-// kept, as Go sends them.
-function zeroless(T, obj, skip = null, skip2 = null) {
+// A service message as protobufjs's encode takes it, with no fromObject
+// (which built a Long for every 64-bit field): proto3 leaves zero values off
+// the wire (protobufjs writes every field present, enums named by their
+// zero value too); oneof members are kept, as Go sends them; enums become
+// their numbers, 64-bit decimal strings numbers (or a Long past 2^53).
+function wire(T, obj, skip = null, skip2 = null) {
   const out = {};
   for (const f of T.fieldsArray) {
     if (f.name === skip || f.name === skip2) continue;
     const v = obj[f.name];
     if (v === undefined || v === null) continue;
+    const message = f.resolvedType?.fieldsArray;
     if (f.repeated) {
-      if (v.length) out[f.name] = f.resolvedType?.fieldsArray ? v.map((x) => zeroless(f.resolvedType, x)) : v;
-    } else if (f.resolvedType?.fieldsArray) out[f.name] = zeroless(f.resolvedType, v);
+      if (v.length) out[f.name] = message ? v.map((x) => wire(f.resolvedType, x)) : f.long || f.resolvedType ? v.map((x) => scalar(f, x)) : v;
+    } else if (message) out[f.name] = wire(f.resolvedType, v);
     else if (f.partOf || !(v === 0 || v === "0" || v === false || v === "" || (v instanceof Uint8Array && v.length === 0) || f.resolvedType?.values?.[v] === 0)) {
-      out[f.name] = f.long && typeof v === "string" ? long(v, f.type) : v;
+      out[f.name] = scalar(f, v);
     }
   }
   return out;
+}
+
+function scalar(f, v) {
+  if (typeof v !== "string") return v;
+  if (f.long) {
+    const n = Number(v);
+    return Number.isSafeInteger(n) ? n : long(v, f.type);
+  }
+  return f.resolvedType?.values ? f.resolvedType.values[v] : v;
 }
 
 // 64-bit integers come as decimal strings; protobufjs would parse each one
@@ -67,7 +79,7 @@ function headerBytes(H, h) {
   if (last !== null && sameHeader(last.h, h)) return last.b;
   let e = headers.get(h.revision);
   if (e === undefined || !sameHeader(e.h, h)) {
-    const body = H.encode(H.fromObject(zeroless(H, h))).finish();
+    const body = H.encode(wire(H, h)).finish();
     const b = Buffer.concat([Buffer.from([(1 << 3) | 2, body.length]), body]); // a header is < 128 bytes
     e = { h: { revision: h.revision, cluster_id: h.cluster_id, member_id: h.member_id, raft_term: h.raft_term }, b };
     if (headers.size >= 1024) headers.clear();
@@ -84,7 +96,7 @@ const eventBytes = new WeakMap();
 function sharedBytes(E, e) {
   let b = eventBytes.get(e);
   if (b === undefined) {
-    b = E.encode(E.fromObject(zeroless(E, e))).finish();
+    b = E.encode(wire(E, e)).finish();
     eventBytes.set(e, b);
   }
   return b;
@@ -106,7 +118,7 @@ const ids = new Map();
 function idBytes(T, id) {
   let b = ids.get(id);
   if (b === undefined) {
-    b = T.encode(T.fromObject(zeroless(T, { watch_id: id }))).finish();
+    b = T.encode(wire(T, { watch_id: id })).finish();
     if (ids.size >= 4096) ids.clear();
     ids.set(id, b);
   }
@@ -118,7 +130,7 @@ function codec(root, typeName) {
   const field = T.fields.header;
   const H = field?.id === 1 && field.resolvedType?.fullName === ".etcdserverpb.ResponseHeader" ? field.resolvedType : null;
   const ev = typeName === "etcdserverpb.WatchResponse" ? T.fields.events : null;
-  const plain = (obj) => T.encode(T.fromObject(zeroless(T, obj))).finish();
+  const plain = (obj) => T.encode(wire(T, obj)).finish();
   return {
     encode: !H
       ? plain
@@ -127,7 +139,7 @@ function codec(root, typeName) {
           const head = headerBytes(H, obj.header);
           // Fields in number order, as protobufjs writes them: the header,
           // the rest, then a WatchResponse's events (field 11, the last).
-          const rest = ev && onlyIdAndEvents(obj) ? idBytes(T, obj.watch_id) : T.encode(T.fromObject(zeroless(T, obj, "header", ev && "events"))).finish();
+          const rest = ev && onlyIdAndEvents(obj) ? idBytes(T, obj.watch_id) : T.encode(wire(T, obj, "header", ev && "events")).finish();
           const events = ev && obj.events ? obj.events.map((e) => sharedBytes(ev.resolvedType, e)) : [];
           let size = head.length + rest.length;
           for (const b of events) size += 1 + lengthSize(b.length) + b.length;

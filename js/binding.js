@@ -476,6 +476,10 @@ export class Binding {
     return this.#raw.revision();
   }
 
+  keyCount() {
+    return this.#raw.key_count();
+  }
+
   isPrimary() {
     return this.#raw.is_primary();
   }

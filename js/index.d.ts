@@ -398,6 +398,8 @@ export class Lessor extends EventTarget {
   demote(): void;
   checkpoint(id: LeaseId | bigint, remainingMs: number): void;
   readonly revision: number;
+  /** Keys held, O(1) (those of leases past their deadline until the next tick included). */
+  readonly keyCount: number;
   readonly isPrimary: boolean;
   snapshot(): [string, Uint8Array][];
   /**

@@ -410,6 +410,12 @@ export class Lessor extends EventTarget {
     return this.#b.revision();
   }
 
+  /** Keys held, O(1) (those of leases past their deadline until the next tick included). */
+  get keyCount() {
+    this.#enter();
+    return this.#b.keyCount();
+  }
+
   get isPrimary() {
     this.#enter();
     return this.#b.isPrimary();

@@ -338,8 +338,11 @@ async function sessionStream(request, m, handler) {
   return new Response(body, { status: 200, headers: JSON_TYPE });
 }
 
-/** `services`: the table from server/services/index.mjs. */
-export function createGateway({ services }) {
+/**
+ * `services`: the table from server/services/index.mjs; `metrics`: the text
+ * of /metrics (services/metrics.mjs), or null (404 there).
+ */
+export function createGateway({ services, metrics = null }) {
   // etcd's /health: false while an alarm is raised (except those named by
   // `exclude`, each excusing one entry of its type: etcd's checkHealth
   // forgets the name once used), or when a read fails. Go's http.Error
@@ -365,9 +368,10 @@ export function createGateway({ services }) {
     } catch {
       return text(400, "400 bad request\n");
     }
-    if (path === "/version" || path === "/health") {
+    if (path === "/version" || path === "/health" || (path === "/metrics" && metrics)) {
       if (request.method !== "GET") return text(405, "Method Not Allowed\n", { allow: "GET" });
       if (path === "/health") return health(query);
+      if (path === "/metrics") return text(200, metrics(), { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
       return json(200, { etcdserver: SERVER_VERSION, etcdcluster: CLUSTER_VERSION });
     }
     const m = /^\/v3(?:beta)?\/(.+)$/.exec(path);

@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { once } from "node:events";
 import { guard } from "./guard.mjs";
 
-const GATEWAY = /^\/(v3|v3beta|v3alpha)\/|^\/(version|health)$/;
+const GATEWAY = /^\/(v3|v3beta|v3alpha)\/|^\/(version|health|metrics)$/;
 
 function toRequest(req, res) {
   // Origin-form targets only ("/path"); "//[" must not become a host.

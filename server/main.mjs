@@ -8,6 +8,8 @@ import { Lessor } from "../js/node.mjs";
 import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "./services/index.mjs";
+import { createMetrics } from "./services/metrics.mjs";
+import { hostMetrics } from "./host-metrics.mjs";
 import { createGateway } from "./gateway.mjs";
 import { createGrpcServer, activeCalls } from "./grpc.mjs";
 import { createHttpServer, busy as httpBusy } from "./http.mjs";
@@ -91,11 +93,11 @@ for (const url of flags.listen) {
 // finds a port taken fails before touching the first one's data directory
 // (a FileStore is for one process at a time).
 const dataDir = resolve(flags.dataDir);
+const quotaBytes = flags.quotaBytes > 0 ? Math.min(flags.quotaBytes, MAX_QUOTA_BYTES) : MAX_QUOTA_BYTES;
 try {
   // Group commit: concurrent writes share an fsync; each answer waits for
   // the one that covers it (services/index.mjs), as etcd's do for its WAL.
   store = FileStore.open(dataDir, { groupCommit: true });
-  const quotaBytes = flags.quotaBytes > 0 ? Math.min(flags.quotaBytes, MAX_QUOTA_BYTES) : MAX_QUOTA_BYTES;
   lessor = new Lessor({
     storage: store,
     restore: store.entries(),
@@ -126,7 +128,7 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
     return res;
   });
 }
-gateway = createGateway({ services });
+gateway = createGateway({ services, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics }) });
 grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams });
 
 for (const s of servers) {

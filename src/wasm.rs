@@ -569,6 +569,11 @@ impl RawLessor {
         self.inner.revision() as f64
     }
 
+    /// Keys held (those of leases past their deadline until `tick` included).
+    pub fn key_count(&self) -> f64 {
+        self.inner.key_count() as f64
+    }
+
     pub fn is_primary(&self) -> bool {
         self.inner.is_primary()
     }

@@ -15,6 +15,7 @@
 import { DurableLessor } from "../stores/durable-object.mjs";
 import { createServices, memberIds } from "../../server/services/index.mjs";
 import { createGateway } from "../../server/gateway.mjs";
+import { createMetrics } from "../../server/services/metrics.mjs";
 import { BASE_HEADER, DEFAULT_NAMESPACE, NAMESPACE_HEADER } from "./router.mjs";
 import { Sockets } from "./sockets.mjs";
 
@@ -88,10 +89,8 @@ export class LeaseNamespace {
 
   async #open() {
     const storage = this.#ctx.storage;
-    this.#dl = await DurableLessor.open(storage, {
-      ...engineOptions(this.#env, sqliteBacked(storage)),
-      outputGate: true,
-    });
+    const options = engineOptions(this.#env, sqliteBacked(storage));
+    this.#dl = await DurableLessor.open(storage, { ...options, outputGate: true });
     const lessor = this.#dl.lessor;
     const ids = await memberIds([`edge-lease:${this.#ctx.id}`], "edge-lease");
     const self = this;
@@ -112,7 +111,7 @@ export class LeaseNamespace {
     // What etcd's Status calls dbSize: the bytes the quota counts.
     const store = { sizes: { get journal() { return lessor.sizeBytes; }, snapshot: 0, header: 0 }, compactFrom() {} };
     const services = createServices({ lessor, store, member });
-    this.#gateway = createGateway({ services });
+    this.#gateway = createGateway({ services, metrics: createMetrics({ lessor, store, member, quotaBytes: options.quotaBytes }) });
     this.#sockets = new Sockets({ ctx: this.#ctx, services, dl: this.#dl, named: (n, u) => this.#named(n, u) });
   }
 

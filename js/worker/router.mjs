@@ -1,5 +1,5 @@
-// The Worker in front of the namespaces: `/v3/...`, `/version` and `/health`
-// go to the namespace "default"; `/n/<namespace>/...` to that namespace. Each
+// The Worker in front of the namespaces: `/v3/...`, `/version`, `/health`
+// and `/metrics` go to the namespace "default"; `/n/<namespace>/...` to that namespace. Each
 // namespace is one Durable Object (`env.LEASES.idFromName(namespace)`), so
 // namespaces share nothing: leases, keys and revisions of one never show in
 // another. Web standards only.
@@ -18,7 +18,7 @@ const TEXT = { "content-type": "text/plain; charset=utf-8", "x-content-type-opti
 const text = (status, body) => new Response(body, { status, headers: TEXT });
 
 /** The gateway's own paths, as etcd serves them (its 404s are the gateway's). */
-const served = (path) => path === "/version" || path === "/health" || /^\/v3[^/]*\//.test(path);
+const served = (path) => path === "/version" || path === "/health" || path === "/metrics" || /^\/v3[^/]*\//.test(path);
 
 /**
  * `{ namespace, path, base }` for a request path (`base`: the URL prefix of

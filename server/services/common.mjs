@@ -73,6 +73,23 @@ export function kvOut(e, keysOnly = false) {
   return kv;
 }
 
+/**
+ * etcd's dbSize and dbSizeInUse: its backend file's size (which Defragment
+ * shrinks) and what its data takes there. Here: the file store's journal
+ * and snapshot, and the engine's data as the quota counts it (O(1)) with
+ * the live journal's header, never more than is on disk: neither is 0 with
+ * a file store, as etcd's never are. The Durable Object's store reports its
+ * data as a journal with no header, and no store the data: the data for
+ * both.
+ */
+export function dbSizes(lessor, store) {
+  const data = lessor.sizeBytes;
+  const files = store?.sizes;
+  if (!files) return [data, data];
+  const onDisk = files.journal + files.snapshot;
+  return [onDisk, Math.min(onDisk, data + files.header)];
+}
+
 /** Refuses a write whose raft entry would pass etcd's request limit. */
 export function checkSize(call) {
   if ((call?.size ?? 0) + RAFT_OVERHEAD > MAX_REQUEST_BYTES) throw Etcd.requestTooLarge();

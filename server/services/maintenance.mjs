@@ -1,7 +1,7 @@
 // etcdserverpb.Maintenance: Status, HashKV, Alarm (alarms.mjs), Snapshot
 // (snapshot.mjs: etcd's backend file, which etcd can restore) and
 // Defragment (compacts the file store's journal into its snapshot).
-import { SERVER_VERSION, engine, int } from "./common.mjs";
+import { SERVER_VERSION, dbSizes, engine, int } from "./common.mjs";
 import { alarmRpc } from "./alarms.mjs";
 import { etcdSnapshot } from "./snapshot.mjs";
 
@@ -10,23 +10,9 @@ import { etcdSnapshot } from "./snapshot.mjs";
 const SNAPSHOT_CHUNK = 32 * 1024;
 
 export function maintenanceService({ lessor, store, member, header, alarms }) {
-  // etcd's dbSize is its backend file's size (which Defragment shrinks) and
-  // dbSizeInUse what its data takes there. Here: the file store's journal
-  // and snapshot, and the engine's data as the quota counts it (O(1)) with
-  // the live journal's header, never more than is on disk: neither is 0
-  // with a file store, as etcd's never are. The Durable Object's store
-  // reports its data as a journal with no header, and no store the data:
-  // the data for both.
-  const sizes = () => {
-    const data = lessor.sizeBytes;
-    const files = store?.sizes;
-    if (!files) return [data, data];
-    const onDisk = files.journal + files.snapshot;
-    return [onDisk, Math.min(onDisk, data + files.header)];
-  };
   return {
     Status() {
-      const [dbSize, dbSizeInUse] = sizes();
+      const [dbSize, dbSizeInUse] = dbSizes(lessor, store);
       // No raft here: the applied index is the revision, the term fixed.
       return {
         header: header(),

@@ -175,6 +175,11 @@ test("restart of the runtime on the same storage: every acknowledged write is th
   const file = Buffer.concat(blobs.slice(0, -1));
   assert.ok(file.length >= 6 * 4096 && file.length % 4096 === 0, `a bbolt file of ${file.length} bytes`);
   assert.deepEqual(blobs.at(-1), createHash("sha256").update(file).digest());
+  // etcd's /metrics, the data's figures (no process's in a Worker).
+  const metrics = await (await fetch(url + "/metrics")).text();
+  assert.match(metrics, new RegExp(`^etcd_debugging_mvcc_current_revision ${before.revision + 0}$`, "m"));
+  assert.match(metrics, /^etcd_debugging_mvcc_keys_total 2$/m);
+  assert.doesNotMatch(metrics, /^process_/m);
   const ttl = await ok(url, "/v3/lease/timetolive", { ID: lease, keys: true });
   assert.equal(ttl.grantedTTL, "600");
   assert.deepEqual(ttl.keys.map(unb64), ["a"]);

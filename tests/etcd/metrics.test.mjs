@@ -1,0 +1,81 @@
+// /metrics against a real etcd 3.4: every metric edge-lease gives has
+// etcd's name, type and labels, and after the same calls the same value
+// where the value is the data's (revisions, keys, leadership, versions,
+// quota), not the process's; `etcdctl check datascale`, which reads
+// process_resident_memory_bytes from it, passes on both. Every wait is
+// bounded.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { etcdctl, post, startBoth } from "./harness.mjs";
+import { goFloat } from "../../server/services/metrics.mjs";
+
+const b64 = (s) => Buffer.from(s).toString("base64");
+
+// name -> { type, samples: [[labels, value]] }
+function parse(text) {
+  const out = {};
+  for (const line of text.split("\n")) {
+    let m;
+    if ((m = /^# TYPE (\S+) (\S+)$/.exec(line))) out[m[1]] = { type: m[2], samples: [] };
+    else if ((m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line))) out[m[1]]?.samples.push([m[2] ?? "", m[3]]);
+  }
+  return out;
+}
+
+const SAME_VALUE = [
+  "etcd_cluster_version",
+  "etcd_debugging_mvcc_compact_revision",
+  "etcd_debugging_mvcc_current_revision",
+  "etcd_debugging_mvcc_keys_total",
+  "etcd_server_has_leader",
+  "etcd_server_is_leader",
+  "etcd_server_is_learner",
+  "etcd_server_leader_changes_seen_total",
+  "etcd_server_quota_backend_bytes",
+  "etcd_server_version",
+];
+
+test("/metrics: etcd's names, types and labels, and its values for the data", async (t) => {
+  const { etcd, edge } = await startBoth(t, { args: ["--quota-backend-bytes", "50000000"] });
+  const got = [];
+  for (const side of [etcd, edge]) {
+    for (const k of ["a", "b", "c"]) assert.equal((await post(side.url, "/v3/kv/put", { key: b64(k), value: b64("v") })).status, 200);
+    await post(side.url, "/v3/kv/deleterange", { key: b64("b") });
+    await post(side.url, "/v3/kv/compaction", { revision: 3 });
+    const r = await fetch(side.url + "/metrics");
+    assert.equal(r.status, 200);
+    got.push({ type: r.headers.get("content-type"), metrics: parse(await r.text()) });
+  }
+  const [want, have] = got;
+  assert.equal(have.type, want.type);
+  assert.ok(Object.keys(have.metrics).length >= 20, Object.keys(have.metrics).join(" "));
+  for (const [name, m] of Object.entries(have.metrics)) {
+    const w = want.metrics[name];
+    assert.ok(w, `${name} is one of etcd's`);
+    assert.equal(m.type, w.type, name);
+    const labels = (s) => s.map(([l]) => l.replace(/="[^"]*"/g, '=""'));
+    assert.deepEqual(labels(m.samples), labels(w.samples), `${name}: labels`);
+    if (SAME_VALUE.includes(name)) assert.deepEqual(m.samples, w.samples, name);
+    if (name === "etcd_server_id") {
+      const id = (await post(edge.url, "/v3/cluster/member/list", {})).body.members[0].ID;
+      assert.equal(m.samples[0][0], `{server_id="${BigInt(id).toString(16)}"}`);
+    }
+    if (name.startsWith("process_")) assert.ok(Number(m.samples[0][1]) > 0, `${name} ${m.samples[0][1]}`);
+  }
+  // Go's float formatting, as etcd's values are written.
+  for (const [v, s] of [[20480, "20480"], [24817664, "2.4817664e+07"], [2147483648, "2.147483648e+09"], [0.02, "0.02"], [1e-5, "1e-05"], [-1, "-1"], [123456, "123456"], [1234567, "1.234567e+06"]]) {
+    assert.equal(goFloat(v), s);
+  }
+});
+
+test("etcdctl check datascale reads /metrics and passes, as on etcd", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  for (const side of [etcd, edge]) {
+    const r = await etcdctl(side.url, ["check", "datascale", "--load=s"], { timeout: 60_000 });
+    assert.equal(r.code, 0, `${side.name}: ${r.stdout.slice(-300)} ${r.stderr.slice(-300)}`);
+    assert.match(r.stdout, /PASS: Approximate system memory used : \d+\.\d+ MB\.\n$/, side.name);
+    // It deletes what it wrote.
+    const left = (await post(side.url, "/v3/kv/range", { key: b64("\0"), range_end: b64("\0"), count_only: true })).body.count;
+    assert.equal(left, undefined, `${side.name}: keys left`);
+  }
+});

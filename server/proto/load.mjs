@@ -23,7 +23,7 @@ export function loadRoot() {
   const root = new protobuf.Root();
   // Imports are by file name, all in this directory.
   root.resolvePath = (_origin, target) => dir + target;
-  root.loadSync(["rpc.proto", "v3lock.proto", "v3election.proto"], { keepCase: true });
+  root.loadSync(["rpc.proto", "v3lock.proto", "v3election.proto", "health.proto"], { keepCase: true });
   root.resolveAll();
   return root;
 }

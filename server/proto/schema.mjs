@@ -110,6 +110,8 @@ export const messages = {
   "v3electionpb.ResignResponse": [ [ 1, "header", "etcdserverpb.ResponseHeader" ] ],
   "v3electionpb.ProclaimRequest": [ [ 1, "leader", "v3electionpb.LeaderKey" ], [ 2, "value", "bytes" ] ],
   "v3electionpb.ProclaimResponse": [ [ 1, "header", "etcdserverpb.ResponseHeader" ] ],
+  "grpc.health.v1.HealthCheckRequest": [ [ 1, "service", "string" ] ],
+  "grpc.health.v1.HealthCheckResponse": [ [ 1, "status", "grpc.health.v1.HealthCheckResponse.ServingStatus" ] ],
 };
 
 export const enums = {
@@ -122,6 +124,7 @@ export const enums = {
   "etcdserverpb.AlarmRequest.AlarmAction": { "GET": 0, "ACTIVATE": 1, "DEACTIVATE": 2 },
   "mvccpb.Event.EventType": { "PUT": 0, "DELETE": 1 },
   "authpb.Permission.Type": { "READ": 0, "WRITE": 1, "READWRITE": 2 },
+  "grpc.health.v1.HealthCheckResponse.ServingStatus": { "UNKNOWN": 0, "SERVING": 1, "NOT_SERVING": 2, "SERVICE_UNKNOWN": 3 },
 };
 
 export const services = {
@@ -133,4 +136,5 @@ export const services = {
   "etcdserverpb.Auth": { "AuthEnable": [ "etcdserverpb.AuthEnableRequest", "etcdserverpb.AuthEnableResponse", "" ], "AuthDisable": [ "etcdserverpb.AuthDisableRequest", "etcdserverpb.AuthDisableResponse", "" ], "Authenticate": [ "etcdserverpb.AuthenticateRequest", "etcdserverpb.AuthenticateResponse", "" ], "UserAdd": [ "etcdserverpb.AuthUserAddRequest", "etcdserverpb.AuthUserAddResponse", "" ], "UserGet": [ "etcdserverpb.AuthUserGetRequest", "etcdserverpb.AuthUserGetResponse", "" ], "UserList": [ "etcdserverpb.AuthUserListRequest", "etcdserverpb.AuthUserListResponse", "" ], "UserDelete": [ "etcdserverpb.AuthUserDeleteRequest", "etcdserverpb.AuthUserDeleteResponse", "" ], "UserChangePassword": [ "etcdserverpb.AuthUserChangePasswordRequest", "etcdserverpb.AuthUserChangePasswordResponse", "" ], "UserGrantRole": [ "etcdserverpb.AuthUserGrantRoleRequest", "etcdserverpb.AuthUserGrantRoleResponse", "" ], "UserRevokeRole": [ "etcdserverpb.AuthUserRevokeRoleRequest", "etcdserverpb.AuthUserRevokeRoleResponse", "" ], "RoleAdd": [ "etcdserverpb.AuthRoleAddRequest", "etcdserverpb.AuthRoleAddResponse", "" ], "RoleGet": [ "etcdserverpb.AuthRoleGetRequest", "etcdserverpb.AuthRoleGetResponse", "" ], "RoleList": [ "etcdserverpb.AuthRoleListRequest", "etcdserverpb.AuthRoleListResponse", "" ], "RoleDelete": [ "etcdserverpb.AuthRoleDeleteRequest", "etcdserverpb.AuthRoleDeleteResponse", "" ], "RoleGrantPermission": [ "etcdserverpb.AuthRoleGrantPermissionRequest", "etcdserverpb.AuthRoleGrantPermissionResponse", "" ], "RoleRevokePermission": [ "etcdserverpb.AuthRoleRevokePermissionRequest", "etcdserverpb.AuthRoleRevokePermissionResponse", "" ] },
   "v3lockpb.Lock": { "Lock": [ "v3lockpb.LockRequest", "v3lockpb.LockResponse", "" ], "Unlock": [ "v3lockpb.UnlockRequest", "v3lockpb.UnlockResponse", "" ] },
   "v3electionpb.Election": { "Campaign": [ "v3electionpb.CampaignRequest", "v3electionpb.CampaignResponse", "" ], "Proclaim": [ "v3electionpb.ProclaimRequest", "v3electionpb.ProclaimResponse", "" ], "Leader": [ "v3electionpb.LeaderRequest", "v3electionpb.LeaderResponse", "" ], "Observe": [ "v3electionpb.LeaderRequest", "v3electionpb.LeaderResponse", "s" ], "Resign": [ "v3electionpb.ResignRequest", "v3electionpb.ResignResponse", "" ] },
+  "grpc.health.v1.Health": { "Check": [ "grpc.health.v1.HealthCheckRequest", "grpc.health.v1.HealthCheckResponse", "" ], "Watch": [ "grpc.health.v1.HealthCheckRequest", "grpc.health.v1.HealthCheckResponse", "s" ] },
 };

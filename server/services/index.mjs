@@ -18,6 +18,7 @@ import { authService } from "./auth.mjs";
 import { lockService } from "./lock.mjs";
 import { electionService } from "./election.mjs";
 import { createAlarms } from "./alarms.mjs";
+import { healthService } from "./health.mjs";
 
 export { memberIds } from "./cluster.mjs";
 
@@ -39,6 +40,7 @@ export function createServices({ lessor, store = null, member, maxTxnOps, progre
     "etcdserverpb.Auth": authService(ctx),
     "v3lockpb.Lock": lockService(ctx),
     "v3electionpb.Election": electionService(ctx),
+    "grpc.health.v1.Health": healthService(),
   };
   const table = new Map();
   for (const [service, methods] of Object.entries(services)) {

@@ -368,9 +368,11 @@ export function activeCalls(socket) {
  * preface; `close()` ends them all. `maxConcurrentStreams`: calls one
  * connection may have open at once (the HTTP/2 setting; clients queue the
  * rest), etcd's --max-concurrent-streams. A connection with no call for
- * `idleMs` is closed with GOAWAY (clients reconnect).
+ * `idleMs` is closed with GOAWAY (clients reconnect). `counters`
+ * (services/metrics.mjs's createCallCounters), if given, counts the calls,
+ * their messages and the connections' bytes for /metrics.
  */
-export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 5 * 60 * 1000 } = {}) {
+export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 5 * 60 * 1000, counters = null } = {}) {
   const root = loadRoot();
   const methods = new Map();
   for (const [service, rpcs] of Object.entries(schema)) {
@@ -392,6 +394,8 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
   }
   const sessions = new Set();
   const onCall = (call) => {
+    call.counts = counters?.of(call.path) ?? null;
+    if (call.counts) call.counts.started++;
     // A request message over the limit ends its call with etcd's error.
     call.onTooLarge = (size) => {
       const e = tooLargeMessage(size, MAX_MESSAGE_BYTES);
@@ -411,7 +415,7 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
   sweep.unref();
   return {
     serve(socket) {
-      const s = new H2Session(socket, { onCall, maxConcurrentStreams, maxMessage: MAX_MESSAGE_BYTES });
+      const s = new H2Session(socket, { onCall, maxConcurrentStreams, maxMessage: MAX_MESSAGE_BYTES, bytes: counters });
       socket[SESSION] = s;
       sessions.add(s);
       socket.once("close", () => sessions.delete(s));

@@ -95,22 +95,27 @@ export class H2Call {
     this.onCancel = null; // reset by the client, or its connection went
     this.onDrain = null; // send() said wait, and now it need not
     this.onTooLarge = null; // (length) a request message over the limit
+    /** The method's counts for /metrics (services/metrics.mjs), or null. */
+    this.counts = null;
   }
 
   /** Queues a response message; false if the caller should wait for onDrain. */
   send(bytes) {
     if (this.done) return false;
+    if (this.counts) this.counts.sent++;
     return this.session.command((x, mem) => x.h2_send(this.session.handle, this.id, toScratch(x, mem, bytes)) === 1, false);
   }
 
   /** Answers with one message and status OK (a unary call's answer). */
   reply(bytes) {
-    if (this.#end()) this.session.command((x, mem) => x.h2_reply(this.session.handle, this.id, toScratch(x, mem, bytes)));
+    if (!this.#end(0)) return;
+    if (this.counts) this.counts.sent++;
+    this.session.command((x, mem) => x.h2_reply(this.session.handle, this.id, toScratch(x, mem, bytes)));
   }
 
   /** Ends the call with a gRPC status once what it queued is sent. */
   finish(code, message = "") {
-    if (!this.#end()) return;
+    if (!this.#end(code)) return;
     this.session.command((x, mem) => {
       const ptr = x.h2_scratch(message.length * 3);
       const { written } = encoder.encodeInto(message, new Uint8Array(mem.buffer, ptr, message.length * 3));
@@ -118,10 +123,12 @@ export class H2Call {
     });
   }
 
-  // Marks the call answered; false if it already was (or was cancelled).
-  #end() {
+  // Marks the call answered with `code`; false if it already was (or was
+  // cancelled).
+  #end(code) {
     if (this.done) return false;
     this.done = true;
+    if (this.counts) this.counts.handled[code]++;
     this.session.forget(this);
     return true;
   }
@@ -129,12 +136,14 @@ export class H2Call {
 
 /**
  * One HTTP/2 connection on `socket` (its first bytes the client preface).
- * `onCall(call)` hears each new call; `maxMessage` caps request messages.
+ * `onCall(call)` hears each new call; `maxMessage` caps request messages;
+ * `bytes` ({ bytesIn, bytesOut }), if given, counts what the socket carries.
  */
 export class H2Session {
-  constructor(socket, { onCall, maxConcurrentStreams = 0, maxMessage }) {
+  constructor(socket, { onCall, maxConcurrentStreams = 0, maxMessage, bytes = null }) {
     this.socket = socket;
     this.onCall = onCall;
+    this.bytes = bytes;
     this.calls = new Map();
     this.lastActive = performance.now();
     this.inst = instance();
@@ -153,6 +162,7 @@ export class H2Session {
   }
 
   input(chunk) {
+    if (this.bytes) this.bytes.bytesIn += chunk.length;
     this.command((x, mem) => x.h2_input(this.handle, toScratch(x, mem, chunk)));
     // Calls, messages and cancels are heard at once, not a tick later.
     this.flush();
@@ -215,7 +225,9 @@ export class H2Session {
     const out = this.out;
     this.out = [];
     if (out.length === 0 || this.socket.destroyed) return;
-    if (!this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out)) && !this.full) {
+    const bytes = out.length === 1 ? out[0] : Buffer.concat(out);
+    if (this.bytes) this.bytes.bytesOut += bytes.length;
+    if (!this.socket.write(bytes) && !this.full) {
       // The client does not read: hold h2 back and stop reading its requests
       // until the socket drains, so nothing piles up here.
       this.full = true;
@@ -252,7 +264,10 @@ export class H2Session {
       }
       const call = this.calls.get(id);
       if (!call) continue;
-      if (kind === EV_MESSAGE) call.onMessage?.(body.subarray(1), body[0] !== 0);
+      if (kind === EV_MESSAGE) {
+        if (call.counts) call.counts.received++;
+        call.onMessage?.(body.subarray(1), body[0] !== 0);
+      }
       else if (kind === EV_END) call.onEnd?.();
       else if (kind === EV_DRAIN) call.onDrain?.();
       else if (kind === EV_TOO_LARGE) call.onTooLarge?.(body.readUInt32LE(0));
@@ -263,6 +278,7 @@ export class H2Session {
   cancel(call) {
     if (call.done) return;
     call.done = true;
+    if (call.counts) call.counts.handled[call.counts.cancelled]++;
     this.forget(call);
     call.onCancel?.();
   }

@@ -8,7 +8,8 @@ import { Lessor } from "../js/node.mjs";
 import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "./services/index.mjs";
-import { createMetrics } from "./services/metrics.mjs";
+import { createCallCounters, createMetrics } from "./services/metrics.mjs";
+import { services as schema } from "./proto/schema.mjs";
 import { hostMetrics } from "./host-metrics.mjs";
 import { createGateway } from "./gateway.mjs";
 import { createGrpcServer, activeCalls } from "./grpc.mjs";
@@ -128,8 +129,9 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
     return res;
   });
 }
-gateway = createGateway({ services, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics }) });
-grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams });
+const calls = createCallCounters(schema);
+gateway = createGateway({ services, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls }) });
+grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, counters: calls });
 
 for (const s of servers) {
   const a = s.address();

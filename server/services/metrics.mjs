@@ -2,10 +2,64 @@
 // etcd 3.4's metrics that this server can give honestly, under etcd's names
 // and types, so dashboards and `etcdctl check datascale` read them: the
 // member and its versions, leadership (always this member's), the quota,
-// the data's sizes, revisions and keys, and the process's own figures when
-// the host gives them (Node; not a Worker). Values are written as Go's
+// the data's sizes, revisions and keys, the gRPC transport's calls,
+// messages and bytes, and the process's own figures when the host gives
+// them (Node; not a Worker). (etcd's gateway calls its own gRPC server, so
+// etcd counts gateway calls as gRPC calls too; here they are not counted.) Values are written as Go's
 // Prometheus client writes them (exponent form from 1e6 and below 1e-4).
 import { CLUSTER_VERSION, SERVER_VERSION, dbSizes } from "./common.mjs";
+import { Code } from "../errors.mjs";
+
+const TYPES = { "": "unary", c: "client_stream", s: "server_stream", cs: "bidi_stream" };
+// Code names as grpc-go spells them in labels ("Canceled" is its name for 1).
+const CODE_NAMES = Object.keys(Code);
+const byLabels = (a, b) => (a.labels < b.labels ? -1 : a.labels > b.labels ? 1 : 0);
+// etcd's Watch and LeaseKeepAlive end a stream the client cancelled with
+// its "no leader" error ("the only server-side cancellation"): counted so.
+const CANCELLED_AS_UNAVAILABLE = new Set(["/etcdserverpb.Watch/Watch", "/etcdserverpb.Lease/LeaseKeepAlive"]);
+
+/**
+ * Counts of the gRPC transport's calls per method, as go-grpc-prometheus
+ * keeps them for etcd (`schema`: a services table of
+ * server/proto/schema.mjs): calls started, messages received and sent,
+ * calls handled per status code; and the bytes its connections carried.
+ * etcd's own services and gRPC's health service are listed from the start
+ * (etcd registers its metrics after them), v3lock's and v3election's once
+ * used, each count once it is not 0 (as etcd's). `cancelled` is the code a
+ * call the client cancels is counted with. `of("/package.Service/Method")` is the method's
+ * counts (null for a path with none); the transport adds to them.
+ */
+export function createCallCounters(schema) {
+  const methods = new Map();
+  for (const [service, rpcs] of Object.entries(schema)) {
+    for (const [method, [, , streaming]] of Object.entries(rpcs)) {
+      const labels = `grpc_method="${method}",grpc_service="${service}",grpc_type="${TYPES[streaming]}"`;
+      const listed = !service.startsWith("v3");
+      const path = `/${service}/${method}`;
+      const cancelled = CANCELLED_AS_UNAVAILABLE.has(path) ? Code.Unavailable : Code.Canceled;
+      methods.set(path, { labels, listed, cancelled, started: 0, received: 0, sent: 0, handled: new Array(CODE_NAMES.length).fill(0) });
+    }
+  }
+  const counts = { bytesIn: 0, bytesOut: 0, of: (path) => methods.get(path) ?? null };
+  counts.text = () => {
+    const all = [...methods.values()].sort(byLabels);
+    const family = (name, type, help, samples) => [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples].join("\n");
+    const handled = [];
+    CODE_NAMES.map((code, i) => [code, i])
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+      .forEach(([code, i]) => {
+        for (const m of all) if (m.listed || m.handled[i] > 0) handled.push(`grpc_server_handled_total{grpc_code="${code}",${m.labels}} ${goFloat(m.handled[i])}`);
+      });
+    const each = ([name, field]) => all.filter((m) => m.listed || m[field] > 0).map((m) => `${name}{${m.labels}} ${goFloat(m[field])}`);
+    return [
+      family("grpc_server_handled_total", "counter", "gRPC calls completed, by status code.", handled),
+      family("grpc_server_msg_received_total", "counter", "gRPC messages received.", each(["grpc_server_msg_received_total", "received"])),
+      family("grpc_server_msg_sent_total", "counter", "gRPC messages sent.", each(["grpc_server_msg_sent_total", "sent"])),
+      family("grpc_server_started_total", "counter", "gRPC calls started.", each(["grpc_server_started_total", "started"])),
+    ].join("\n");
+  };
+  return counts;
+}
 
 /** A float as Go's strconv.FormatFloat(v, 'g', -1, 64) writes it. */
 export function goFloat(v) {
@@ -22,9 +76,10 @@ export function goFloat(v) {
  * A function giving the text of /metrics for `lessor` (its `store`,
  * `member` and `quotaBytes`); `host()` gives the process's figures
  * ({ residentBytes, virtualBytes, cpuSeconds, startSeconds, openFds,
- * maxFds }, any of them left out) or is null.
+ * maxFds }, any of them left out) or is null; `calls`, the gRPC
+ * transport's counts (createCallCounters), or null.
  */
-export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null }) {
+export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null, calls = null }) {
   return () => {
     const out = [];
     const metric = (name, type, help, value, labels = "") => {
@@ -39,6 +94,10 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_debugging_mvcc_keys_total", "gauge", "Keys held.", lessor.keyCount);
     metric("etcd_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_mvcc_db_total_size_in_use_in_bytes", "gauge", "The bytes of the store in use.", dbSizeInUse);
+    if (calls) {
+      metric("etcd_network_client_grpc_received_bytes_total", "counter", "Bytes received from gRPC clients.", calls.bytesIn);
+      metric("etcd_network_client_grpc_sent_bytes_total", "counter", "Bytes sent to gRPC clients.", calls.bytesOut);
+    }
     metric("etcd_server_has_leader", "gauge", "Whether a leader exists: 1 (a single member leads itself).", 1);
     metric("etcd_server_id", "gauge", "The member's id in hexadecimal: 1 for the server_id label.", 1, `{server_id="${BigInt(member.id).toString(16)}"}`);
     metric("etcd_server_is_leader", "gauge", "Whether this member leads: 1.", 1);
@@ -46,6 +105,7 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_server_leader_changes_seen_total", "counter", "Leader changes seen: the one at start.", 1);
     metric("etcd_server_quota_backend_bytes", "gauge", "The quota on the store's data, in bytes.", quotaBytes);
     metric("etcd_server_version", "gauge", "The server version: 1 for the server_version label.", 1, `{server_version="${SERVER_VERSION}"}`);
+    if (calls) out.push(calls.text());
     const p = host?.() ?? {};
     metric("process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.", p.cpuSeconds);
     metric("process_max_fds", "gauge", "The most open file descriptors allowed.", p.maxFds);

@@ -7,6 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { etcdctl, post, startBoth } from "./harness.mjs";
+import { grpcClient } from "./grpc-client.mjs";
 import { goFloat } from "../../server/services/metrics.mjs";
 
 const b64 = (s) => Buffer.from(s).toString("base64");
@@ -66,6 +67,31 @@ test("/metrics: etcd's names, types and labels, and its values for the data", as
   for (const [v, s] of [[20480, "20480"], [24817664, "2.4817664e+07"], [2147483648, "2.147483648e+09"], [0.02, "0.02"], [1e-5, "1e-05"], [-1, "-1"], [123456, "123456"], [1234567, "1.234567e+06"]]) {
     assert.equal(goFloat(v), s);
   }
+});
+
+test("/metrics: the gRPC calls counted as etcd counts them, per method and status code", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const grpc = [];
+  for (const side of [etcd, edge]) {
+    for (const args of [["put", "a", "1"], ["get", "a"], ["get", "a", "--rev=99"], ["get", ""], ["lease", "grant", "60"], ["del", "a"], ["lease", "keep-alive", "--once", "7"], ["endpoint", "status"], ["lock", "job", "--", "true"]]) {
+      await etcdctl(side.url, args);
+    }
+    // v3lock (etcdctl lock runs the recipe itself): counted from its first call.
+    const call = (service, method, req) => {
+      const c = grpcClient(side.url, service);
+      return new Promise((ok) => c[method](req, { deadline: Date.now() + 5000 }, (e, r) => (c.close(), ok(e ?? r))));
+    };
+    const { ID } = await call("etcdserverpb.Lease", "LeaseGrant", { TTL: 60 });
+    const { key } = await call("v3lockpb.Lock", "Lock", { name: Buffer.from("job"), lease: ID });
+    await call("v3lockpb.Lock", "Unlock", { key: Buffer.from(key, "base64") });
+    const m = parse(await (await fetch(side.url + "/metrics")).text());
+    grpc.push(Object.fromEntries(Object.entries(m).filter(([name]) => name.startsWith("grpc_server_"))));
+  }
+  assert.deepEqual(Object.keys(grpc[1]).sort(), ["grpc_server_handled_total", "grpc_server_msg_received_total", "grpc_server_msg_sent_total", "grpc_server_started_total"]);
+  for (const name of Object.keys(grpc[1])) assert.deepEqual(grpc[1][name], grpc[0][name], name);
+  const handled = Object.fromEntries(grpc[1].grpc_server_handled_total.samples.filter(([, v]) => v !== "0"));
+  assert.equal(handled['{grpc_code="OutOfRange",grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"}'], "1", JSON.stringify(handled));
+  assert.equal(handled['{grpc_code="OK",grpc_method="Lock",grpc_service="v3lockpb.Lock",grpc_type="unary"}'], "1", JSON.stringify(handled));
 });
 
 test("etcdctl check datascale reads /metrics and passes, as on etcd", async (t) => {

@@ -8,7 +8,7 @@ import { Lessor } from "../js/node.mjs";
 import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "./services/index.mjs";
-import { createCallCounters, createMetrics } from "./services/metrics.mjs";
+import { createCallCounters, createHistogram, createMetrics } from "./services/metrics.mjs";
 import { services as schema } from "./proto/schema.mjs";
 import { hostMetrics } from "./host-metrics.mjs";
 import { createGateway } from "./gateway.mjs";
@@ -94,11 +94,12 @@ for (const url of flags.listen) {
 // finds a port taken fails before touching the first one's data directory
 // (a FileStore is for one process at a time).
 const dataDir = resolve(flags.dataDir);
+const syncs = createHistogram();
 const quotaBytes = flags.quotaBytes > 0 ? Math.min(flags.quotaBytes, MAX_QUOTA_BYTES) : MAX_QUOTA_BYTES;
 try {
   // Group commit: concurrent writes share an fsync; each answer waits for
   // the one that covers it (services/index.mjs), as etcd's do for its WAL.
-  store = FileStore.open(dataDir, { groupCommit: true });
+  store = FileStore.open(dataDir, { groupCommit: true, onSync: (ms) => syncs.observe(ms / 1000) });
   lessor = new Lessor({
     storage: store,
     restore: store.entries(),
@@ -130,7 +131,7 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
   });
 }
 const calls = createCallCounters(schema);
-gateway = createGateway({ services, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls }) });
+gateway = createGateway({ services, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs }) });
 grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, counters: calls });
 
 for (const s of servers) {

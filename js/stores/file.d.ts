@@ -21,6 +21,8 @@ export interface FileStoreOptions {
    * many ms; a slower disk is synced on the pool so the loop goes on. Default 2.
    */
   loopSyncMaxMs?: number;
+  /** Called with each journal sync's duration in ms (a server's metrics). */
+  onSync?: (ms: number) => void;
 }
 
 /**

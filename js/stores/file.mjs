@@ -683,6 +683,8 @@ export class FileStore {
   // The last fsync took longer than a sync on the event loop may (below).
   #slowSync = false;
   #loopSyncMaxMs;
+  // Hears how long each journal sync took (ms), for a server's metrics.
+  #onSync;
   // Records written and not yet appended (this turn's), and who waits.
   #pending = [];
   #waiting = [];
@@ -705,6 +707,7 @@ export class FileStore {
     this.#maxJournalBytes = options.maxJournalBytes ?? 256 << 20;
     this.#group = Boolean(options.groupCommit);
     this.#loopSyncMaxMs = options.loopSyncMaxMs ?? LOOP_SYNC_MAX_MS;
+    this.#onSync = options.onSync ?? null;
     mkdirSync(dir, { recursive: true });
     this.#lock = acquireLock(dir);
     try {
@@ -829,15 +832,22 @@ export class FileStore {
       } catch (e) {
         err = e;
       }
-      this.#slowSync = performance.now() - start > this.#loopSyncMaxMs;
+      this.#timed(start);
       return this.#synced(round, err);
     }
     this.#syncing = true;
     fdatasyncCallback(this.#fd, (err) => {
       this.#syncing = false;
-      this.#slowSync = performance.now() - start > this.#loopSyncMaxMs;
+      this.#timed(start);
       this.#synced(round, err);
     });
+  }
+
+  // A journal sync that began at `start` is over.
+  #timed(start) {
+    const ms = performance.now() - start;
+    this.#slowSync = ms > this.#loopSyncMaxMs;
+    this.#onSync?.(ms);
   }
 
   #synced(round, err) {
@@ -865,8 +875,10 @@ export class FileStore {
     if (this.#waiting.length === 0 || !this.#appendPending()) return;
     const round = this.#waiting.splice(0);
     this.#lastRound = round.length;
+    const start = performance.now();
     try {
       fdatasyncSync(this.#fd);
+      this.#onSync?.(performance.now() - start);
     } catch (e) {
       this.#broken ??= e;
       for (const w of round) w.reject(e);
@@ -902,7 +914,11 @@ export class FileStore {
         this.#allocated = size;
       }
       writeAll(this.#fd, rec, this.#journalBytes);
-      if (sync) fdatasyncSync(this.#fd);
+      if (sync) {
+        const start = performance.now();
+        fdatasyncSync(this.#fd);
+        this.#onSync?.(performance.now() - start);
+      }
     } catch (e) {
       // Cut off whatever part of the record got written, so the failed
       // batch is not half-applied later and the next record is not stuck

@@ -19,6 +19,36 @@ const byLabels = (a, b) => (a.labels < b.labels ? -1 : a.labels > b.labels ? 1 :
 const CANCELLED_AS_UNAVAILABLE = new Set(["/etcdserverpb.Watch/Watch", "/etcdserverpb.Lease/LeaseKeepAlive"]);
 
 /**
+ * A Prometheus histogram of durations in seconds over etcd's buckets for
+ * its disk syncs (1 ms doubling to 8.192 s): `observe(seconds)`,
+ * `text(name, help)`.
+ */
+export function createHistogram() {
+  const bounds = Array.from({ length: 14 }, (_, i) => 0.001 * 2 ** i);
+  const counts = new Array(bounds.length).fill(0);
+  let n = 0;
+  let sum = 0;
+  return {
+    observe(seconds) {
+      n++;
+      sum += seconds;
+      const i = bounds.findIndex((b) => seconds <= b);
+      if (i >= 0) counts[i]++;
+    },
+    text(name, help) {
+      const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} histogram`];
+      let below = 0;
+      bounds.forEach((b, i) => {
+        below += counts[i];
+        lines.push(`${name}_bucket{le="${goFloat(b)}"} ${below}`);
+      });
+      lines.push(`${name}_bucket{le="+Inf"} ${n}`, `${name}_sum ${goFloat(sum)}`, `${name}_count ${n}`);
+      return lines.join("\n");
+    },
+  };
+}
+
+/**
  * Counts of the gRPC transport's calls per method, as go-grpc-prometheus
  * keeps them for etcd (`schema`: a services table of
  * server/proto/schema.mjs): calls started, messages received and sent,
@@ -77,9 +107,10 @@ export function goFloat(v) {
  * `member` and `quotaBytes`); `host()` gives the process's figures
  * ({ residentBytes, virtualBytes, cpuSeconds, startSeconds, openFds,
  * maxFds }, any of them left out) or is null; `calls`, the gRPC
- * transport's counts (createCallCounters), or null.
+ * transport's counts (createCallCounters), or null; `syncs`, a histogram of
+ * the journal's syncs (createHistogram), or null.
  */
-export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null, calls = null }) {
+export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null, calls = null, syncs = null }) {
   return () => {
     const out = [];
     const metric = (name, type, help, value, labels = "") => {
@@ -92,6 +123,7 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_debugging_mvcc_current_revision", "gauge", "The current revision of the store.", lessor.revision);
     metric("etcd_debugging_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_debugging_mvcc_keys_total", "gauge", "Keys held.", lessor.keyCount);
+    if (syncs) out.push(syncs.text("etcd_disk_wal_fsync_duration_seconds", "How long the journal's syncs took (fdatasync), as etcd's WAL fsyncs."));
     metric("etcd_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_mvcc_db_total_size_in_use_in_bytes", "gauge", "The bytes of the store in use.", dbSizeInUse);
     if (calls) {

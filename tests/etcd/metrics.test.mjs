@@ -18,7 +18,11 @@ function parse(text) {
   for (const line of text.split("\n")) {
     let m;
     if ((m = /^# TYPE (\S+) (\S+)$/.exec(line))) out[m[1]] = { type: m[2], samples: [] };
-    else if ((m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line))) out[m[1]]?.samples.push([m[2] ?? "", m[3]]);
+    else if ((m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line))) {
+      // (a histogram's _bucket, _sum and _count lines belong to it)
+      const family = out[m[1]] ?? out[m[1].replace(/_(bucket|sum|count)$/, "")];
+      family?.samples.push([m[1].endsWith("_bucket") || !out[m[1]] ? m[1].replace(/.*_/, "_") + (m[2] ?? "") : m[2] ?? "", m[3]]);
+    }
   }
   return out;
 }
@@ -62,6 +66,7 @@ test("/metrics: etcd's names, types and labels, and its values for the data", as
       assert.equal(m.samples[0][0], `{server_id="${BigInt(id).toString(16)}"}`);
     }
     if (name.startsWith("process_")) assert.ok(Number(m.samples[0][1]) > 0, `${name} ${m.samples[0][1]}`);
+    if (name === "etcd_disk_wal_fsync_duration_seconds") assert.ok(Number(m.samples.at(-1)[1]) >= 3, `${name}: every write synced: ${m.samples.at(-1)}`);
   }
   // Go's float formatting, as etcd's values are written.
   for (const [v, s] of [[20480, "20480"], [24817664, "2.4817664e+07"], [2147483648, "2.147483648e+09"], [0.02, "0.02"], [1e-5, "1e-05"], [-1, "-1"], [123456, "123456"], [1234567, "1.234567e+06"]]) {

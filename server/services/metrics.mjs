@@ -2,7 +2,8 @@
 // etcd 3.4's metrics that this server can give honestly, under etcd's names
 // and types, so dashboards and `etcdctl check datascale` read them: the
 // member and its versions, leadership (always this member's), the quota,
-// the data's sizes, revisions and keys, the gRPC transport's calls,
+// the data's sizes, revisions and keys, writes (as raft proposals: the
+// revision, as Status's raft index), the gRPC transport's calls,
 // messages and bytes, and the process's own figures when the host gives
 // them (Node; not a Worker). (etcd's gateway calls its own gRPC server, so
 // etcd counts gateway calls as gRPC calls too; here they are not counted.) Values are written as Go's
@@ -135,6 +136,13 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_server_is_leader", "gauge", "Whether this member leads: 1.", 1);
     metric("etcd_server_is_learner", "gauge", "Whether this member is a learner: 0.", 0);
     metric("etcd_server_leader_changes_seen_total", "counter", "Leader changes seen: the one at start.", 1);
+    // (No raft: the applied index is the revision, as Status's raftIndex;
+    // pending are the writes waiting for their sync; none fails but with
+    // the disk, which stops the server.)
+    metric("etcd_server_proposals_applied_total", "gauge", "Writes applied: the revision, as Status's raftAppliedIndex.", lessor.revision);
+    metric("etcd_server_proposals_committed_total", "gauge", "Writes committed: the revision, as Status's raftIndex.", lessor.revision);
+    metric("etcd_server_proposals_failed_total", "counter", "Writes that failed to commit.", 0);
+    metric("etcd_server_proposals_pending", "gauge", "Writes waiting for the disk.", lessor.pendingWrites);
     metric("etcd_server_quota_backend_bytes", "gauge", "The quota on the store's data, in bytes.", quotaBytes);
     metric("etcd_server_version", "gauge", "The server version: 1 for the server_version label.", 1, `{server_version="${SERVER_VERSION}"}`);
     if (calls) out.push(calls.text());

@@ -379,7 +379,7 @@ export class Lessor extends EventTarget {
   etcdKeyBucket(): Uint8Array;
   /** A host entry (a small named record kept in the store beside the state): a copy, or undefined. */
   hostEntry(name: string): Uint8Array | undefined;
-  /** Sets (at most 64 KiB) or removes (null) host entry `name` (1 to 64 of A-Z a-z 0-9 . _ -); durable once `flush()` resolves. */
+  /** Sets (at most 1 MiB) or removes (null) host entry `name` (1 to 64 of A-Z a-z 0-9 . _ -); durable once `flush()` resolves. */
   setHostEntry(name: string, value: Uint8Array | null | undefined): void;
   /** The compaction point: -1 until the first compaction (etcd's; compacting at 0 is one). */
   readonly compactRevision: number;

@@ -260,7 +260,7 @@ export class Lessor extends EventTarget {
 
   /**
    * Sets host entry `name` (1 to 64 of A-Z a-z 0-9 . _ -) to `value` (a
-   * Uint8Array of at most 64 KiB), or removes it (null or undefined). It
+   * Uint8Array of at most 1 MiB), or removes it (null or undefined). It
    * goes to the store as a write does: durable once `flush()` resolves.
    */
   setHostEntry(name, value) {

@@ -20,7 +20,7 @@ impl Lessor {
 
     /// Sets (`Some`) or removes (`None`) the host entry `name`: written to
     /// the store first, so nothing changes if the store refuses it. Names are
-    /// 1 to 64 of `A-Z a-z 0-9 . _ -`; values at most 64 KiB; at most 64
+    /// 1 to 64 of `A-Z a-z 0-9 . _ -`; values at most 1 MiB; at most 64
     /// entries.
     pub fn set_host_entry(&mut self, name: &str, value: Option<&[u8]>) -> Result<()> {
         if !valid_host_name(name) {
@@ -29,7 +29,7 @@ impl Lessor {
             ));
         }
         if value.is_some_and(|v| v.len() > MAX_HOST_VALUE) {
-            return Err(Error::invalid("host entry value is longer than 64 KiB"));
+            return Err(Error::invalid("host entry value is longer than 1 MiB"));
         }
         let old = self.host_entry(name);
         if old == value {

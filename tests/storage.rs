@@ -657,7 +657,7 @@ fn host_entries_are_stored_restored_and_snapshotted() {
         let err = again.set_host_entry(bad, Some(b"v")).unwrap_err();
         assert_eq!(err.code(), "InvalidArgument", "{bad:?}");
     }
-    let big = vec![0u8; 64 * 1024 + 1];
+    let big = vec![0u8; (1 << 20) + 1];
     assert_eq!(
         again.set_host_entry("big", Some(&big)).unwrap_err().code(),
         "InvalidArgument"

@@ -110,7 +110,8 @@ export class LeaseNamespace {
     };
     // What etcd's Status calls dbSize: the bytes the quota counts.
     const store = { sizes: { get journal() { return lessor.sizeBytes; }, snapshot: 0, header: 0 }, compactFrom() {} };
-    const services = createServices({ lessor, store, member });
+    // (An isolate has 128 MB: the engine's data, its copy and the file must fit.)
+    const services = createServices({ lessor, store, member, maxSnapshotBytes: 8 * 1024 * 1024 });
     this.#gateway = createGateway({ services, metrics: createMetrics({ lessor, store, member, quotaBytes: options.quotaBytes }) });
     this.#sockets = new Sockets({ ctx: this.#ctx, services, dl: this.#dl, named: (n, u) => this.#named(n, u) });
   }

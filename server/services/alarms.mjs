@@ -69,7 +69,13 @@ function load(lessor) {
   } catch (e) {
     throw new Error(`edge-lease: the stored alarms are unreadable (${e.message})`);
   }
-  for (const [memberID, alarm] of list) entries.set(keyOf(memberID, alarm), { memberID: String(memberID), alarm });
+  for (const e of list) {
+    const [memberID, alarm] = Array.isArray(e) ? e : [];
+    if (typeof memberID !== "string" || !/^\d+$/.test(memberID) || !(typeof alarm === "string" || Number.isSafeInteger(alarm))) {
+      throw new Error(`edge-lease: the stored alarms are unreadable (entry ${JSON.stringify(e)})`);
+    }
+    entries.set(keyOf(memberID, alarm), { memberID, alarm });
+  }
   return entries;
 }
 
@@ -129,7 +135,13 @@ export function createAlarms(member, lessor = null) {
       const noSpace = () => error(Code.ResourceExhausted, Etcd.noSpace().message);
       const raise = (e) => {
         if (capped && e?.message === Etcd.noSpace().message) {
-          store.activate(member.id, "NOSPACE");
+          // (If the alarm cannot be kept, the write is refused all the same;
+          // the next refused one tries again.)
+          try {
+            store.activate(member.id, "NOSPACE");
+          } catch (stored) {
+            console.error(`edge-lease: the NOSPACE alarm could not be kept: ${stored.message}`);
+          }
           throw noSpace();
         }
         throw e;

@@ -26,11 +26,12 @@ export { memberIds } from "./cluster.mjs";
  * `lessor`: the engine; `store`: its FileStore or null; `member`: { id,
  * clusterId (uint64 decimal strings), name, peerURLs, clientURLs, raftTerm };
  * `maxTxnOps` (etcd's --max-txn-ops, also the engine's), `progressIntervalMs`
- * (etcd's --experimental-watch-progress-notify-interval).
+ * (etcd's --experimental-watch-progress-notify-interval), `maxSnapshotBytes`
+ * (maintenance.mjs).
  */
-export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs }) {
+export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes }) {
   const alarms = createAlarms(member, lessor);
-  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, alarms, ...headers(lessor, member) };
+  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, alarms, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),
     "etcdserverpb.Watch": watchService(ctx),

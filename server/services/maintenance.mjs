@@ -1,6 +1,7 @@
 // etcdserverpb.Maintenance: Status, HashKV, Alarm (alarms.mjs), Snapshot
 // (snapshot.mjs: etcd's backend file, which etcd can restore) and
 // Defragment (compacts the file store's journal into its snapshot).
+import { Code, GrpcError } from "../errors.mjs";
 import { SERVER_VERSION, dbSizes, engine, int } from "./common.mjs";
 import { alarmRpc } from "./alarms.mjs";
 import { etcdSnapshot } from "./snapshot.mjs";
@@ -8,8 +9,17 @@ import { etcdSnapshot } from "./snapshot.mjs";
 // etcd sends its file in pieces of this size, then its SHA-256 (which
 // `etcdctl snapshot restore` checks); no header.
 const SNAPSHOT_CHUNK = 32 * 1024;
+// A snapshot is built whole in memory (the engine's copy of its history,
+// then the file) while the server waits, so it is bounded: by the data's
+// size, so that it cannot run the engine out of memory nor hold the server
+// long enough for kept-alive leases to expire (~0.4 s at 64 MiB here), and
+// to one at a time, so that slow readers cannot pile copies up.
+export const MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 
-export function maintenanceService({ lessor, store, member, header, alarms }) {
+/** `maxSnapshotBytes`: the most data a Snapshot is built from (a Worker's isolate has less memory). */
+export function maintenanceService({ lessor, store, member, header, alarms, maxSnapshotBytes = MAX_SNAPSHOT_BYTES }) {
+  let sending = false;
+  const mb = (n) => (n / 2 ** 20).toFixed(1);
   return {
     Status() {
       const [dbSize, dbSizeInUse] = dbSizes(lessor, store);
@@ -35,12 +45,22 @@ export function maintenanceService({ lessor, store, member, header, alarms }) {
     },
     Snapshot: {
       async *stream() {
-        const file = etcdSnapshot(lessor, alarms.get("NONE"));
-        for (let at = 0; at < file.length; at += SNAPSHOT_CHUNK) {
-          const blob = file.subarray(at, at + SNAPSHOT_CHUNK);
-          yield { remaining_bytes: String(file.length - at - blob.length), blob };
+        if (lessor.sizeBytes > maxSnapshotBytes) {
+          const why = `the data (${mb(lessor.sizeBytes)} MiB) is more than a snapshot is built from in memory (${mb(maxSnapshotBytes)} MiB): etcdctl make-mirror copies it instead`;
+          throw new GrpcError(Code.ResourceExhausted, `edge-lease: ${why}`);
         }
-        yield { remaining_bytes: "0", blob: new Uint8Array(await crypto.subtle.digest("SHA-256", file)) };
+        if (sending) throw new GrpcError(Code.Unavailable, "edge-lease: another snapshot is being sent: try again once it is done");
+        sending = true;
+        try {
+          const file = etcdSnapshot(lessor, alarms.get("NONE"));
+          for (let at = 0; at < file.length; at += SNAPSHOT_CHUNK) {
+            const blob = file.subarray(at, at + SNAPSHOT_CHUNK);
+            yield { remaining_bytes: String(file.length - at - blob.length), blob };
+          }
+          yield { remaining_bytes: "0", blob: new Uint8Array(await crypto.subtle.digest("SHA-256", file)) };
+        } finally {
+          sending = false;
+        }
       },
     },
     Defragment() {

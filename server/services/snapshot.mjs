@@ -243,25 +243,31 @@ const ALARMS = { NONE: 0, NOSPACE: 1, CORRUPT: 2 };
  * at once: O(history) time and about three copies of it in memory.
  */
 export function etcdSnapshot(lessor, alarms) {
-  const lease = lessor.leases().map((id) => {
-    const { grantedTtl } = lessor.timeToLive(id);
+  const lease = [];
+  for (const id of lessor.leases()) {
+    const { ttl, grantedTtl } = lessor.timeToLive(id);
+    if (ttl < 0) continue; // (its deadline passed since leases())
     const n = BigInt.asIntN(64, BigInt("0x" + id));
     const value = [];
     varint(value, 1, n);
     varint(value, 2, grantedTtl);
-    return [u64(n), Uint8Array.from(value)];
-  });
+    lease.push([u64(n), Uint8Array.from(value)]);
+  }
   lease.sort((a, b) => compareBytes(a[0], b[0]));
   const meta = [["consistent_index", u64(lessor.revision)]];
-  if (lessor.compactRevision > 0) {
+  if (lessor.compactRevision >= 0) {
     meta.push(["finishedCompactRev", revisionKey(lessor.compactRevision)], ["scheduledCompactRev", revisionKey(lessor.compactRevision)]);
   }
-  const alarm = alarms.map((a) => {
-    const k = [];
-    varint(k, 1, BigInt(a.memberID));
-    varint(k, 2, typeof a.alarm === "number" ? a.alarm : ALARMS[a.alarm]);
-    return [Uint8Array.from(k), new Uint8Array(0)];
-  });
+  // (The entry with no member and no type is an empty key, which bbolt
+  // does not store: etcd itself stops on raising it.)
+  const alarm = alarms
+    .map((a) => {
+      const k = [];
+      varint(k, 1, BigInt(a.memberID));
+      varint(k, 2, typeof a.alarm === "number" ? a.alarm : ALARMS[a.alarm]);
+      return [Uint8Array.from(k), new Uint8Array(0)];
+    })
+    .filter(([k]) => k.length > 0);
   alarm.sort((a, b) => compareBytes(a[0], b[0]));
   return boltFile({
     key: new Packed(lessor.etcdKeyBucket()),

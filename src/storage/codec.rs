@@ -33,7 +33,7 @@ const HOST_PREFIX: &str = "v1/host/";
 /// The longest host entry name and value, and how many there may be (they
 /// are a few small records, not data).
 pub const MAX_HOST_NAME: usize = 64;
-pub const MAX_HOST_VALUE: usize = 64 * 1024;
+pub const MAX_HOST_VALUE: usize = 1 << 20;
 pub const MAX_HOST_ENTRIES: usize = 64;
 const TOMBSTONE: &[u8] = b"deleted";
 

@@ -16,6 +16,23 @@ import { grpcClient } from "./grpc-client.mjs";
 const norm = (json) =>
   JSON.parse(json, (k, v) => (["cluster_id", "member_id", "raft_term", "ID", "header"].includes(k) && typeof v !== "object" ? undefined : v));
 
+/** A real etcd started on the data directory `etcdctl snapshot restore` makes of `file` (in `dir`). */
+async function restored(t, file, dir) {
+  const f = await memberFlags("restored", join(dir, "restored"));
+  const restore = await etcdctl("", ["snapshot", "restore", file, "--name", "restored", "--data-dir", join(dir, "restored"), "--initial-cluster", `restored=${f.peer}`, "--initial-advertise-peer-urls", f.peer, "--initial-cluster-token", "etcd-cluster-1"]);
+  assert.equal(restore.code, 0, restore.stderr);
+  return startEtcd(t, { flags: f });
+}
+
+/** Runs etcdctl `args` on both: the same exit code and output (JSON normalised), or the same error. */
+const comparer = (etcd, edge) => async (args) => {
+  const [a, b] = await Promise.all([etcdctl(etcd.url, args), etcdctl(edge.url, args)]);
+  assert.equal(b.code, a.code, `${args.join(" ")}: ${b.stderr} / ${a.stderr}`);
+  if (a.code === 0) assert.deepEqual(args.includes("json") ? norm(b.stdout) : b.stdout, args.includes("json") ? norm(a.stdout) : a.stdout, args.join(" "));
+  else assert.equal(b.stderr.trim().split("\n").pop(), a.stderr.trim().split("\n").pop(), args.join(" ")); // (after client logs)
+  return a;
+};
+
 test("etcdctl snapshot save from edge-lease: status reads the file, and restore makes a real etcd 3.4 that answers the same", async (t) => {
   const edge = await startEdge(t);
   const ok = async (args, url = edge.url) => {
@@ -49,18 +66,8 @@ test("etcdctl snapshot save from edge-lease: status reads the file, and restore 
   assert.equal(status.revision, revision, "the last revision in the key bucket");
   assert.ok(status.totalKey > 300 && status.totalSize % 4096 === 0, JSON.stringify(status));
 
-  const f = await memberFlags("restored", join(dir, "restored"));
-  const restore = await etcdctl("", ["snapshot", "restore", file, "--name", "restored", "--data-dir", join(dir, "restored"), "--initial-cluster", `restored=${f.peer}`, "--initial-advertise-peer-urls", f.peer, "--initial-cluster-token", "etcd-cluster-1"]);
-  assert.equal(restore.code, 0, restore.stderr);
-  const etcd = await startEtcd(t, { flags: f });
-
-  const same = async (args) => {
-    const [a, b] = await Promise.all([etcdctl(etcd.url, args), etcdctl(edge.url, args)]);
-    assert.equal(b.code, a.code, `${args.join(" ")}: ${b.stderr} / ${a.stderr}`);
-    if (a.code === 0) assert.deepEqual(args.includes("json") ? norm(b.stdout) : b.stdout, args.includes("json") ? norm(a.stdout) : a.stdout, args.join(" "));
-    else assert.equal(b.stderr.trim().split("\n").pop(), a.stderr.trim().split("\n").pop(), args.join(" ")); // (after client logs)
-    return a;
-  };
+  const etcd = await restored(t, file, dir);
+  const same = comparer(etcd, edge);
   await same(["get", "", "--from-key", "-w", "json"]);
   for (let rev = compactAt; rev <= Math.min(revision, compactAt + 8); rev++) await same(["get", "app/", "--prefix", `--rev=${rev}`, "-w", "json"]);
   assert.notEqual((await same(["get", "app/a", `--rev=${compactAt - 1}`])).code, 0, "compacted before the point");
@@ -78,6 +85,19 @@ test("etcdctl snapshot save from edge-lease: status reads the file, and restore 
     };
     assert.deepEqual(view(b.stdout), view(a.stdout), `lease ${id}`);
   }
+});
+
+test("a compaction at revision 0 goes through a snapshot: the restored etcd refuses 0 again", async (t) => {
+  const edge = await startEdge(t);
+  assert.equal((await etcdctl(edge.url, ["put", "a", "1"])).code, 0);
+  assert.equal((await post(edge.url, "/v3/kv/compaction", { revision: 0 })).status, 200);
+  const dir = tempDir(t);
+  const file = join(dir, "edge.db");
+  assert.equal((await etcdctl(edge.url, ["snapshot", "save", file])).code, 0);
+  const etcd = await restored(t, file, dir);
+  await comparer(etcd, edge)(["get", "a", "-w", "json"]);
+  const again = await Promise.all([etcd, edge].map(async (side) => (await post(side.url, "/v3/kv/compaction", { revision: 0 })).body.error));
+  assert.deepEqual(again, ["etcdserver: mvcc: required revision has been compacted", "etcdserver: mvcc: required revision has been compacted"]);
 });
 
 // The stream itself, over gRPC and the gateway, on both: the file in pieces

@@ -8,6 +8,7 @@ import { Lessor } from "../js/node.mjs";
 import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "./services/index.mjs";
+import { isEngineFailure } from "./services/common.mjs";
 import { createCallCounters, createHistogram, createMetrics } from "./services/metrics.mjs";
 import { services as schema } from "./proto/schema.mjs";
 import { hostMetrics } from "./host-metrics.mjs";
@@ -117,8 +118,15 @@ try {
   console.error(`edge-lease: cannot open the store in ${dataDir}: ${e.message}`);
   process.exit(1);
 }
-lessor.addEventListener("error", (e) => console.error(`edge-lease: expiry failed: ${e.error?.message}`));
-services = createServices({ lessor, store, member, maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs });
+// An engine that failed (a wasm trap) cannot serve again: exit, so that a
+// supervisor restarts the server from its store, which has every
+// acknowledged write, rather than answer errors forever.
+function engineFailed(e) {
+  console.error(`edge-lease: the engine failed (${e?.message ?? e}); exiting so that a restart reopens it from the store`);
+  process.exit(70);
+}
+lessor.addEventListener("error", (e) => (isEngineFailure(e.error) ? engineFailed(e.error) : console.error(`edge-lease: expiry failed: ${e.error?.message}`)));
+services = createServices({ lessor, store, member, maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, onFatal: engineFailed });
 const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
 for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcdserverpb.KV/Txn", "etcdserverpb.KV/Compact", "etcdserverpb.Lease/LeaseRevoke"]) {

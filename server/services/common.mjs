@@ -90,6 +90,13 @@ export function dbSizes(lessor, store) {
   return [onDisk, Math.min(onDisk, data + files.header)];
 }
 
+/**
+ * Whether `e` says the engine itself failed: a wasm trap, or, on any call
+ * after one, wasm-bindgen's refusal to enter an object a trap left borrowed.
+ */
+export const isEngineFailure = (e) =>
+  e instanceof WebAssembly.RuntimeError || (e instanceof Error && (e.message.includes("recursive use of an object detected") || isEngineFailure(e.cause)));
+
 /** Refuses a write whose raft entry would pass etcd's request limit. */
 export function checkSize(call) {
   if ((call?.size ?? 0) + RAFT_OVERHEAD > MAX_REQUEST_BYTES) throw Etcd.requestTooLarge();
@@ -124,9 +131,13 @@ export function engine(fn) {
       case "NotPrimary":
       case "Closed":
         throw new GrpcError(Code.Unavailable, "etcdserver: server stopped");
-      default:
-        // StorageFailed, or a bug: the client learns the write did not happen.
-        throw new GrpcError(Code.Unknown, `edge-lease: ${e?.message ?? e}`);
+      default: {
+        // StorageFailed, or a bug: the client learns the write did not happen
+        // (and the host, from the cause, whether the engine itself failed).
+        const err = new GrpcError(Code.Unknown, `edge-lease: ${e?.message ?? e}`);
+        err.cause = e;
+        throw err;
+      }
     }
   }
 }

@@ -8,7 +8,7 @@
 // { stream(request, call) } returning an async iterable. Messages are plain objects
 // (server/json.mjs says how). Methods with no handler here answer
 // Unimplemented: they wait for engine features (server/README.md).
-import { engine, headers } from "./common.mjs";
+import { engine, headers, isEngineFailure } from "./common.mjs";
 import { kvService } from "./kv.mjs";
 import { leaseService } from "./lease.mjs";
 import { watchService } from "./watch.mjs";
@@ -27,9 +27,10 @@ export { memberIds } from "./cluster.mjs";
  * clusterId (uint64 decimal strings), name, peerURLs, clientURLs, raftTerm };
  * `maxTxnOps` (etcd's --max-txn-ops, also the engine's), `progressIntervalMs`
  * (etcd's --experimental-watch-progress-notify-interval), `maxSnapshotBytes`
- * (maintenance.mjs).
+ * (maintenance.mjs); `onFatal(error)` hears the first call that finds the
+ * engine failed (below).
  */
-export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes }) {
+export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, onFatal = null }) {
   const alarms = createAlarms(member, lessor);
   const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, alarms, ...headers(lessor, member) };
   const services = {
@@ -44,13 +45,64 @@ export function createServices({ lessor, store = null, member, maxTxnOps, progre
     "grpc.health.v1.Health": healthService(),
   };
   const table = new Map();
+  const fatal = once(onFatal);
   for (const [service, methods] of Object.entries(services)) {
     for (const [name, handler] of Object.entries(methods)) {
       const path = `${service}/${name}`;
-      table.set(path, typeof handler === "function" ? durable(lessor, alarms.guard(path, handler)) : handler.stream ? durableStream(lessor, handler) : handler);
+      const h = typeof handler === "function" ? durable(lessor, alarms.guard(path, handler)) : handler.stream ? durableStream(lessor, handler) : handler;
+      table.set(path, fatal ? failing(h, fatal) : h);
     }
   }
   return table;
+}
+
+const once = (f) => {
+  let called = false;
+  return f && ((e) => called || ((called = true), f(e)));
+};
+
+// An engine that trapped (its wasm ran out of memory, say) is unusable from
+// then on: every later call into it fails. The host hears the first such
+// failure and restarts (the server exits, a Durable Object resets itself);
+// every acknowledged write is in the store. Errors go on to the caller.
+function failing(handler, fatal) {
+  const check = (e) => {
+    if (isEngineFailure(e)) fatal(e);
+    throw e;
+  };
+  // (Handlers take at most two arguments: a request and the call.)
+  const guarded = (fn) => (a, b) => {
+    let res;
+    try {
+      res = fn(a, b);
+    } catch (e) {
+      check(e);
+    }
+    return typeof res?.then === "function" ? res.catch(check) : res;
+  };
+  if (typeof handler === "function") return guarded(handler);
+  if (handler.each) return { ...handler, each: guarded(handler.each) };
+  if (handler.stream) {
+    return {
+      async *stream(req, call) {
+        try {
+          yield* handler.stream(req, call);
+        } catch (e) {
+          check(e);
+        }
+      },
+    };
+  }
+  if (handler.open) {
+    return {
+      open(send) {
+        const s = handler.open(send);
+        s.request = guarded(s.request.bind(s));
+        return s;
+      },
+    };
+  }
+  return handler;
 }
 
 // A unary answer goes out only once every write made so far is durable: its

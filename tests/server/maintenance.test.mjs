@@ -55,3 +55,29 @@ test("a write the quota refuses is refused with its error even when the NOSPACE 
   assert.equal(r.code, Code.ResourceExhausted);
   assert.equal(r.message, "etcdserver: mvcc: database space exceeded");
 });
+
+test("a call that finds the engine failed (a wasm trap) tells the host once; every error still reaches its caller", async (t) => {
+  const lessor = new Lessor({ autoTick: false });
+  t.after(() => lessor.close());
+  const failures = [];
+  const services = createServices({ lessor, member, onFatal: (e) => failures.push(e) });
+  const range = services.get("etcdserverpb.KV/Range");
+  const keepAlive = services.get("etcdserverpb.Lease/LeaseKeepAlive");
+  // An error of the request's own is not the engine's.
+  await assert.rejects(Promise.resolve().then(() => range({ key: Buffer.alloc(0) }, call())), /key is not provided/);
+  assert.equal(failures.length, 0);
+  const trap = new WebAssembly.RuntimeError("unreachable");
+  lessor.range = () => {
+    throw trap;
+  };
+  await assert.rejects(Promise.resolve().then(() => range({ key: Buffer.from("k") }, call())), (e) => e.code === Code.Unknown && e.cause === trap);
+  assert.equal(failures.length, 1);
+  assert.equal(failures[0].cause, trap);
+  // After a trap wasm-bindgen refuses to enter the object again: the same
+  // failure, heard once.
+  lessor.renew = () => {
+    throw new Error("recursive use of an object detected which would lead to unsafe aliasing in rust");
+  };
+  assert.throws(() => keepAlive.each({ ID: "7" }), /recursive use/);
+  assert.equal(failures.length, 1);
+});

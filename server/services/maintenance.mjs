@@ -1,6 +1,7 @@
 // etcdserverpb.Maintenance: Status, HashKV, Alarm (alarms.mjs), Snapshot
-// (snapshot.mjs: etcd's backend file, which etcd can restore) and
-// Defragment (compacts the file store's journal into its snapshot).
+// (snapshot.mjs: etcd's backend file, which etcd can restore), MoveLeader
+// (to itself) and Defragment (compacts the file store's journal into its
+// snapshot).
 import { Code, GrpcError } from "../errors.mjs";
 import { SERVER_VERSION, dbSizes, engine, int } from "./common.mjs";
 import { alarmRpc } from "./alarms.mjs";
@@ -62,6 +63,13 @@ export function maintenanceService({ lessor, store, member, header, alarms, maxS
           sending = false;
         }
       },
+    },
+    // The one member leads: moving the lead to it is done at once (etcd
+    // answers no header), to anyone else refused as etcd refuses a target
+    // that is not a member.
+    MoveLeader(req) {
+      if (String(req.targetID ?? "0") === String(member.id)) return {};
+      throw new GrpcError(Code.FailedPrecondition, "etcdserver: bad leader transferee");
     },
     Defragment() {
       store?.compactFrom(lessor, { force: true });

@@ -102,3 +102,20 @@ test("etcdctl: the seed 000 transcript, kv and lease commands give etcd's output
     assert.match(st.stdout, /^<client-url>, [0-9a-f]+, 3\.4\.\d+, [\d.]+ [kM]?B, true, false, \d+, \d+, \d+, \n$/, st.stdout + st.stderr);
   }
 });
+
+test("etcdctl move-leader: to the one member itself it is done, to another id refused, as on etcd", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const outs = [];
+  for (const side of [etcd, edge]) {
+    const id = (await etcdctl(side.url, ["member", "list"])).stdout.split(",")[0];
+    const out = [];
+    for (const target of [id, "1234"]) {
+      const r = await etcdctl(side.url, ["move-leader", target]);
+      out.push([r.code, r.stdout.replaceAll(id, "<id>"), r.stderr.split("\n").filter((l) => l && !l.startsWith("{")).join("\n")]);
+    }
+    outs.push(out);
+  }
+  assert.deepEqual(outs[1], outs[0]);
+  assert.deepEqual(outs[0][0], [0, "Leadership transferred from <id> to <id>\n", ""]);
+  assert.deepEqual(outs[0][1], [1, "", "Error: etcdserver: bad leader transferee"]);
+});

@@ -18,6 +18,11 @@ export function invalid(message) {
 // `instanceof` works for every error this package throws.
 export function leaseError(e) {
   if (e instanceof LeaseError) return e;
+  // A trap (the engine's wasm ran out of memory, say): the engine cannot be
+  // entered again; its store has every change it acknowledged.
+  if (e instanceof WebAssembly.RuntimeError) {
+    return new LeaseError("EngineFailed", `the engine stopped (${e.message}): reopen the lessor from its store`, { cause: e });
+  }
   if (e && typeof e.code === "string") {
     const extra = e.entry ? { entry: e.entry } : e.compactRevision !== undefined ? { compactRevision: e.compactRevision } : undefined;
     return new LeaseError(e.code, e.message, extra);

@@ -39,6 +39,7 @@ export type ErrorCode =
   | "Closed"
   | "Reentrant"
   | "NotInitialized"
+  | "EngineFailed" // the engine trapped (its wasm ran out of memory, say): reopen the lessor from its store
   | "Unavailable" | "Aborted" | "Unimplemented" | "NotLeader" // edge-lease/client's: a server away or timed out, a signal, a server without the feature, an election lost
   | "Internal";
 

@@ -155,13 +155,19 @@ function codec(root, typeName) {
           }
           return out;
         },
-    /** The message in `bytes` (gRPC's compressed flag and grpc-encoding as given); a bad one throws etcd's error. */
-    decode(bytes, compressed, encoding) {
+    /**
+     * The message in `bytes` (gRPC's compressed flag and grpc-encoding as
+     * given); a bad one throws grpc-go's error (its words differ for a
+     * unary call's request and a stream's message).
+     */
+    decode(bytes, compressed, encoding, stream = false) {
       if (compressed) bytes = decompress(bytes, encoding);
       try {
         return T.toObject(T.decode(bytes), { longs: String, enums: String });
       } catch (e) {
-        throw new GrpcError(Code.InvalidArgument, `grpc: error unmarshalling request: ${e.message}`);
+        // grpc-go's code; a message cut short is Go's "unexpected EOF".
+        const why = e instanceof RangeError && /index out of range/.test(e.message) ? "unexpected EOF" : e.message;
+        throw new GrpcError(Code.Internal, stream ? `grpc: failed to unmarshal the received message ${why}` : `grpc: error unmarshalling request: ${why}`);
       }
     },
   };
@@ -239,11 +245,25 @@ function deadline(call, answer, onExpire) {
 
 const isPromise = (v) => typeof v?.then === "function";
 
+// For /metrics, as go-grpc-prometheus counts for etcd: a call once its
+// handler starts (a unary call's once its request decodes), and each
+// request message that decodes.
+function started(call, m) {
+  if (!m.counts) return;
+  call.counts = m.counts;
+  m.counts.started++;
+}
+function received(call, m, bytes) {
+  if (!call.counts) return;
+  call.counts.received++;
+  m.bytes.bytesIn += bytes.length;
+}
+
 // What a unary call and a server stream share: the first message starts
-// `run(request, ctx)`; a call that ends without one is a protocol error, as
-// in grpc-go; a cancel or the deadline aborts ctx (and wakes a sender
-// waiting for the client to read).
-function firstRequest(m, what, run) {
+// `run(request, ctx)`; a call that ends without one gets grpc-go's answer
+// (its handler reads io.EOF: Unknown "EOF"); a cancel or the deadline
+// aborts ctx (and wakes a sender waiting for the client to read).
+function firstRequest(m, run) {
   return (call) => {
     let ctx = null;
     let req;
@@ -251,7 +271,7 @@ function firstRequest(m, what, run) {
     call.onCancel = () => (stop(), ctx?.abort());
     call.onDrain = () => ctx?.wake?.();
     call.onEnd = () => {
-      if (!ctx) (stop(), call.finish(Code.Internal, `grpc: ${what} ended with no request message`));
+      if (!ctx) (stop(), call.finish(Code.Unknown, "EOF"));
     };
     const failed = (e) => {
       if (!call.done) fail(call, e);
@@ -262,7 +282,9 @@ function firstRequest(m, what, run) {
       ctx = new Context(call, bytes.length);
       let done;
       try {
-        req = m.req.decode(bytes, compressed, call.encoding);
+        req = m.req.decode(bytes, compressed, call.encoding, m.stream);
+        started(call, m);
+        received(call, m, bytes);
         done = run(req, ctx);
       } catch (e) {
         return failed(e);
@@ -275,7 +297,7 @@ function firstRequest(m, what, run) {
 
 // One request, one answer: at once when the handler has it at once.
 const unary = (m) =>
-  firstRequest(m, "unary call", (req, ctx) => {
+  firstRequest(m, (req, ctx) => {
     const answer = (res) => {
       if (!ctx.call.done) ctx.call.reply(m.res.encode(res));
     };
@@ -283,15 +305,25 @@ const unary = (m) =>
     return isPromise(res) ? res.then(answer) : answer(res);
   });
 
-// A server stream (Observe): the handler's async iterable, one message per
-// value, ended OK when it is done.
+// A server stream (Observe, Snapshot): the handler's async iterable, one
+// message per value, ended OK when it is done. A client that stops reading
+// for `m.stallMs` is answered Unavailable and the handler stops, so that
+// what it holds (a Snapshot's file) goes.
 const serverStream = (m) =>
-  firstRequest(m, "server stream", async (req, ctx) => {
+  firstRequest(m, async (req, ctx) => {
     const { call, signal } = ctx;
     for await (const res of m.handler.stream(req, ctx)) {
       if (call.done || signal.aborted) return;
       // (A call that ended inside send() never drains.)
-      if (!call.send(m.res.encode(res)) && !call.done) await new Promise((ok) => (ctx.wake = ok));
+      if (!call.send(m.res.encode(res)) && !call.done) {
+        let timer;
+        const drained = await new Promise((ok) => {
+          ctx.wake = () => ok(true);
+          timer = setTimeout(() => ok(false), m.stallMs);
+        });
+        clearTimeout(timer);
+        if (!drained) return call.finish(Code.Unavailable, `edge-lease: the client read nothing for ${m.stallMs / 1000} s`);
+      }
       ctx.wake = null;
     }
     if (!call.done) call.finish(Code.OK);
@@ -301,12 +333,15 @@ const serverStream = (m) =>
 // client half-closes (etcd3's keepaliveOnce waits for that).
 function each(m) {
   return (call) => {
+    started(call, m);
     const stop = deadline(call, m.expired, () => {});
     call.onCancel = stop;
     call.onMessage = (bytes, compressed) => {
       if (call.done) return;
       try {
-        call.send(m.res.encode(m.handler.each(m.req.decode(bytes, compressed, call.encoding))));
+        const req = m.req.decode(bytes, compressed, call.encoding, true);
+        received(call, m, bytes);
+        call.send(m.res.encode(m.handler.each(req)));
       } catch (e) {
         stop();
         fail(call, e);
@@ -329,6 +364,7 @@ function session(m) {
       stopTimer?.();
       s.close();
     };
+    started(call, m);
     const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))));
     stopTimer = deadline(call, m.expired, close);
     call.onDrain = () => s.drain?.();
@@ -337,7 +373,9 @@ function session(m) {
     call.onMessage = (bytes, compressed) => {
       if (closed) return;
       try {
-        s.request(m.req.decode(bytes, compressed, call.encoding));
+        const req = m.req.decode(bytes, compressed, call.encoding, true);
+        received(call, m, bytes);
+        s.request(req);
       } catch (e) {
         close();
         fail(call, e);
@@ -370,9 +408,10 @@ export function activeCalls(socket) {
  * rest), etcd's --max-concurrent-streams. A connection with no call for
  * `idleMs` is closed with GOAWAY (clients reconnect). `counters`
  * (services/metrics.mjs's createCallCounters), if given, counts the calls,
- * their messages and the connections' bytes for /metrics.
+ * their messages and bytes for /metrics. A server stream whose client reads
+ * nothing for `stallMs` ends with Unavailable.
  */
-export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 5 * 60 * 1000, counters = null } = {}) {
+export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 5 * 60 * 1000, counters = null, stallMs = 60_000 } = {}) {
   const root = loadRoot();
   const methods = new Map();
   for (const [service, rpcs] of Object.entries(schema)) {
@@ -380,11 +419,11 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
       const name = `${service}/${rpc}`;
       const handler = services.get(name);
       const expired = deadlineAnswer(name, streaming);
-      const m = { handler, req: codec(root, reqType), res: codec(root, resType), expired };
+      const m = { handler, req: codec(root, reqType), res: codec(root, resType), expired, counts: counters?.of(`/${name}`) ?? null, bytes: counters, stallMs, stream: streaming !== "" };
       let start;
       if (!handler) {
         const e = unimplemented(name);
-        start = (call) => call.finish(e.code, e.message);
+        start = (call) => (started(call, m), call.finish(e.code, e.message));
       } else if (handler.each) start = each(m);
       else if (handler.stream) start = serverStream(m);
       else if (handler.open) start = session(m);
@@ -394,8 +433,6 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
   }
   const sessions = new Set();
   const onCall = (call) => {
-    call.counts = counters?.of(call.path) ?? null;
-    if (call.counts) call.counts.started++;
     // A request message over the limit ends its call with etcd's error.
     call.onTooLarge = (size) => {
       const e = tooLargeMessage(size, MAX_MESSAGE_BYTES);

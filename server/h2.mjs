@@ -95,21 +95,25 @@ export class H2Call {
     this.onCancel = null; // reset by the client, or its connection went
     this.onDrain = null; // send() said wait, and now it need not
     this.onTooLarge = null; // (length) a request message over the limit
-    /** The method's counts for /metrics (services/metrics.mjs), or null. */
+    /**
+     * The method's counts for /metrics (services/metrics.mjs), set by
+     * grpc.mjs once the call's handler starts (etcd counts no call refused
+     * before): messages sent and the code it ends with are counted here.
+     */
     this.counts = null;
   }
 
   /** Queues a response message; false if the caller should wait for onDrain. */
   send(bytes) {
     if (this.done) return false;
-    if (this.counts) this.counts.sent++;
+    this.#sent(bytes);
     return this.session.command((x, mem) => x.h2_send(this.session.handle, this.id, toScratch(x, mem, bytes)) === 1, false);
   }
 
   /** Answers with one message and status OK (a unary call's answer). */
   reply(bytes) {
     if (!this.#end(0)) return;
-    if (this.counts) this.counts.sent++;
+    this.#sent(bytes);
     this.session.command((x, mem) => x.h2_reply(this.session.handle, this.id, toScratch(x, mem, bytes)));
   }
 
@@ -121,6 +125,12 @@ export class H2Call {
       const { written } = encoder.encodeInto(message, new Uint8Array(mem.buffer, ptr, message.length * 3));
       x.h2_finish(this.session.handle, this.id, code, written);
     });
+  }
+
+  #sent(bytes) {
+    if (!this.counts) return;
+    this.counts.sent++;
+    this.session.bytes.bytesOut += bytes.length;
   }
 
   // Marks the call answered with `code`; false if it already was (or was
@@ -137,7 +147,8 @@ export class H2Call {
 /**
  * One HTTP/2 connection on `socket` (its first bytes the client preface).
  * `onCall(call)` hears each new call; `maxMessage` caps request messages;
- * `bytes` ({ bytesIn, bytesOut }), if given, counts what the socket carries.
+ * `bytes` ({ bytesOut }) counts the bytes of the messages its calls send
+ * (those with counts).
  */
 export class H2Session {
   constructor(socket, { onCall, maxConcurrentStreams = 0, maxMessage, bytes = null }) {
@@ -162,7 +173,6 @@ export class H2Session {
   }
 
   input(chunk) {
-    if (this.bytes) this.bytes.bytesIn += chunk.length;
     this.command((x, mem) => x.h2_input(this.handle, toScratch(x, mem, chunk)));
     // Calls, messages and cancels are heard at once, not a tick later.
     this.flush();
@@ -225,9 +235,7 @@ export class H2Session {
     const out = this.out;
     this.out = [];
     if (out.length === 0 || this.socket.destroyed) return;
-    const bytes = out.length === 1 ? out[0] : Buffer.concat(out);
-    if (this.bytes) this.bytes.bytesOut += bytes.length;
-    if (!this.socket.write(bytes) && !this.full) {
+    if (!this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out)) && !this.full) {
       // The client does not read: hold h2 back and stop reading its requests
       // until the socket drains, so nothing piles up here.
       this.full = true;
@@ -264,10 +272,7 @@ export class H2Session {
       }
       const call = this.calls.get(id);
       if (!call) continue;
-      if (kind === EV_MESSAGE) {
-        if (call.counts) call.counts.received++;
-        call.onMessage?.(body.subarray(1), body[0] !== 0);
-      }
+      if (kind === EV_MESSAGE) call.onMessage?.(body.subarray(1), body[0] !== 0);
       else if (kind === EV_END) call.onEnd?.();
       else if (kind === EV_DRAIN) call.onDrain?.();
       else if (kind === EV_TOO_LARGE) call.onTooLarge?.(body.readUInt32LE(0));

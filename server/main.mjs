@@ -129,7 +129,8 @@ lessor.addEventListener("error", (e) => (isEngineFailure(e.error) ? engineFailed
 services = createServices({ lessor, store, member, maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, onFatal: engineFailed });
 const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
-for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcdserverpb.KV/Txn", "etcdserverpb.KV/Compact", "etcdserverpb.Lease/LeaseRevoke"]) {
+// (Alarm too: each change rewrites the alarm list, a host entry.)
+for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcdserverpb.KV/Txn", "etcdserverpb.KV/Compact", "etcdserverpb.Lease/LeaseRevoke", "etcdserverpb.Maintenance/Alarm"]) {
   const handler = services.get(name);
   services.set(name, (req, call) => {
     const res = handler(req, call);

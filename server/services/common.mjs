@@ -91,11 +91,13 @@ export function dbSizes(lessor, store) {
 }
 
 /**
- * Whether `e` says the engine itself failed: a wasm trap, or, on any call
- * after one, wasm-bindgen's refusal to enter an object a trap left borrowed.
+ * Whether `e` says the engine itself failed: a wasm trap (the wrapper's
+ * EngineFailed), or, on any call after one, wasm-bindgen's refusal to enter
+ * an object a trap left borrowed; or has such a cause.
  */
 export const isEngineFailure = (e) =>
-  e instanceof WebAssembly.RuntimeError || (e instanceof Error && (e.message.includes("recursive use of an object detected") || isEngineFailure(e.cause)));
+  e instanceof WebAssembly.RuntimeError ||
+  (e instanceof Error && (e.code === "EngineFailed" || e.message.includes("recursive use of an object detected") || isEngineFailure(e.cause)));
 
 /** Refuses a write whose raft entry would pass etcd's request limit. */
 export function checkSize(call) {

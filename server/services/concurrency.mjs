@@ -24,7 +24,9 @@ export function recipe(fn) {
         throw e;
       });
     } catch (mapped) {
-      throw new GrpcError(Code.Unknown, mapped.message);
+      const err = new GrpcError(Code.Unknown, mapped.message);
+      err.cause = mapped.cause ?? e;
+      throw err;
     }
   }
 }

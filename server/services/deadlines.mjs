@@ -42,7 +42,11 @@ export function deadlineAnswer(name, streaming) {
   return (req) => (req === undefined && streaming !== "cs" ? noRequest : answer(req));
 }
 
+// grpc-go's health server ends a Watch whose context is done so.
+const streamEnded = new GrpcError(Code.Canceled, "Stream has ended.");
+
 function forRequest(name, streaming) {
+  if (name === "grpc.health.v1.Health/Watch") return () => streamEnded;
   if (streaming || !name.startsWith("etcdserverpb.")) return () => context;
   if (ANSWERED.has(name)) return () => null;
   switch (name) {

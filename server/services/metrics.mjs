@@ -15,9 +15,17 @@ const TYPES = { "": "unary", c: "client_stream", s: "server_stream", cs: "bidi_s
 // Code names as grpc-go spells them in labels ("Canceled" is its name for 1).
 const CODE_NAMES = Object.keys(Code);
 const byLabels = (a, b) => (a.labels < b.labels ? -1 : a.labels > b.labels ? 1 : 0);
-// etcd's Watch and LeaseKeepAlive end a stream the client cancelled with
-// its "no leader" error ("the only server-side cancellation"): counted so.
-const CANCELLED_AS_UNAVAILABLE = new Set(["/etcdserverpb.Watch/Watch", "/etcdserverpb.Lease/LeaseKeepAlive"]);
+// The code etcd 3.4.23 counts a call the client cancels with (measured):
+// LeaseKeepAlive ends with its "no leader" error; v3lock's Lock,
+// v3election's Campaign and Observe and a Snapshot under way with the
+// cancelled context as is (Unknown); the rest Canceled.
+const CANCELLED = {
+  "/etcdserverpb.Lease/LeaseKeepAlive": Code.Unavailable,
+  "/v3lockpb.Lock/Lock": Code.Unknown,
+  "/v3electionpb.Election/Campaign": Code.Unknown,
+  "/v3electionpb.Election/Observe": Code.Unknown,
+  "/etcdserverpb.Maintenance/Snapshot": Code.Unknown,
+};
 
 /**
  * A Prometheus histogram of durations in seconds over etcd's buckets for
@@ -67,7 +75,7 @@ export function createCallCounters(schema) {
       const labels = `grpc_method="${method}",grpc_service="${service}",grpc_type="${TYPES[streaming]}"`;
       const listed = !service.startsWith("v3");
       const path = `/${service}/${method}`;
-      const cancelled = CANCELLED_AS_UNAVAILABLE.has(path) ? Code.Unavailable : Code.Canceled;
+      const cancelled = CANCELLED[path] ?? Code.Canceled;
       methods.set(path, { labels, listed, cancelled, started: 0, received: 0, sent: 0, handled: new Array(CODE_NAMES.length).fill(0) });
     }
   }

@@ -89,14 +89,28 @@ test("/metrics: the gRPC calls counted as etcd counts them, per method and statu
     const { ID } = await call("etcdserverpb.Lease", "LeaseGrant", { TTL: 60 });
     const { key } = await call("v3lockpb.Lock", "Lock", { name: Buffer.from("job"), lease: ID });
     await call("v3lockpb.Lock", "Unlock", { key: Buffer.from(key, "base64") });
+    // A watch stream the client cancels (etcd counts it Canceled).
+    const w = grpcClient(side.url, "etcdserverpb.Watch").Watch();
+    const created = new Promise((ok) => w.once("data", ok));
+    w.on("error", () => {});
+    w.write({ create_request: { key: Buffer.from("w") } });
+    await created;
+    w.cancel();
+    await new Promise((r) => setTimeout(r, 300));
     const m = parse(await (await fetch(side.url + "/metrics")).text());
-    grpc.push(Object.fromEntries(Object.entries(m).filter(([name]) => name.startsWith("grpc_server_"))));
+    grpc.push(Object.fromEntries(Object.entries(m).filter(([name]) => name.startsWith("grpc_server_") || name === "etcd_network_client_grpc_received_bytes_total")));
   }
-  assert.deepEqual(Object.keys(grpc[1]).sort(), ["grpc_server_handled_total", "grpc_server_msg_received_total", "grpc_server_msg_sent_total", "grpc_server_started_total"]);
+  assert.deepEqual(Object.keys(grpc[1]).sort(), ["etcd_network_client_grpc_received_bytes_total", "grpc_server_handled_total", "grpc_server_msg_received_total", "grpc_server_msg_sent_total", "grpc_server_started_total"]);
+  // Message bytes: the requests are the same but for the lease ids each
+  // server chose (their varints differ in length); answers differ more.
+  const bytes = grpc.map((g) => Number(g.etcd_network_client_grpc_received_bytes_total.samples[0][1]));
+  assert.ok(Math.abs(bytes[1] - bytes[0]) <= bytes[0] / 20, `request bytes ${bytes}`);
+  for (const g of grpc) delete g.etcd_network_client_grpc_received_bytes_total;
   for (const name of Object.keys(grpc[1])) assert.deepEqual(grpc[1][name], grpc[0][name], name);
   const handled = Object.fromEntries(grpc[1].grpc_server_handled_total.samples.filter(([, v]) => v !== "0"));
   assert.equal(handled['{grpc_code="OutOfRange",grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"}'], "1", JSON.stringify(handled));
   assert.equal(handled['{grpc_code="OK",grpc_method="Lock",grpc_service="v3lockpb.Lock",grpc_type="unary"}'], "1", JSON.stringify(handled));
+  assert.equal(handled['{grpc_code="Canceled",grpc_method="Watch",grpc_service="etcdserverpb.Watch",grpc_type="bidi_stream"}'], "1", JSON.stringify(handled));
 });
 
 test("etcdctl check datascale reads /metrics and passes, as on etcd", async (t) => {

@@ -50,9 +50,9 @@ function varint(out, field, v) {
 // Records packed as the engine gives its key bucket: per record, a u32 LE
 // length, the key, a u32 LE length, the value; sorted by key. Read in place.
 class Packed {
-  constructor(bytes) {
-    this.b = bytes;
-    this.v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  constructor(buf) {
+    this.b = buf;
+    this.v = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   }
   static of(pairs) {
     let size = 0;

@@ -30,8 +30,9 @@ export function httpStatus(code) {
 
 /** An error with a gRPC status code: what every service method throws. */
 export class GrpcError extends Error {
-  constructor(code, message) {
-    super(message);
+  /** `options.cause`: the error behind it (as Error's). */
+  constructor(code, message, options) {
+    super(message, options);
     this.code = code;
   }
 }

@@ -136,9 +136,7 @@ export function engine(fn) {
       default: {
         // StorageFailed, or a bug: the client learns the write did not happen
         // (and the host, from the cause, whether the engine itself failed).
-        const err = new GrpcError(Code.Unknown, `edge-lease: ${e?.message ?? e}`);
-        err.cause = e;
-        throw err;
+        throw new GrpcError(Code.Unknown, `edge-lease: ${e?.message ?? e}`, { cause: e });
       }
     }
   }

@@ -24,9 +24,7 @@ export function recipe(fn) {
         throw e;
       });
     } catch (mapped) {
-      const err = new GrpcError(Code.Unknown, mapped.message);
-      err.cause = mapped.cause ?? e;
-      throw err;
+      throw new GrpcError(Code.Unknown, mapped.message, { cause: mapped.cause ?? e });
     }
   }
 }

@@ -19,7 +19,7 @@
 // v3lock and v3election hand on their client's error unmapped: Unknown.
 // Status lists the entries in `errors`.
 import { Code, Etcd, GrpcError } from "../errors.mjs";
-import { txnOps, txnReadOnly } from "./common.mjs";
+import { throughErrors, txnOps, txnReadOnly } from "./common.mjs";
 
 const NAMES = ["NONE", "NOSPACE", "CORRUPT"];
 const CORRUPT_MESSAGE = "etcdserver: corrupt cluster";
@@ -146,16 +146,11 @@ export function createAlarms(member, lessor = null) {
         }
         throw e;
       };
+      const raising = throughErrors(handler, raise);
       return (req, call) => {
         if (rules.includes("CORRUPT") && checked?.(req)) throw error(Code.DataLoss, CORRUPT_MESSAGE);
         if (rules.includes("NOSPACE") && capped?.(req)) throw noSpace();
-        let res;
-        try {
-          res = handler(req, call);
-        } catch (e) {
-          raise(e);
-        }
-        return typeof res?.then === "function" ? res.catch(raise) : res;
+        return raising(req, call);
       };
     },
   };

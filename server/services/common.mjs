@@ -99,6 +99,21 @@ export const isEngineFailure = (e) =>
   e instanceof WebAssembly.RuntimeError ||
   (e instanceof Error && (e.code === "EngineFailed" || e.message.includes("recursive use of an object detected") || isEngineFailure(e.cause)));
 
+/**
+ * Handler `fn` (a request and the call) with every error it throws, or its
+ * promise rejects with, given to `onError`, which throws (the same error or
+ * another).
+ */
+export const throughErrors = (fn, onError) => (req, call) => {
+  let res;
+  try {
+    res = fn(req, call);
+  } catch (e) {
+    onError(e);
+  }
+  return typeof res?.then === "function" ? res.catch(onError) : res;
+};
+
 /** Refuses a write whose raft entry would pass etcd's request limit. */
 export function checkSize(call) {
   if ((call?.size ?? 0) + RAFT_OVERHEAD > MAX_REQUEST_BYTES) throw Etcd.requestTooLarge();

@@ -8,7 +8,7 @@
 // { stream(request, call) } returning an async iterable. Messages are plain objects
 // (server/json.mjs says how). Methods with no handler here answer
 // Unimplemented: they wait for engine features (server/README.md).
-import { engine, headers, isEngineFailure } from "./common.mjs";
+import { engine, headers, isEngineFailure, throughErrors } from "./common.mjs";
 import { kvService } from "./kv.mjs";
 import { leaseService } from "./lease.mjs";
 import { watchService } from "./watch.mjs";
@@ -70,18 +70,8 @@ function failing(handler, fatal) {
     if (isEngineFailure(e)) fatal(e);
     throw e;
   };
-  // (Handlers take at most two arguments: a request and the call.)
-  const guarded = (fn) => (a, b) => {
-    let res;
-    try {
-      res = fn(a, b);
-    } catch (e) {
-      check(e);
-    }
-    return typeof res?.then === "function" ? res.catch(check) : res;
-  };
-  if (typeof handler === "function") return guarded(handler);
-  if (handler.each) return { ...handler, each: guarded(handler.each) };
+  if (typeof handler === "function") return throughErrors(handler, check);
+  if (handler.each) return { ...handler, each: throughErrors(handler.each, check) };
   if (handler.stream) {
     return {
       async *stream(req, call) {
@@ -97,7 +87,7 @@ function failing(handler, fatal) {
     return {
       open(send) {
         const s = handler.open(send);
-        s.request = guarded(s.request.bind(s));
+        s.request = throughErrors(s.request.bind(s), check);
         return s;
       },
     };

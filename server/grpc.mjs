@@ -253,10 +253,10 @@ function started(call, m) {
   call.counts = m.counts;
   m.counts.started++;
 }
-function received(call, m, bytes) {
+function received(call, bytes) {
   if (!call.counts) return;
   call.counts.received++;
-  m.bytes.bytesIn += bytes.length;
+  call.counts.bytesIn += bytes.length;
 }
 
 // What a unary call and a server stream share: the first message starts
@@ -284,7 +284,7 @@ function firstRequest(m, run) {
       try {
         req = m.req.decode(bytes, compressed, call.encoding, m.stream);
         started(call, m);
-        received(call, m, bytes);
+        received(call, bytes);
         done = run(req, ctx);
       } catch (e) {
         return failed(e);
@@ -340,7 +340,7 @@ function each(m) {
       if (call.done) return;
       try {
         const req = m.req.decode(bytes, compressed, call.encoding, true);
-        received(call, m, bytes);
+        received(call, bytes);
         call.send(m.res.encode(m.handler.each(req)));
       } catch (e) {
         stop();
@@ -374,7 +374,7 @@ function session(m) {
       if (closed) return;
       try {
         const req = m.req.decode(bytes, compressed, call.encoding, true);
-        received(call, m, bytes);
+        received(call, bytes);
         s.request(req);
       } catch (e) {
         close();
@@ -419,7 +419,7 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
       const name = `${service}/${rpc}`;
       const handler = services.get(name);
       const expired = deadlineAnswer(name, streaming);
-      const m = { handler, req: codec(root, reqType), res: codec(root, resType), expired, counts: counters?.of(`/${name}`) ?? null, bytes: counters, stallMs, stream: streaming !== "" };
+      const m = { handler, req: codec(root, reqType), res: codec(root, resType), expired, counts: counters?.of(`/${name}`) ?? null, stallMs, stream: streaming !== "" };
       let start;
       if (!handler) {
         const e = unimplemented(name);
@@ -452,7 +452,7 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
   sweep.unref();
   return {
     serve(socket) {
-      const s = new H2Session(socket, { onCall, maxConcurrentStreams, maxMessage: MAX_MESSAGE_BYTES, bytes: counters });
+      const s = new H2Session(socket, { onCall, maxConcurrentStreams, maxMessage: MAX_MESSAGE_BYTES });
       socket[SESSION] = s;
       sessions.add(s);
       socket.once("close", () => sessions.delete(s));

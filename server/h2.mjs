@@ -98,7 +98,8 @@ export class H2Call {
     /**
      * The method's counts for /metrics (services/metrics.mjs), set by
      * grpc.mjs once the call's handler starts (etcd counts no call refused
-     * before): messages sent and the code it ends with are counted here.
+     * before): messages sent, their bytes, and the code it ends with are
+     * counted here.
      */
     this.counts = null;
   }
@@ -130,7 +131,7 @@ export class H2Call {
   #sent(bytes) {
     if (!this.counts) return;
     this.counts.sent++;
-    this.session.bytes.bytesOut += bytes.length;
+    this.counts.bytesOut += bytes.length;
   }
 
   // Marks the call answered with `code`; false if it already was (or was
@@ -146,15 +147,12 @@ export class H2Call {
 
 /**
  * One HTTP/2 connection on `socket` (its first bytes the client preface).
- * `onCall(call)` hears each new call; `maxMessage` caps request messages;
- * `bytes` ({ bytesOut }) counts the bytes of the messages its calls send
- * (those with counts).
+ * `onCall(call)` hears each new call; `maxMessage` caps request messages.
  */
 export class H2Session {
-  constructor(socket, { onCall, maxConcurrentStreams = 0, maxMessage, bytes = null }) {
+  constructor(socket, { onCall, maxConcurrentStreams = 0, maxMessage }) {
     this.socket = socket;
     this.onCall = onCall;
-    this.bytes = bytes;
     this.calls = new Map();
     this.lastActive = performance.now();
     this.inst = instance();

@@ -3,17 +3,19 @@
 // and types, so dashboards and `etcdctl check datascale` read them: the
 // member and its versions, leadership (always this member's), the quota,
 // the data's sizes, revisions and keys, writes (as raft proposals: the
-// revision, as Status's raft index), the gRPC transport's calls,
-// messages and bytes, and the process's own figures when the host gives
-// them (Node; not a Worker). (etcd's gateway calls its own gRPC server, so
-// etcd counts gateway calls as gRPC calls too; here they are not counted.) Values are written as Go's
-// Prometheus client writes them (exponent form from 1e6 and below 1e-4).
+// revision, as Status's raft index), the gRPC transport's calls, messages
+// and bytes, and the process's own figures when the host gives them (Node;
+// not a Worker). (etcd's gateway calls its own gRPC server, so etcd counts
+// gateway calls as gRPC calls too; here they are not counted.) Values are
+// written as Go's Prometheus client writes them (exponent form from 1e6
+// and below 1e-4).
 import { CLUSTER_VERSION, SERVER_VERSION, dbSizes } from "./common.mjs";
 import { Code } from "../errors.mjs";
 
 const TYPES = { "": "unary", c: "client_stream", s: "server_stream", cs: "bidi_stream" };
-// Code names as grpc-go spells them in labels ("Canceled" is its name for 1).
-const CODE_NAMES = Object.keys(Code);
+// Code names as grpc-go spells them in labels ("Canceled" is its name for
+// 1), with their numbers, in the order the labels sort.
+const CODES = Object.entries(Code).sort(([a], [b]) => (a < b ? -1 : 1));
 const byLabels = (a, b) => (a.labels < b.labels ? -1 : a.labels > b.labels ? 1 : 0);
 // The code etcd 3.4.23 counts a call the client cancels with (measured):
 // LeaseKeepAlive ends with its "no leader" error; v3lock's Lock,
@@ -26,6 +28,9 @@ const CANCELLED = {
   "/v3electionpb.Election/Observe": Code.Unknown,
   "/etcdserverpb.Maintenance/Snapshot": Code.Unknown,
 };
+
+/** A metric family's text: its help, its type, then its samples' lines. */
+const family = (name, type, help, samples) => [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples].join("\n");
 
 /**
  * A Prometheus histogram of durations in seconds over etcd's buckets for
@@ -45,14 +50,9 @@ export function createHistogram() {
       if (i >= 0) counts[i]++;
     },
     text(name, help) {
-      const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} histogram`];
       let below = 0;
-      bounds.forEach((b, i) => {
-        below += counts[i];
-        lines.push(`${name}_bucket{le="${goFloat(b)}"} ${below}`);
-      });
-      lines.push(`${name}_bucket{le="+Inf"} ${n}`, `${name}_sum ${goFloat(sum)}`, `${name}_count ${n}`);
-      return lines.join("\n");
+      const buckets = bounds.map((b, i) => `${name}_bucket{le="${goFloat(b)}"} ${(below += counts[i])}`);
+      return family(name, "histogram", help, [...buckets, `${name}_bucket{le="+Inf"} ${n}`, `${name}_sum ${goFloat(sum)}`, `${name}_count ${n}`]);
     },
   };
 }
@@ -61,12 +61,13 @@ export function createHistogram() {
  * Counts of the gRPC transport's calls per method, as go-grpc-prometheus
  * keeps them for etcd (`schema`: a services table of
  * server/proto/schema.mjs): calls started, messages received and sent,
- * calls handled per status code; and the bytes its connections carried.
- * etcd's own services and gRPC's health service are listed from the start
- * (etcd registers its metrics after them), v3lock's and v3election's once
- * used, each count once it is not 0 (as etcd's). `cancelled` is the code a
- * call the client cancels is counted with. `of("/package.Service/Method")` is the method's
- * counts (null for a path with none); the transport adds to them.
+ * calls handled per status code, and the bytes of those messages. etcd's
+ * own services and gRPC's health service are listed from the start (etcd
+ * registers its metrics after them), v3lock's and v3election's once used,
+ * each count once it is not 0 (as etcd's). `cancelled` is the code a call
+ * the client cancels is counted with. `of("/package.Service/Method")` is
+ * the method's counts (null for a path with none): the transport adds to
+ * them; `bytes()` is [received, sent] over all methods.
  */
 export function createCallCounters(schema) {
   const methods = new Map();
@@ -76,28 +77,29 @@ export function createCallCounters(schema) {
       const listed = !service.startsWith("v3");
       const path = `/${service}/${method}`;
       const cancelled = CANCELLED[path] ?? Code.Canceled;
-      methods.set(path, { labels, listed, cancelled, started: 0, received: 0, sent: 0, handled: new Array(CODE_NAMES.length).fill(0) });
+      const handled = new Array(CODES.length).fill(0);
+      methods.set(path, { labels, listed, cancelled, started: 0, received: 0, sent: 0, handled, bytesIn: 0, bytesOut: 0 });
     }
   }
-  const counts = { bytesIn: 0, bytesOut: 0, of: (path) => methods.get(path) ?? null };
-  counts.text = () => {
-    const all = [...methods.values()].sort(byLabels);
-    const family = (name, type, help, samples) => [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples].join("\n");
-    const handled = [];
-    CODE_NAMES.map((code, i) => [code, i])
-      .sort((a, b) => (a[0] < b[0] ? -1 : 1))
-      .forEach(([code, i]) => {
+  const all = [...methods.values()].sort(byLabels);
+  const sum = (field) => all.reduce((n, m) => n + m[field], 0);
+  const counter = (name, help, field) => family(name, "counter", help, all.filter((m) => m.listed || m[field] > 0).map((m) => `${name}{${m.labels}} ${goFloat(m[field])}`));
+  return {
+    of: (path) => methods.get(path) ?? null,
+    bytes: () => [sum("bytesIn"), sum("bytesOut")],
+    text() {
+      const handled = [];
+      for (const [code, i] of CODES) {
         for (const m of all) if (m.listed || m.handled[i] > 0) handled.push(`grpc_server_handled_total{grpc_code="${code}",${m.labels}} ${goFloat(m.handled[i])}`);
-      });
-    const each = ([name, field]) => all.filter((m) => m.listed || m[field] > 0).map((m) => `${name}{${m.labels}} ${goFloat(m[field])}`);
-    return [
-      family("grpc_server_handled_total", "counter", "gRPC calls completed, by status code.", handled),
-      family("grpc_server_msg_received_total", "counter", "gRPC messages received.", each(["grpc_server_msg_received_total", "received"])),
-      family("grpc_server_msg_sent_total", "counter", "gRPC messages sent.", each(["grpc_server_msg_sent_total", "sent"])),
-      family("grpc_server_started_total", "counter", "gRPC calls started.", each(["grpc_server_started_total", "started"])),
-    ].join("\n");
+      }
+      return [
+        family("grpc_server_handled_total", "counter", "gRPC calls completed, by status code.", handled),
+        counter("grpc_server_msg_received_total", "gRPC messages received.", "received"),
+        counter("grpc_server_msg_sent_total", "gRPC messages sent.", "sent"),
+        counter("grpc_server_started_total", "gRPC calls started.", "started"),
+      ].join("\n");
+    },
   };
-  return counts;
 }
 
 /** A float as Go's strconv.FormatFloat(v, 'g', -1, 64) writes it. */
@@ -123,8 +125,7 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
   return () => {
     const out = [];
     const metric = (name, type, help, value, labels = "") => {
-      if (value === undefined || value === null) return;
-      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name}${labels} ${goFloat(value)}`);
+      if (value !== undefined && value !== null) out.push(family(name, type, help, [`${name}${labels} ${goFloat(value)}`]));
     };
     const [dbSize, dbSizeInUse] = dbSizes(lessor, store);
     metric("etcd_cluster_version", "gauge", "The cluster version: 1 for the cluster_version label.", 1, `{cluster_version="${CLUSTER_VERSION.split(".").slice(0, 2).join(".")}"}`);
@@ -136,8 +137,9 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_mvcc_db_total_size_in_use_in_bytes", "gauge", "The bytes of the store in use.", dbSizeInUse);
     if (calls) {
-      metric("etcd_network_client_grpc_received_bytes_total", "counter", "Bytes received from gRPC clients.", calls.bytesIn);
-      metric("etcd_network_client_grpc_sent_bytes_total", "counter", "Bytes sent to gRPC clients.", calls.bytesOut);
+      const [received, sent] = calls.bytes();
+      metric("etcd_network_client_grpc_received_bytes_total", "counter", "Bytes of the messages received from gRPC clients.", received);
+      metric("etcd_network_client_grpc_sent_bytes_total", "counter", "Bytes of the messages sent to gRPC clients.", sent);
     }
     metric("etcd_server_has_leader", "gauge", "Whether a leader exists: 1 (a single member leads itself).", 1);
     metric("etcd_server_id", "gauge", "The member's id in hexadecimal: 1 for the server_id label.", 1, `{server_id="${BigInt(member.id).toString(16)}"}`);

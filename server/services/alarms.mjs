@@ -26,6 +26,8 @@ const CORRUPT_MESSAGE = "etcdserver: corrupt cluster";
 
 /** An alarm type as etcd's enum name, or its number when it has none. */
 const typeOf = (v) => (v === undefined || v === null ? "NONE" : typeof v === "number" ? (NAMES[v] ?? v) : v);
+/** An alarm type (as typeOf gives it) as etcd's enum number. */
+export const alarmNumber = (type) => (typeof type === "number" ? type : NAMES.indexOf(type));
 
 const always = () => true;
 

@@ -12,6 +12,8 @@
 // whose records do not fit spans more pages (its "overflow"). Nothing is
 // free and every page is reachable, as bbolt's consistency check requires.
 
+import { alarmNumber } from "./alarms.mjs";
+
 const PAGE = 4096;
 const HEADER = 16; // id u64, flags u16, count u16, overflow u32
 const ELEMENT = 16; // leaf: flags, pos, ksize, vsize (u32); branch: pos, ksize (u32), pgid (u64)
@@ -49,12 +51,14 @@ function varint(out, field, v) {
 
 // Records packed as the engine gives its key bucket: per record, a u32 LE
 // length, the key, a u32 LE length, the value; sorted by key. Read in place.
+// `of` packs [key, value] pairs, sorting them.
 class Packed {
   constructor(buf) {
     this.b = buf;
     this.v = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   }
-  static of(pairs) {
+  static of(unsorted) {
+    const pairs = [...unsorted].sort((a, b) => compareBytes(a[0], b[0]));
     let size = 0;
     for (const [k, v] of pairs) size += 8 + k.length + v.length;
     const b = new Uint8Array(size);
@@ -201,8 +205,8 @@ class Writer {
 }
 
 /**
- * A bbolt database file of `buckets` ({ name: records }, each a Packed or
- * an array of [key, value] Uint8Arrays, keys sorted and distinct).
+ * A bbolt database file of `buckets` ({ name: records }, each a Packed,
+ * sorted, or an array of [key, value] Uint8Arrays; keys distinct).
  */
 export function boltFile(buckets) {
   const w = new Writer();
@@ -212,7 +216,6 @@ export function boltFile(buckets) {
     new DataView(value.buffer).setBigUint64(0, BigInt(w.tree(records)), true);
     return [bytes(name), value];
   });
-  root.sort((a, b) => compareBytes(a[0], b[0]));
   return w.file(w.tree(Packed.of(root), BUCKET_LEAF));
 }
 
@@ -231,8 +234,6 @@ const u64 = (n) => {
   new DataView(b.buffer).setBigUint64(0, BigInt.asUintN(64, BigInt(n)));
   return b;
 };
-
-const ALARMS = { NONE: 0, NOSPACE: 1, CORRUPT: 2 };
 
 /**
  * etcd 3.4's backend for what `lessor` holds, as a bbolt file: the key
@@ -253,7 +254,6 @@ export function etcdSnapshot(lessor, alarms) {
     varint(value, 2, grantedTtl);
     lease.push([u64(n), Uint8Array.from(value)]);
   }
-  lease.sort((a, b) => compareBytes(a[0], b[0]));
   const meta = [["consistent_index", u64(lessor.revision)]];
   if (lessor.compactRevision >= 0) {
     meta.push(["finishedCompactRev", revisionKey(lessor.compactRevision)], ["scheduledCompactRev", revisionKey(lessor.compactRevision)]);
@@ -264,15 +264,14 @@ export function etcdSnapshot(lessor, alarms) {
     .map((a) => {
       const k = [];
       varint(k, 1, BigInt(a.memberID));
-      varint(k, 2, typeof a.alarm === "number" ? a.alarm : ALARMS[a.alarm]);
+      varint(k, 2, alarmNumber(a.alarm));
       return [Uint8Array.from(k), new Uint8Array(0)];
     })
     .filter(([k]) => k.length > 0);
-  alarm.sort((a, b) => compareBytes(a[0], b[0]));
   return boltFile({
     key: new Packed(lessor.etcdKeyBucket()),
     lease,
-    meta: meta.map(([k, v]) => [bytes(k), v]).sort((a, b) => compareBytes(a[0], b[0])),
+    meta: meta.map(([k, v]) => [bytes(k), v]),
     alarm,
     members: [],
     members_removed: [],

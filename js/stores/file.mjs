@@ -843,6 +843,13 @@ export class FileStore {
     });
   }
 
+  // The journal synced on the event loop, its time told to onSync.
+  #syncNow() {
+    const start = performance.now();
+    fdatasyncSync(this.#fd);
+    this.#onSync?.(performance.now() - start);
+  }
+
   // A journal sync that began at `start` is over.
   #timed(start) {
     const ms = performance.now() - start;
@@ -875,10 +882,8 @@ export class FileStore {
     if (this.#waiting.length === 0 || !this.#appendPending()) return;
     const round = this.#waiting.splice(0);
     this.#lastRound = round.length;
-    const start = performance.now();
     try {
-      fdatasyncSync(this.#fd);
-      this.#onSync?.(performance.now() - start);
+      this.#syncNow();
     } catch (e) {
       this.#broken ??= e;
       for (const w of round) w.reject(e);
@@ -914,11 +919,7 @@ export class FileStore {
         this.#allocated = size;
       }
       writeAll(this.#fd, rec, this.#journalBytes);
-      if (sync) {
-        const start = performance.now();
-        fdatasyncSync(this.#fd);
-        this.#onSync?.(performance.now() - start);
-      }
+      if (sync) this.#syncNow();
     } catch (e) {
       // Cut off whatever part of the record got written, so the failed
       // batch is not half-applied later and the next record is not stuck

@@ -110,10 +110,11 @@ export class LeaseNamespace {
     };
     // What etcd's Status calls dbSize: the bytes the quota counts.
     const store = { sizes: { get journal() { return lessor.sizeBytes; }, snapshot: 0, header: 0 }, compactFrom() {} };
-    // (An isolate has 128 MB: the engine's data, its copy and the file must fit.)
     // A failed engine (a wasm trap) resets the object: the next request
     // reopens it from storage.
     const onFatal = (e) => this.#ctx.abort?.(`edge-lease: the engine failed: ${e?.message ?? e}`);
+    // (Snapshots: an isolate has 128 MB, which the engine's data, its copy
+    // of the history and the file must fit in.)
     const services = createServices({ lessor, store, member, maxSnapshotBytes: 8 * 1024 * 1024, onFatal });
     this.#gateway = createGateway({ services, metrics: createMetrics({ lessor, store, member, quotaBytes: options.quotaBytes }) });
     this.#sockets = new Sockets({ ctx: this.#ctx, services, dl: this.#dl, named: (n, u) => this.#named(n, u) });

@@ -1,8 +1,8 @@
 // The Worker in front of the namespaces: `/v3/...`, `/version`, `/health`
-// and `/metrics` go to the namespace "default"; `/n/<namespace>/...` to that namespace. Each
-// namespace is one Durable Object (`env.LEASES.idFromName(namespace)`), so
-// namespaces share nothing: leases, keys and revisions of one never show in
-// another. Web standards only.
+// and `/metrics` go to the namespace "default"; `/n/<namespace>/...` to
+// that namespace. Each namespace is one Durable Object
+// (`env.LEASES.idFromName(namespace)`), so namespaces share nothing: leases,
+// keys and revisions of one never show in another. Web standards only.
 
 /** Namespace names: 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit. */
 export const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;

@@ -5,32 +5,18 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { connect } from "node:http2";
 import { startBoth } from "./harness.mjs";
-import { within } from "./grpc-client.mjs";
+import { grpcFrame, rawCall } from "./grpc-client.mjs";
 
-function call(session, path, body) {
-  return within(
-    new Promise((ok, fail) => {
-      const r = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
-      let head = {};
-      let trailers = {};
-      r.on("response", (h) => (head = h));
-      r.on("trailers", (h) => (trailers = h));
-      r.on("data", () => {});
-      r.on("error", fail);
-      const get = (k) => trailers[k] ?? head[k];
-      r.on("close", () => ok([get("grpc-status"), decodeURIComponent(get("grpc-message") ?? "")]));
-      r.end(body);
-    }),
-    10_000,
-    path,
-  );
-}
+const call = async (session, path, body) => {
+  const r = await rawCall(session, path, body);
+  return [r.status, r.message];
+};
 
 test("a request cut short and a call with no request message get grpc-go's answers", async (t) => {
   const both = await startBoth(t);
   // Each cut short: a 5-byte key with 1 byte sent; a varint TTL missing its last byte.
-  const frame = (b) => Buffer.concat([Buffer.from([0, 0, 0, 0, b.length]), Buffer.from(b)]);
-  const cuts = { "/etcdserverpb.KV/Range": frame([0x0a, 0x05, 0x61]), "/etcdserverpb.Lease/LeaseGrant": frame([0x08, 0x80]), "/v3electionpb.Election/Observe": frame([0x0a, 0x05, 0x61]) };
+  const cut = (b) => grpcFrame(Buffer.from(b));
+  const cuts = { "/etcdserverpb.KV/Range": cut([0x0a, 0x05, 0x61]), "/etcdserverpb.Lease/LeaseGrant": cut([0x08, 0x80]), "/v3electionpb.Election/Observe": cut([0x0a, 0x05, 0x61]) };
   const answers = [];
   for (const side of [both.etcd, both.edge]) {
     const session = connect(side.url);
@@ -42,6 +28,6 @@ test("a request cut short and a call with no request message get grpc-go's answe
     answers.push(got);
   }
   assert.deepEqual(answers[1], answers[0]);
-  assert.deepEqual(answers[0][0], ["/etcdserverpb.KV/Range", "cut", ["13", "grpc: error unmarshalling request: unexpected EOF"]]);
-  assert.deepEqual(answers[0][1], ["/etcdserverpb.KV/Range", "none", ["2", "EOF"]]);
+  assert.deepEqual(answers[0][0], ["/etcdserverpb.KV/Range", "cut", [13, "grpc: error unmarshalling request: unexpected EOF"]]);
+  assert.deepEqual(answers[0][1], ["/etcdserverpb.KV/Range", "none", [2, "EOF"]]);
 });

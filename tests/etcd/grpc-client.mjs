@@ -86,6 +86,47 @@ export function within(p, ms, what) {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
+/** A gRPC message frame of `bytes` (raw HTTP/2 tests). */
+export function grpcFrame(bytes, compressed = false) {
+  const out = Buffer.alloc(5 + bytes.length);
+  out[0] = compressed ? 1 : 0;
+  out.writeUInt32BE(bytes.length, 1);
+  out.set(bytes, 5);
+  return out;
+}
+
+/**
+ * One gRPC call over raw HTTP/2 on `session` (node:http2), `body` sent and
+ * the request side ended (null: headers only, left open), bounded at 10 s:
+ * { head, status (a number; a trailers-only answer's from the headers),
+ * message, messages, rst }.
+ */
+export function rawCall(session, path, body, headers = {}) {
+  return within(
+    new Promise((ok, fail) => {
+      const s = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+      const chunks = [];
+      let head = {};
+      let trailers = {};
+      s.on("response", (h) => (head = h));
+      s.on("trailers", (t) => (trailers = t));
+      s.on("data", (d) => chunks.push(d));
+      s.on("error", fail);
+      s.on("close", () => {
+        const all = Buffer.concat(chunks);
+        const messages = [];
+        for (let at = 0; at + 5 <= all.length; at += 5 + all.readUInt32BE(at + 1)) messages.push(all.subarray(at + 5, at + 5 + all.readUInt32BE(at + 1)));
+        const status = trailers["grpc-status"] ?? head["grpc-status"];
+        const message = decodeURIComponent(trailers["grpc-message"] ?? head["grpc-message"] ?? "");
+        ok({ head, status: status === undefined ? undefined : Number(status), message, messages, rst: s.rstCode });
+      });
+      if (body !== null) s.end(body);
+    }),
+    10_000,
+    path,
+  );
+}
+
 /** Waits (bounded) until `fn()` is true. */
 export async function until(fn, ms = 5000, step = 20) {
   const end = Date.now() + ms;

@@ -14,39 +14,17 @@ import { Lessor } from "../../js/node.mjs";
 import { createServices } from "../../server/services/index.mjs";
 import { createGrpcServer } from "../../server/grpc.mjs";
 import { loadRoot } from "../../server/proto/load.mjs";
-import { within } from "../etcd/grpc-client.mjs";
+import { grpcFrame, rawCall } from "../etcd/grpc-client.mjs";
 
 const root = loadRoot();
 const B = (s) => Buffer.from(s);
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
 
-function frame(type, req) {
-  const bytes = root.lookupType(type).encode(req).finish();
-  const out = Buffer.alloc(5 + bytes.length);
-  out.writeUInt32BE(bytes.length, 1);
-  out.set(bytes, 5);
-  return out;
-}
-
 /** One call: [grpc-status, grpc-message] once it ends (bounded); no `type`: headers only, no request. */
-function call(session, path, type, req, timeout) {
-  return within(
-    new Promise((ok, fail) => {
-      const headers = { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" };
-      if (timeout) headers["grpc-timeout"] = timeout;
-      const s = session.request(headers);
-      let head = {};
-      let trailers = {};
-      s.on("response", (h) => (head = h));
-      s.on("trailers", (t) => (trailers = t));
-      s.on("data", () => {});
-      s.on("error", fail);
-      s.on("close", () => ok([Number(trailers["grpc-status"] ?? head["grpc-status"]), decodeURIComponent(trailers["grpc-message"] ?? head["grpc-message"] ?? "")]));
-      if (type) s.end(frame(type, req));
-    }),
-    10_000,
-    path,
-  );
+async function call(session, path, type, req, timeout) {
+  const body = type ? grpcFrame(root.lookupType(type).encode(req).finish()) : null;
+  const r = await rawCall(session, path, body, timeout ? { "grpc-timeout": timeout } : {});
+  return [r.status, r.message];
 }
 
 test("gRPC deadlines while the disk holds a write: etcd's answer per method; what etcd answers without raft goes on", async (t) => {

@@ -12,45 +12,10 @@ import { gzipSync } from "node:zlib";
 import { readFileSync } from "node:fs";
 import { startEdge, startEtcd } from "../etcd/harness.mjs";
 import { loadRoot } from "../../server/proto/load.mjs";
-import { within } from "../etcd/grpc-client.mjs";
+import { grpcFrame as frame, rawCall as call, within } from "../etcd/grpc-client.mjs";
 
 const root = loadRoot();
 const T = (name) => root.lookupType(name);
-
-function frame(bytes, compressed = false) {
-  const out = Buffer.alloc(5 + bytes.length);
-  out[0] = compressed ? 1 : 0;
-  out.writeUInt32BE(bytes.length, 1);
-  out.set(bytes, 5);
-  return out;
-}
-
-/** One call on `session`: its response headers, trailers and messages. */
-function call(session, path, body, headers = {}) {
-  return within(
-    new Promise((ok, fail) => {
-      const s = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
-      const chunks = [];
-      let head = {};
-      let trailers = {};
-      s.on("response", (h) => (head = h));
-      s.on("trailers", (t) => (trailers = t));
-      s.on("data", (d) => chunks.push(d));
-      s.on("error", fail);
-      s.on("close", () => {
-        const all = Buffer.concat(chunks);
-        const messages = [];
-        for (let at = 0; at + 5 <= all.length; at += 5 + all.readUInt32BE(at + 1)) messages.push(all.subarray(at + 5, at + 5 + all.readUInt32BE(at + 1)));
-        const status = trailers["grpc-status"] ?? head["grpc-status"];
-        const message = decodeURIComponent(trailers["grpc-message"] ?? head["grpc-message"] ?? "");
-        ok({ head, status: status === undefined ? undefined : Number(status), message, messages, rst: s.rstCode });
-      });
-      s.end(body);
-    }),
-    10_000,
-    path,
-  );
-}
 
 const put = (key, value) => frame(T("etcdserverpb.PutRequest").encode({ key: Buffer.from(key), value }).finish());
 const range = (key) => frame(T("etcdserverpb.RangeRequest").encode({ key: Buffer.from(key) }).finish());

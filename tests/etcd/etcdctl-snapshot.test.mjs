@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { etcdctl, memberFlags, post, startBoth, startEdge, startEtcd, tempDir } from "./harness.mjs";
+import { etcdctl, clusterFlags, post, startBoth, startEdge, startEtcd, tempDir } from "./harness.mjs";
 import { grpcClient } from "./grpc-client.mjs";
 
 // etcdctl's JSON with what differs by member left out (ids, raft).
@@ -18,7 +18,7 @@ const norm = (json) =>
 
 /** A real etcd started on the data directory `etcdctl snapshot restore` makes of `file` (in `dir`). */
 async function restored(t, file, dir) {
-  const f = await memberFlags("restored", join(dir, "restored"));
+  const f = await clusterFlags("restored", join(dir, "restored"));
   const restore = await etcdctl("", ["snapshot", "restore", file, "--name", "restored", "--data-dir", join(dir, "restored"), "--initial-cluster", `restored=${f.peer}`, "--initial-advertise-peer-urls", f.peer, "--initial-cluster-token", "etcd-cluster-1"]);
   assert.equal(restore.code, 0, restore.stderr);
   return startEtcd(t, { flags: f });

@@ -26,11 +26,14 @@ export function freePort() {
 // before any of its temp dirs goes, whichever after-hook runs first.
 const started = new WeakMap();
 
+// SIGKILL, as a crash; waits (bounded) for the exit.
+async function kill(p) {
+  p.child.kill("SIGKILL");
+  await Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))]);
+}
+
 async function stopAll(t) {
-  for (const p of started.get(t) ?? []) {
-    p.child.kill("SIGKILL");
-    await Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))]);
-  }
+  for (const p of started.get(t) ?? []) await kill(p);
 }
 
 export function tempDir(t, prefix = "edge-lease-test-") {
@@ -58,8 +61,8 @@ async function waitHealthy(url, log, up = healthy(url)) {
   throw new Error(`${url} did not become healthy:\n${log().slice(-2000)}`);
 }
 
-/** The flags of the seed's command line, for `name` on fresh ports. */
-async function clusterFlags(name, dataDir) {
+/** The flags of the seed's command line for member `name` with its data in `dataDir`, on fresh ports: { url, peer, args }. */
+export async function clusterFlags(name, dataDir) {
   const client = `http://127.0.0.1:${await freePort()}`;
   const peer = `http://127.0.0.1:${await freePort()}`;
   return {
@@ -92,10 +95,7 @@ function run(t, cmd, args, name) {
   return p;
 }
 
-/** The seed's flags for a member `name` with its data in `dataDir`, on free ports: { url, peer, args }. */
-export const memberFlags = clusterFlags;
-
-/** `args`: more etcd flags; `flags` (memberFlags) to choose its name, data and ports. */
+/** `args`: more etcd flags; `flags` (clusterFlags) to choose its name, data and ports. */
 export async function startEtcd(t, { args = [], flags } = {}) {
   try {
     execFileSync("etcd", ["--version"], { stdio: "ignore" });
@@ -122,8 +122,7 @@ export async function startEdge(t, { dataDir, flags, args = [] } = {}) {
  * while an alarm is raised).
  */
 export async function restart(t, p) {
-  p.child.kill("SIGKILL");
-  await Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))]);
+  await kill(p);
   const q = run(t, p.cmd, p.args, p.name);
   await waitHealthy(p.url, q.log, async () => (await fetch(p.url + "/version")).ok);
   return { ...p, ...q };

@@ -8,6 +8,7 @@
 import { defaults as coreDefaults, RangeRow, RawLessor, RevokedRow, Slot } from "../pkg/edge_lease.js";
 import { invalid, LeaseError, leaseError } from "./errors.js";
 import {
+  Batch,
   packEntries,
   unpackEntries,
   Reader,
@@ -173,7 +174,7 @@ export class Binding {
   constructor(config, restore) {
     try {
       this.#raw = restore
-        ? RawLessor.restore(config, packEntries(restore.entries), restore.now, restore.write)
+        ? RawLessor.restore(config, packEntries(restore.entries), restore.now, restore.write && ((bytes) => restore.write(new Batch(bytes))))
         : new RawLessor(config);
     } catch (e) {
       throw leaseError(e);

@@ -177,30 +177,89 @@ export function packEntries(entries) {
 
 const utf8Decoder = new TextDecoder("utf-8", { fatal: true });
 
+const u32 = (buf, at) => (buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)) + buf[at + 3] * 0x1000000;
+
+// A stored name (a key of the store) of n bytes at `at`. They are short and
+// ASCII: built directly, not decoded.
+function name(buf, at, n) {
+  if (n > 64) return utf8Decoder.decode(buf.subarray(at, at + n));
+  let key = "";
+  for (let i = at; i < at + n; i++) {
+    if (buf[i] >= 128) return utf8Decoder.decode(buf.subarray(at, at + n));
+    key += String.fromCharCode(buf[i]);
+  }
+  return key;
+}
+
 /**
  * The `[key, Uint8Array]` entries of a buffer packed as packEntries packs
  * them (the core's snapshot steps come so), appended to `out`. Values are
  * views on `buf`, which the caller owns.
  */
 export function unpackEntries(buf, out = []) {
-  const len = (at) => (buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)) + buf[at + 3] * 0x1000000;
   for (let at = 0; at < buf.length; ) {
-    const kn = len(at);
-    const ks = at + 4;
-    let key = "";
-    // Stored names are short and ASCII: built directly, not decoded.
-    let ascii = kn <= 64;
-    for (let i = ks; ascii && i < ks + kn; i++) {
-      if (buf[i] >= 128) ascii = false;
-      else key += String.fromCharCode(buf[i]);
-    }
-    if (!ascii) key = utf8Decoder.decode(buf.subarray(ks, ks + kn));
-    const vs = ks + kn + 4;
-    const vn = len(ks + kn);
+    const kn = u32(buf, at);
+    const key = name(buf, at + 4, kn);
+    const vs = at + 8 + kn;
+    const vn = u32(buf, vs - 4);
     out.push([key, buf.subarray(vs, vs + vn)]);
     at = vs + vn;
   }
   return out;
+}
+
+/**
+ * One storage write as the core hands it over (src/wasm/codec.rs
+ * `pack_batch`): `bytes` is the whole batch in one buffer, which the file
+ * store appends as it is; `put` and `delete` are read from it when first
+ * asked for, with each value in its own copy (stores that keep values, as
+ * IndexedDB does, must not keep the whole batch with each).
+ */
+export class Batch {
+  #put = null;
+  #delete = null;
+
+  constructor(bytes) {
+    this.bytes = bytes;
+  }
+
+  get put() {
+    if (this.#put === null) this.#read();
+    return this.#put;
+  }
+
+  get delete() {
+    if (this.#delete === null) this.#read();
+    return this.#delete;
+  }
+
+  #read() {
+    const b = this.bytes;
+    const put = new Array(u32(b, 0));
+    let at = 4;
+    for (let i = 0; i < put.length; i++) {
+      const kn = u32(b, at);
+      const key = name(b, at + 4, kn);
+      const vs = at + 8 + kn;
+      const vn = u32(b, vs - 4);
+      put[i] = [key, b.slice(vs, vs + vn)];
+      at = vs + vn;
+    }
+    const del = new Array(u32(b, at));
+    at += 4;
+    for (let i = 0; i < del.length; i++) {
+      const n = u32(b, at);
+      del[i] = name(b, at + 4, n);
+      at += 4 + n;
+    }
+    this.#put = put;
+    this.#delete = del;
+  }
+
+  // What JSON.stringify and console.log show: the entries, as before.
+  toJSON() {
+    return { put: this.put, delete: this.delete };
+  }
 }
 
 // ---- requests (already checked and normalized by js/requests.js) ----------

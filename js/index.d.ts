@@ -55,6 +55,14 @@ export class LeaseError extends Error {
 export interface Batch {
   put: [key: string, value: Uint8Array][];
   delete: string[];
+  /**
+   * The whole batch in one buffer, as the lessor hands it over: a u32
+   * count of puts, each a u32 length and the key (UTF-8), a u32 length and
+   * the value, then a u32 count of deletes, each a u32 length and the key;
+   * little endian. `put` and `delete` are read from it when first used.
+   * A store that writes bytes can keep it as it is (the file store does).
+   */
+  readonly bytes?: Uint8Array;
 }
 
 export interface Storage {

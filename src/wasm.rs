@@ -221,29 +221,28 @@ fn revoked_flat(list: &[Revoked], meta: &mut Vec<f64>, keys: &mut String) {
     }
 }
 
-/// Calls the wrapper's write function with `{ put: [[key, Uint8Array]], delete: [key] }`.
-/// A throw fails the operation; promises are the wrapper's business.
-struct JsStorage(Function);
+/// Calls the binding's write function with the batch packed in one buffer
+/// (`codec::pack_batch`): one copy out, instead of a string, an array and a
+/// Uint8Array per entry. A throw fails the operation; promises are the
+/// wrapper's business.
+struct JsStorage {
+    write: Function,
+    packed: Vec<u8>,
+}
 
 impl Storage for JsStorage {
     fn write(&mut self, batch: &Batch) -> Result<(), String> {
-        let put: Array = batch
-            .put
-            .iter()
-            .map(|(k, v)| Array::of2(&k.as_str().into(), &Uint8Array::from(&v[..])))
-            .collect();
-        let delete: Array = batch.delete.iter().map(|k| JsValue::from_str(k)).collect();
-        let obj = Object::new();
-        let _ = Reflect::set(&obj, &"put".into(), &put);
-        let _ = Reflect::set(&obj, &"delete".into(), &delete);
-        self.0.call1(&JsValue::NULL, &obj).map(|_| ()).map_err(|e| {
-            match e.dyn_ref::<js_sys::Error>() {
+        codec::pack_batch(batch, &mut self.packed);
+        let bytes = Uint8Array::from(&self.packed[..]);
+        self.write
+            .call1(&JsValue::NULL, &bytes)
+            .map(|_| ())
+            .map_err(|e| match e.dyn_ref::<js_sys::Error>() {
                 Some(err) => String::from(err.message()),
                 None => e
                     .as_string()
                     .unwrap_or_else(|| "the storage callback threw".into()),
-            }
-        })
+            })
     }
 }
 
@@ -278,7 +277,12 @@ impl RawLessor {
         write: Option<Function>,
     ) -> Result<RawLessor, JsValue> {
         let pairs = codec::entries(packed).map_err(|e| js_error(&e))?;
-        let storage = write.map(|f| Box::new(JsStorage(f)) as Box<dyn Storage>);
+        let storage = write.map(|write| {
+            Box::new(JsStorage {
+                write,
+                packed: Vec::new(),
+            }) as Box<dyn Storage>
+        });
         let inner = Lessor::restore(config_of(config), pairs, now as i64, storage)
             .map_err(|e| js_error(&e))?;
         Ok(RawLessor::wrap(inner))

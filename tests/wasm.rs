@@ -361,15 +361,29 @@ fn storage_gets_batches_and_a_throw_fails_the_operation() {
     hot!(r.put_bytes(T0, "k", &[1, 2], 0, 0, false, false)).unwrap();
     let batches = Array::from(&Reflect::get(&global, &"batches".into()).unwrap());
     let last = batches.get(batches.length() - 1);
-    let put = Array::from(&Reflect::get(&last, &"put".into()).unwrap());
-    let keys: Vec<String> = put
-        .iter()
-        .map(|p| Array::from(&p).get(0).as_string().unwrap())
-        .collect();
-    assert!(keys.contains(&"v1/key/k".to_string()), "{keys:?}");
-    assert!(Array::from(&put.get(0))
-        .get(1)
-        .is_instance_of::<Uint8Array>());
+    assert!(last.is_instance_of::<Uint8Array>(), "one packed buffer");
+    // u32 count of puts, each (u32 length, key, u32 length, value), then
+    // u32 count of deletes, each (u32 length, key); little endian.
+    let bytes = Uint8Array::from(last).to_vec();
+    let mut at = 0;
+    let u32_at = |at: &mut usize| {
+        let n = u32::from_le_bytes(bytes[*at..*at + 4].try_into().unwrap()) as usize;
+        *at += 4;
+        n
+    };
+    let mut puts = Vec::new();
+    for _ in 0..u32_at(&mut at) {
+        let k = u32_at(&mut at);
+        let key = String::from_utf8(bytes[at..at + k].to_vec()).unwrap();
+        at += k;
+        let v = u32_at(&mut at);
+        puts.push((key, bytes[at..at + v].to_vec()));
+        at += v;
+    }
+    assert_eq!(u32_at(&mut at), 0, "no deletes");
+    assert_eq!(at, bytes.len());
+    let key = puts.iter().find(|(k, _)| k == "v1/key/k");
+    assert!(key.is_some_and(|(_, v)| v.ends_with(&[1, 2])), "{puts:?}");
 
     set("failWrites", &true.into());
     let e = hot!(r.put_str(T0, "k", "new", 0, 0, false, false)).unwrap_err();

@@ -328,6 +328,36 @@ test("storage: one batch per change, restore gives the same state", () => {
   assert.equal(lessor.get("a").value, "x");
 });
 
+test("storage: a batch comes packed in one buffer; put and delete read from it, each value its own copy", () => {
+  const batches = [];
+  const { lessor } = setup({ storage: { write: (b) => batches.push(b) } });
+  lessor.grant(10, { id: "00000000000000ff" });
+  lessor.put("k\u00e9", new Uint8Array([7, 8]), { lease: "00000000000000ff" });
+  lessor.delete("k\u00e9");
+  const [, put, del] = batches;
+  assert.ok(put.bytes instanceof Uint8Array);
+  const key = put.put.find(([k]) => k.startsWith("v1/key/"));
+  assert.equal(key[0], "v1/key/k%C3%A9"); // stored names are ASCII
+  assert.notEqual(key[1].buffer, put.bytes.buffer, "a value is not a view of the whole batch");
+  assert.deepEqual(del.delete, ["v1/key/k%C3%A9"]);
+  // The layout: u32 count, (u32 length, bytes) pairs, u32 count, (u32 length, bytes).
+  const b = Buffer.from(del.bytes);
+  let at = 0;
+  const part = () => {
+    const n = b.readUInt32LE(at);
+    at += 4 + n;
+    return b.subarray(at - n, at).toString();
+  };
+  const puts = [];
+  for (let n = b.readUInt32LE((at += 4) - 4); n > 0; n--) puts.push([part(), part()]);
+  const dels = [];
+  for (let n = b.readUInt32LE((at += 4) - 4); n > 0; n--) dels.push(part());
+  assert.equal(at, b.length);
+  assert.deepEqual(dels, del.delete);
+  assert.deepEqual(puts, del.put.map(([k, v]) => [k, Buffer.from(v).toString()]));
+  assert.deepEqual(JSON.parse(JSON.stringify(del)).delete, del.delete);
+});
+
 test("storage: async writes stay ordered, flush waits, a rejection fails the lessor", async () => {
   const order = [];
   let rejectNext = false;

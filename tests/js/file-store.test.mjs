@@ -256,6 +256,39 @@ test("state round-trips: extreme lease ids, text and bytes, revisions", (t) => {
   b.store.close();
 });
 
+test("a batch from the core is appended as it comes; one whose bytes do not check out is written from put and delete", (t) => {
+  const dir = tempDir(t);
+  const store = FileStore.open(dir);
+  const seen = [];
+  const lessor = new Lessor({
+    now: () => T0,
+    autoTick: false,
+    storage: { write: (b) => (seen.push(b), store.write(b)) },
+  });
+  lessor.grant(60, { id: "00000000000000aa" });
+  lessor.put("k\u00e9y", new Uint8Array([0, 255]), { lease: "00000000000000aa" });
+  lessor.delete("k\u00e9y");
+  // The journal's records hold the core's packed bytes, unchanged.
+  const journal = readFileSync(join(dir, readdirSync(dir).find((n) => n.startsWith("journal-"))));
+  let at = FILE_HEADER;
+  for (const b of seen) {
+    assert.ok(b.bytes instanceof Uint8Array);
+    const len = journal.readUInt32LE(at + 8);
+    assert.deepEqual(journal.subarray(at + REC_HEADER, at + REC_HEADER + len), Buffer.from(b.bytes));
+    at += REC_HEADER + len;
+  }
+  // A store-made batch whose bytes are not a whole batch: its entries count.
+  store.write({ bytes: new Uint8Array([9, 9, 9]), put: [["v1/host/note", new Uint8Array([1])]], delete: [] });
+  store.write({ bytes: new Uint8Array([1, 0, 0, 0, 200, 0, 0, 0]), put: [], delete: ["v1/host/note"] });
+  const want = state(lessor);
+  store.close();
+  const again = FileStore.open(dir);
+  const entries = new Map(again.entries());
+  assert.equal(entries.has("v1/host/note"), false);
+  assert.deepEqual(state(new Lessor({ now: () => T0, autoTick: false, restore: entries })), want);
+  again.close();
+});
+
 test("host entries: kept beside the state, through restarts and compactions; bad ones are InvalidArgument", async (t) => {
   const dir = tempDir(t);
   const a = open(dir, undefined, { minCompactBytes: 1 });

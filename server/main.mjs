@@ -126,6 +126,14 @@ function engineFailed(e) {
   process.exit(70);
 }
 lessor.addEventListener("error", (e) => (isEngineFailure(e.error) ? engineFailed(e.error) : console.error(`edge-lease: expiry failed: ${e.error?.message}`)));
+// One that surfaces outside any call (a watch stream's catch-up or progress
+// timer, say) ends the server the same way; any other uncaught error as
+// Node would (its stack, status 1).
+process.on("uncaughtException", (e) => {
+  if (isEngineFailure(e)) engineFailed(e);
+  console.error(e);
+  process.exit(1);
+});
 services = createServices({ lessor, store, member, maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, onFatal: engineFailed });
 const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
@@ -135,7 +143,7 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
   services.set(name, (req, call) => {
     const res = handler(req, call);
     // In the background: the snapshot is written while requests go on.
-    store.compactFrom(lessor).catch((e) => console.error(`edge-lease: store compaction failed: ${e.message}`));
+    store.compactFrom(lessor).catch((e) => (isEngineFailure(e) ? engineFailed(e) : console.error(`edge-lease: store compaction failed: ${e.message}`)));
     return res;
   });
 }

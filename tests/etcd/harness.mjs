@@ -108,10 +108,10 @@ export async function startEtcd(t, { args = [], flags } = {}) {
   return { ...p, url: f.url, peer: f.peer };
 }
 
-/** edge-lease's server with the same flags; `dataDir` to reuse one; `args`: more flags. */
-export async function startEdge(t, { dataDir, flags, args = [] } = {}) {
+/** edge-lease's server with the same flags; `dataDir` to reuse one; `args`: more flags; `nodeArgs`: Node's. */
+export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [] } = {}) {
   const f = flags ?? (await clusterFlags("edge-node", dataDir ?? join(tempDir(t), "data")));
-  const p = run(t, process.execPath, ["server/main.mjs", ...f.args, ...args], "edge-lease");
+  const p = run(t, process.execPath, [...nodeArgs, "server/main.mjs", ...f.args, ...args], "edge-lease");
   await waitHealthy(f.url, p.log);
   return { ...p, url: f.url, peer: f.peer, flags: f };
 }

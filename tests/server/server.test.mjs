@@ -93,6 +93,22 @@ test("what needs engine features answers gRPC Unimplemented with a clear message
   assert.deepEqual([hash.status, hash.body.code], [501, 12]);
 });
 
+test("an engine failure outside any call ends the server with status 70; any other uncaught error with 1", async (t) => {
+  for (const [error, status, said] of [
+    ["new WebAssembly.RuntimeError('unreachable')", 70, /the engine failed \(unreachable\); exiting so that a restart reopens it from the store/],
+    ["new Error('a bug')", 1, /Error: a bug/],
+  ]) {
+    // Thrown from no handler (as a watch stream's timer would), once the server is up.
+    const hook = `process.on("SIGUSR2", () => setImmediate(() => { throw ${error}; }));`;
+    const edge = await startEdge(t, { nodeArgs: ["--import", `data:text/javascript,${encodeURIComponent(hook)}`] });
+    edge.child.kill("SIGUSR2");
+    const end = await Promise.race([edge.exited, new Promise((ok) => setTimeout(ok, 10_000, null))]);
+    assert.ok(end, "the server exits");
+    assert.equal(end.code, status, end.log);
+    assert.match(end.log, said);
+  }
+});
+
 test("etcd's flags: a configuration that needs a second member is refused", () => {
   const run = (...args) => spawnSync(process.execPath, ["server/main.mjs", ...args], { cwd: root, encoding: "utf8", timeout: 10_000 });
   const two = run("--name", "a", "--initial-cluster", "a=http://127.0.0.1:2380,b=http://127.0.0.1:2381", "--initial-advertise-peer-urls", "http://127.0.0.1:2380");

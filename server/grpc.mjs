@@ -66,6 +66,27 @@ function long(s, type) {
 
 const DECOMPRESS = { gzip: gunzipSync, deflate: inflateSync };
 
+// etcd's own messages are gogo-generated and take any bytes in a string
+// field; grpc-go's health messages are decoded by protobuf-go, which refuses
+// invalid UTF-8 there. The name of the first such field of `T` in `bytes`
+// (top-level fields: the health messages have no others), or null.
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+function invalidUtf8Field(T, bytes) {
+  const r = protobuf.Reader.create(bytes);
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    const f = T.fieldsById[tag >>> 3];
+    if (f?.type === "string" && (tag & 7) === 2) {
+      try {
+        strictUtf8.decode(r.bytes());
+      } catch {
+        return f.fullName.slice(1);
+      }
+    } else r.skipType(tag & 7);
+  }
+  return null;
+}
+
 // Every response starts with a ResponseHeader (field 1), the same for every
 // call between two writes: its bytes are kept by value and put in front of
 // the rest, as protobufjs would have written them. Kept per revision (a
@@ -131,6 +152,7 @@ function codec(root, typeName) {
   const H = field?.id === 1 && field.resolvedType?.fullName === ".etcdserverpb.ResponseHeader" ? field.resolvedType : null;
   const ev = typeName === "etcdserverpb.WatchResponse" ? T.fields.events : null;
   const plain = (obj) => T.encode(wire(T, obj)).finish();
+  const utf8Checked = typeName.startsWith("grpc.health.v1.");
   return {
     encode: !H
       ? plain
@@ -163,7 +185,10 @@ function codec(root, typeName) {
     decode(bytes, compressed, encoding, stream = false) {
       if (compressed) bytes = decompress(bytes, encoding);
       try {
-        return T.toObject(T.decode(bytes), { longs: String, enums: String });
+        const obj = T.toObject(T.decode(bytes), { longs: String, enums: String });
+        const invalid = utf8Checked && invalidUtf8Field(T, bytes);
+        if (invalid) throw new Error(`proto: field "${invalid}" contains invalid UTF-8`);
+        return obj;
       } catch (e) {
         // grpc-go's code; a message cut short is Go's "unexpected EOF".
         const why = e instanceof RangeError && /index out of range/.test(e.message) ? "unexpected EOF" : e.message;

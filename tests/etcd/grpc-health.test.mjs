@@ -4,7 +4,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startBoth } from "./harness.mjs";
-import { grpcClient } from "./grpc-client.mjs";
+import http2 from "node:http2";
+import { grpcClient, grpcFrame, rawCall } from "./grpc-client.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -29,9 +30,19 @@ test("grpc.health.v1.Health: Check and Watch answer as etcd 3.4's", async (t) =>
       log.push(["watch", service, [...got]]);
       s.cancel();
     }
+    // A service name that is not UTF-8 (field 1: 0xff 0xfe): grpc-go's
+    // decoder refuses it, in its words for a unary call and for a stream.
+    const session = http2.connect(side.url);
+    t.after(() => session.close());
+    for (const method of ["Check", "Watch"]) {
+      const r = await rawCall(session, `/grpc.health.v1.Health/${method}`, grpcFrame(Buffer.from([0x0a, 2, 0xff, 0xfe])));
+      log.push(["not UTF-8", method, r.status, r.message, r.messages.length]);
+    }
+    session.close();
     logs.push(log);
   }
   assert.deepEqual(logs[1], logs[0]);
   assert.deepEqual(logs[0][0], ["check", "", { status: "SERVING" }]);
-  assert.deepEqual(logs[0].at(-1), ["watch", "nope", [{ status: "SERVICE_UNKNOWN" }]]);
+  assert.deepEqual(logs[0].at(-3), ["watch", "nope", [{ status: "SERVICE_UNKNOWN" }]]);
+  assert.match(logs[0].at(-1)[3], /contains invalid UTF-8/);
 });

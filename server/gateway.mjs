@@ -147,6 +147,37 @@ async function readText(request, limit) {
   }
 }
 
+// For /metrics: etcd's gateway is a gRPC client of its own server, so each
+// gateway call is counted as that gRPC call (createCallCounters' counts for
+// the method): started once its first request decodes (a body that does
+// not is never a call), each message in and out with its encoded size, and
+// the code it ends with (a client that goes: the method's cancel code).
+const UNCOUNTED = { start() {}, received() {}, sent() {}, end() {}, cancelled() {} };
+function counting(counters, name) {
+  const c = counters?.of(`/${name}`);
+  if (!c) return UNCOUNTED;
+  let ended = false;
+  const end = (code) => {
+    if (!ended) c.handled[code]++;
+    ended = true;
+  };
+  return {
+    start: () => c.started++,
+    received(size) {
+      c.received++;
+      c.bytesIn += size;
+    },
+    sent(size) {
+      c.sent++;
+      c.bytesOut += size;
+    },
+    end,
+    cancelled: () => end(c.cancelled),
+  };
+}
+
+const codeOf = (e) => (e instanceof GrpcError ? e.code : Code.Unknown);
+
 /** The request as a service message, with etcd's size checks. */
 function decode(type, value) {
   const msg = fromJson(type, value);
@@ -199,35 +230,48 @@ async function* parse(reader) {
  * is. As etcd's gateway: an error before the first message is an error
  * response; after it, the stream just ends.
  */
-async function eachStream(request, m, handler) {
+async function eachStream(request, m, handler, count) {
   const it = values(request);
+  let started = false;
   const answer = (v) => {
-    const { msg } = decode(m.request, v);
-    return new TextEncoder().encode(JSON.stringify({ result: toJson(m.response, handler.each(msg)) }) + "\n");
+    const { msg, size } = decode(m.request, v);
+    if (!started) count.start();
+    started = true;
+    count.received(size);
+    const res = handler.each(msg);
+    count.sent(encodedSize(m.response, res));
+    return new TextEncoder().encode(JSON.stringify({ result: toJson(m.response, res) }) + "\n");
   };
+  const ended = (code) => started && count.end(code);
   let first;
   try {
     const r = await it.next();
     first = r.done ? null : answer(r.value);
   } catch (e) {
+    ended(codeOf(e));
     await it.return();
     return errorResponse(e);
   }
   const body = new ReadableStream({
     start(controller) {
-      if (first === null) controller.close();
-      else controller.enqueue(first);
+      if (first !== null) return controller.enqueue(first);
+      ended(Code.OK);
+      controller.close();
     },
     async pull(controller) {
       try {
         const r = await it.next();
-        if (r.done) controller.close();
-        else controller.enqueue(answer(r.value));
-      } catch {
+        if (r.done) {
+          ended(Code.OK);
+          controller.close();
+        } else controller.enqueue(answer(r.value));
+      } catch (e) {
+        ended(codeOf(e));
         controller.close();
       }
     },
     async cancel() {
+      if (started) count.cancelled();
       await it.return();
     },
   });
@@ -239,7 +283,7 @@ async function eachStream(request, m, handler) {
  * and one `{"result":...}\n` chunk per response, for as long as the handler
  * yields. A cancel (the client gone) aborts the handler's signal.
  */
-async function serverStream(request, m, handler) {
+async function serverStream(request, m, handler, count) {
   let msg;
   let size;
   try {
@@ -249,6 +293,8 @@ async function serverStream(request, m, handler) {
   } catch (e) {
     return errorResponse(e);
   }
+  count.start();
+  count.received(size);
   const ac = new AbortController();
   const stop = () => ac.abort();
   if (request.signal?.aborted) stop();
@@ -259,10 +305,15 @@ async function serverStream(request, m, handler) {
     async pull(controller) {
       try {
         const r = await it.next();
-        if (r.done) controller.close();
-        else controller.enqueue(encoder.encode(JSON.stringify({ result: toJson(m.response, r.value) }) + "\n"));
+        if (r.done) {
+          count.end(Code.OK);
+          return controller.close();
+        }
+        count.sent(encodedSize(m.response, r.value));
+        controller.enqueue(encoder.encode(JSON.stringify({ result: toJson(m.response, r.value) }) + "\n"));
       } catch (e) {
-        const code = e instanceof GrpcError ? e.code : Code.Unknown;
+        const code = codeOf(e);
+        count.end(code);
         const message = e instanceof GrpcError ? e.message : String(e?.message ?? e);
         // grpc-gateway v1's streamChunk for an error.
         const http = httpStatus(code);
@@ -272,6 +323,7 @@ async function serverStream(request, m, handler) {
       }
     },
     cancel() {
+      count.cancelled();
       stop();
       it.return?.().catch(() => {});
     },
@@ -286,12 +338,18 @@ async function serverStream(request, m, handler) {
  * first request that does not parse is an error response (code 2, HTTP
  * 500); a later one stops the reading, not the stream.
  */
-async function sessionStream(request, m, handler) {
+async function sessionStream(request, m, handler, count) {
   const it = values(request);
+  const next = (v) => {
+    const { msg, size } = decode(m.request, v);
+    count.received(size);
+    return msg;
+  };
   let first;
   try {
     const r = await it.next();
-    first = r.done ? null : decode(m.request, r.value).msg;
+    first = r.done ? null : next(r.value);
+    count.start();
   } catch (e) {
     await it.return();
     return errorResponse(new GrpcError(Code.Unknown, e.message));
@@ -310,6 +368,7 @@ async function sessionStream(request, m, handler) {
       start(controller) {
         session = handler.open((msg) => {
           if (closed) return false;
+          count.sent(encodedSize(m.response, msg));
           controller.enqueue(encoder.encode(JSON.stringify({ result: toJson(m.response, msg) }) + "\n"));
           return controller.desiredSize > 0;
         });
@@ -319,7 +378,7 @@ async function sessionStream(request, m, handler) {
             for (;;) {
               const r = await it.next();
               if (r.done || closed) break;
-              session.request(decode(m.request, r.value).msg);
+              session.request(next(r.value));
             }
           } catch {
             // A request that does not parse ends the reading.
@@ -330,7 +389,10 @@ async function sessionStream(request, m, handler) {
       pull() {
         session?.drain?.();
       },
-      cancel: close,
+      cancel() {
+        count.cancelled();
+        close();
+      },
     },
     // Bytes buffered before the session is asked to wait.
     new ByteLengthQueuingStrategy({ highWaterMark: 1024 * 1024 }),
@@ -342,7 +404,7 @@ async function sessionStream(request, m, handler) {
  * `services`: the table from server/services/index.mjs; `metrics`: the text
  * of /metrics (services/metrics.mjs), or null (404 there).
  */
-export function createGateway({ services, metrics = null }) {
+export function createGateway({ services, metrics = null, counters = null }) {
   // etcd's /health: false while an alarm is raised (except those named by
   // `exclude`, each excusing one entry of its type: etcd's checkHealth
   // forgets the name once used), or when a read fails. Go's http.Error
@@ -381,18 +443,31 @@ export function createGateway({ services, metrics = null }) {
     if (request.method !== "POST") return text(405, "Method Not Allowed\n");
     const meta = method(name);
     const handler = services.get(name);
+    const count = counting(counters, name);
     if (!handler) return errorResponse(unimplemented(name));
-    if (handler.each) return eachStream(request, meta, handler);
-    if (handler.stream) return serverStream(request, meta, handler);
-    if (handler.open) return sessionStream(request, meta, handler);
+    if (handler.each) return eachStream(request, meta, handler, count);
+    if (handler.stream) return serverStream(request, meta, handler, count);
+    if (handler.open) return sessionStream(request, meta, handler, count);
     try {
       const body = await readText(request, MAX_BODY_BYTES);
       if (body === null) throw tooLargeMessage(`more than ${MAX_BODY_BYTES}`, MAX_MESSAGE_BYTES);
       const { msg, size } = decode(meta.request, parseBody(body));
+      count.start();
+      count.received(size);
       // The request's signal aborts when the client goes (a blocked Lock cleans up).
-      const res = await handler(msg, { size, signal: request.signal });
+      let res;
+      try {
+        res = await handler(msg, { size, signal: request.signal });
+      } catch (e) {
+        if (request.signal?.aborted) count.cancelled();
+        else count.end(codeOf(e));
+        throw e;
+      }
+      const bytes = encodedSize(meta.response, res);
+      count.sent(bytes);
+      count.end(Code.OK);
       // A big answer (a Range of many keys) goes out as it is encoded.
-      if (encodedSize(meta.response, res) > STREAM_ANSWER_BYTES) return streamed(meta.response, res);
+      if (bytes > STREAM_ANSWER_BYTES) return streamed(meta.response, res);
       return json(200, toJson(meta.response, res));
     } catch (e) {
       return errorResponse(e);

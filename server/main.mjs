@@ -148,7 +148,7 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
   });
 }
 const calls = createCallCounters(schema);
-gateway = createGateway({ services, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs }) });
+gateway = createGateway({ services, counters: calls, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs }) });
 grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, counters: calls });
 
 for (const s of servers) {

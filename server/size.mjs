@@ -32,13 +32,31 @@ function valueSize(type, v) {
   return FIXED[type] ?? varint(v);
 }
 
+// proto3 writes no field at its default value, except a oneof member.
+function isDefault(t, v) {
+  if (messages[t]) return false;
+  if (enums[t]) return v === 0 || enums[t][v] === 0;
+  if (t === "string" || t === "bytes") return v.length === 0;
+  if (typeof v === "string") return BigInt(v) === 0n; // a 64-bit integer in decimal
+  return v === 0 || v === 0n || v === false;
+}
+
 export function encodedSize(type, msg) {
   let size = 0;
   for (const [id, name, t, flags = ""] of messages[type]) {
     const v = msg[name];
     if (v === undefined || v === null) continue;
     const tag = varint(id << 3);
-    for (const x of flags.includes("r") ? v : [v]) size += tag + valueSize(t, x);
+    if (!flags) {
+      if (!isDefault(t, v)) size += tag + valueSize(t, v);
+    } else if (!flags.includes("r")) size += tag + valueSize(t, v);
+    else if (messages[t] || t === "string" || t === "bytes") for (const x of v) size += tag + valueSize(t, x);
+    else if (v.length > 0) {
+      // Repeated numbers are packed: one tag, one length.
+      let n = 0;
+      for (const x of v) n += valueSize(t, x);
+      size += tag + lengthSize(n) + n;
+    }
   }
   return size;
 }

@@ -113,6 +113,46 @@ test("/metrics: the gRPC calls counted as etcd counts them, per method and statu
   assert.equal(handled['{grpc_code="Canceled",grpc_method="Watch",grpc_service="etcdserverpb.Watch",grpc_type="bidi_stream"}'], "1", JSON.stringify(handled));
 });
 
+test("/metrics: calls through the JSON gateway counted as the gRPC calls etcd's gateway makes", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const counted = [];
+  for (const side of [etcd, edge]) {
+    const gw = (path, body) => fetch(side.url + path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body) });
+    for (const [path, body] of [
+      ["/v3/kv/put", { key: b64("a"), value: b64("v") }],
+      ["/v3/kv/range", { key: b64("a") }],
+      ["/v3/kv/range", { key: "" }], // InvalidArgument
+      ["/v3/kv/range", "{x"], // a body that does not parse is no call
+      ["/v3/lease/grant", { TTL: 60, ID: 7 }],
+      ["/v3/lease/keepalive", { ID: 7 }],
+      ["/v3/lease/keepalive", { ID: 8 }], // unknown: TTL 0, still OK
+    ]) {
+      const r = await gw(path, body);
+      await r.text();
+    }
+    // A watch stream the client leaves after its first answer: Canceled.
+    const ac = new AbortController();
+    const r = await fetch(side.url + "/v3/watch", { method: "POST", body: JSON.stringify({ create_request: { key: b64("a") } }), signal: ac.signal });
+    await r.body.getReader().read();
+    ac.abort();
+    const want = '{grpc_code="Canceled",grpc_method="Watch",grpc_service="etcdserverpb.Watch",grpc_type="bidi_stream"}';
+    let m;
+    for (let i = 0; i < 50; i++) {
+      m = parse(await (await fetch(side.url + "/metrics")).text());
+      if (m.grpc_server_handled_total.samples.some(([l, v]) => l === want && v === "1")) break;
+      await new Promise((ok) => setTimeout(ok, 20));
+    }
+    counted.push(m);
+  }
+  for (const name of ["grpc_server_started_total", "grpc_server_handled_total", "grpc_server_msg_received_total", "grpc_server_msg_sent_total", "etcd_network_client_grpc_received_bytes_total"]) {
+    assert.deepEqual(counted[1][name].samples, counted[0][name].samples, name);
+  }
+  const started = Object.fromEntries(counted[1].grpc_server_started_total.samples);
+  assert.equal(started['{grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"}'], "2");
+  // Answers differ (edge-lease's own ids and header values), but each was counted.
+  assert.ok(Number(counted[1].etcd_network_client_grpc_sent_bytes_total.samples[0][1]) > 100);
+});
+
 test("etcdctl check datascale reads /metrics and passes, as on etcd", async (t) => {
   const { etcd, edge } = await startBoth(t);
   for (const side of [etcd, edge]) {

@@ -27,3 +27,19 @@ test("requests' 64-bit integers decode to the same decimal strings as long.js gi
     assert.equal(gotU.ID ?? "0", u.toString());
   }
 });
+
+test("encodedSize is the size proto3 puts on the wire: no field at its default but a oneof's, repeated numbers packed", async () => {
+  const { encodedSize } = await import("../../server/size.mjs");
+  const { fromJson } = await import("../../server/json.mjs");
+  const size = (type, json) => encodedSize(type, fromJson(type, json));
+  assert.equal(size("etcdserverpb.RangeRequest", { key: "", limit: 0, serializable: false, sort_order: "NONE" }), 0);
+  assert.equal(size("etcdserverpb.RangeRequest", { key: "YQ==", limit: 1 }), 3 + 2);
+  assert.equal(size("etcdserverpb.LeaseGrantRequest", { TTL: 60, ID: "0" }), 2);
+  // target VERSION is the enum's 0: left off; version = 0 is a oneof member: written (tag, 0).
+  assert.equal(size("etcdserverpb.Compare", { key: "YQ==", target: "VERSION", version: 0 }), 3 + 2);
+  assert.equal(size("etcdserverpb.Compare", { key: "YQ==", target: "MOD", mod_revision: 0 }), 3 + 2 + 2);
+  // filters [NOPUT, NODELETE]: one tag, a length, two varints, inside create_request (tag, length).
+  assert.equal(size("etcdserverpb.WatchRequest", { create_request: { key: "YQ==", filters: ["NOPUT", "NODELETE"] } }), 2 + 3 + 4);
+  // A 64-bit id past 2^53, as a decimal string: a 10-byte varint for a negative one.
+  assert.equal(size("etcdserverpb.LeaseRevokeRequest", { ID: "-1" }), 1 + 10);
+});

@@ -10,9 +10,8 @@
 // each, and only that refusal is compared.)
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { restart, startBoth, post } from "./harness.mjs";
+import { restart, startBoth, post, b64 } from "./harness.mjs";
 
-const b64 = (s) => Buffer.from(s).toString("base64");
 
 // Answers with the member's id named, and without what differs by design
 // (ids, raft's indexes and term, and the sizes, which count etcd's bolt file

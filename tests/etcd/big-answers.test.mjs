@@ -6,10 +6,9 @@
 // without walking the data.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startBoth, post } from "./harness.mjs";
+import { startBoth, post, b64 } from "./harness.mjs";
 import { connect } from "./grpc-client.mjs";
 
-const b64 = (s) => Buffer.from(s).toString("base64");
 
 test("big answers: a multi-MiB range on the gateway and on gRPC, Status dbSize", async (t) => {
   const { etcd, edge } = await startBoth(t);

@@ -11,14 +11,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Lessor } from "edge-lease";
-import { freePort } from "./harness.mjs";
+import { freePort, b64 } from "./harness.mjs";
 
 let etcd;
 let dir;
 let base;
 
 
-const b64 = (s) => Buffer.from(s).toString("base64");
 
 async function call(path, body) {
   const res = await fetch(base + path, { method: "POST", body: JSON.stringify(body) });

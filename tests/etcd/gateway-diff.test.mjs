@@ -5,9 +5,8 @@
 // are normalised; nothing waits for time to pass.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startBoth, post } from "./harness.mjs";
+import { startBoth, post, b64 } from "./harness.mjs";
 
-const b64 = (s) => Buffer.from(s).toString("base64");
 
 function normaliser(side) {
   const leases = new Map(); // server-chosen id -> alias

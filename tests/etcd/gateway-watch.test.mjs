@@ -7,10 +7,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { connect as tcp } from "node:net";
-import { startBoth, post } from "./harness.mjs";
+import { startBoth, post, b64 } from "./harness.mjs";
 import { byWatcher, until } from "./grpc-client.mjs";
 
-const b64 = (s) => Buffer.from(s).toString("base64");
 
 /**
  * POSTs `pieces` (strings, sent `gapMs` apart, chunked when more than one)

@@ -77,7 +77,7 @@ export function norm(v) {
   return JSON.parse(JSON.stringify(v), (k, x) => (["cluster_id", "member_id", "raft_term"].includes(k) ? undefined : x));
 }
 
-export const b64 = (s) => Buffer.from(s).toString("base64");
+export { b64 } from "./harness.mjs";
 
 /** `p`, or a rejection "timed out: <what>" once `ms` have passed. */
 export function within(p, ms, what) {

@@ -10,6 +10,9 @@ import { fileURLToPath } from "node:url";
 
 export const root = fileURLToPath(new URL("../..", import.meta.url));
 
+/** A string or bytes as base64, as the JSON gateway carries bytes. */
+export const b64 = (s) => Buffer.from(s).toString("base64");
+
 export function freePort() {
   return new Promise((resolve, reject) => {
     const s = createServer();

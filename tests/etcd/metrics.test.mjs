@@ -6,11 +6,10 @@
 // bounded.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { etcdctl, post, startBoth } from "./harness.mjs";
+import { etcdctl, post, startBoth, b64 } from "./harness.mjs";
 import { grpcClient } from "./grpc-client.mjs";
 import { goFloat } from "../../server/services/metrics.mjs";
 
-const b64 = (s) => Buffer.from(s).toString("base64");
 
 // name -> { type, samples: [[labels, value]] }
 function parse(text) {

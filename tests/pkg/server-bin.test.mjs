@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { connect as http2Connect } from "node:http2";
 import { join } from "node:path";
 import { packedProject } from "./packed.mjs";
-import { freePort, tempDir } from "../etcd/harness.mjs";
+import { freePort, tempDir, b64 } from "../etcd/harness.mjs";
 import { within } from "../etcd/grpc-client.mjs";
 import { loadRoot } from "../../server/proto/load.mjs";
 
@@ -33,7 +33,6 @@ test("the packed edge-lease bin serves the gateway and gRPC", async (t) => {
   }
   assert.ok(up, `the server did not come up: ${log}`);
 
-  const b64 = (s) => Buffer.from(s).toString("base64");
   const put = await fetch(url + "/v3/kv/put", { method: "POST", body: JSON.stringify({ key: b64("k"), value: b64("from the gateway") }) });
   assert.equal(put.status, 200);
 

@@ -9,9 +9,8 @@ import { connect } from "node:net";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { startEdge, tempDir, post, root } from "../etcd/harness.mjs";
+import { startEdge, tempDir, post, root, b64 } from "../etcd/harness.mjs";
 
-const b64 = (s) => Buffer.from(s).toString("base64");
 
 function raw(url, { method = "GET", path = "/", headers = {}, body } = {}) {
   const u = new URL(url);

@@ -7,6 +7,7 @@ import { connect } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { startServer, slowBodies, probe } from "./slow-clients.mjs";
 import { grpcClient as sharedClient } from "../etcd/grpc-client.mjs";
+import { b64 } from "../etcd/harness.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -87,7 +88,6 @@ test("a gateway stream's request body may stay open past the request timeout (bo
 test("at the connection cap the oldest idle connection makes room; busy ones stay; all busy: refused", async (t) => {
   const server = await startServer({ env: { EDGE_LEASE_MAX_CONNECTIONS: "4" } });
   t.after(() => server.stop());
-  const b64 = (s) => Buffer.from(s).toString("base64");
   // Two busy connections: a Lock held and one blocked on it over gRPC, and
   // a Lock blocked on the gateway (the request is in, the answer pending).
   const lock = grpcClient(t, server.url, "v3lockpb.Lock");

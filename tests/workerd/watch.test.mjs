@@ -9,8 +9,8 @@ import { Lessor } from "../../js/node.mjs";
 import { createServices } from "../../server/services/index.mjs";
 import { Sockets } from "../../js/worker/sockets.mjs";
 import { startWorker } from "./harness.mjs";
+import { b64 } from "../etcd/harness.mjs";
 
-const b64 = (s) => Buffer.from(s).toString("base64");
 const unb64 = (s) => Buffer.from(s, "base64").toString();
 const member = { id: "1", clusterId: "2", name: "n", peerURLs: [], clientURLs: [], raftTerm: 2 };
 const hasWatch = Boolean(createServices({ lessor: new Lessor({ autoTick: false }), member }).get("etcdserverpb.Watch/Watch")?.open);

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { createHash } from "node:crypto";
 import { startWorker } from "./harness.mjs";
+import { b64 } from "../etcd/harness.mjs";
 
-const b64 = (s) => Buffer.from(s).toString("base64");
 const unb64 = (s) => Buffer.from(s, "base64").toString();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

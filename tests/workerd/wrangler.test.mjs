@@ -10,9 +10,9 @@ import { promisify } from "node:util";
 import { Miniflare } from "miniflare";
 import { packedProject, repo } from "../pkg/packed.mjs";
 import { leaseWorkerOptions } from "./harness.mjs";
+import { b64 } from "../etcd/harness.mjs";
 
 const run = promisify(execFile);
-const b64 = (s) => Buffer.from(s).toString("base64");
 
 test("examples/worker: wrangler deploy --dry-run bundles it; the bundle serves namespaces in Miniflare", { timeout: 180_000 }, async (t) => {
   const project = packedProject();

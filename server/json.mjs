@@ -16,24 +16,29 @@ const MAX_DEPTH = 64;
 
 const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
 
-// type -> Map(name or camelCase name -> field)
-const inputNames = new Map();
-function fieldsByName(type) {
-  let m = inputNames.get(type);
-  if (!m) {
-    m = new Map();
-    for (const [id, name, t, flags = ""] of messages[type]) {
-      const f = { id, name, type: t, repeated: flags.includes("r"), oneof: flags.includes("o") };
-      m.set(name, f);
-      m.set(camel(name), f);
-    }
-    inputNames.set(type, m);
+// type -> its fields in the order jsonpb reads them: the message's fields as
+// declared, then the oneof members (Go keeps a oneof in one struct field,
+// which jsonpb reads after the others), each with its two accepted names.
+const inputFields = new Map();
+function fieldsInOrder(type) {
+  let list = inputFields.get(type);
+  if (!list) {
+    list = messages[type].map(([id, name, t, flags = ""]) => ({ id, name, camel: camel(name), type: t, repeated: flags.includes("r"), oneof: flags.includes("o") }));
+    list = [...list.filter((f) => !f.oneof), ...list.filter((f) => f.oneof)];
+    inputFields.set(type, list);
   }
-  return m;
+  return list;
 }
 
 const bad = (message) => new GrpcError(Code.InvalidArgument, message);
-const jsonKind = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v === "object" ? "object" : typeof v === "boolean" ? "bool" : typeof v);
+
+// A number written as other than a plain integer (1.5, 1e2) reaches the
+// decoder as { [NUMBER]: its text } (parseValue): Go decodes no integer from
+// it, and names it as it was written.
+const NUMBER = "\u0000n";
+const numberText = (v) => (v !== null && typeof v === "object" && typeof v[NUMBER] === "string" ? v[NUMBER] : null);
+const jsonKind = (v) =>
+  v === null ? "null" : Array.isArray(v) ? "array" : numberText(v) !== null ? "number" : typeof v === "object" ? "object" : typeof v === "boolean" ? "bool" : typeof v;
 // Go's name for an enum type: etcdserverpb.RangeRequest_SortOrder.
 const goEnum = (type) => type.replace(/^([^.]+)\.(.*)$/, (_, pkg, rest) => `${pkg}.${rest.replaceAll(".", "_")}`);
 
@@ -42,20 +47,25 @@ const goEnum = (type) => type.replace(/^([^.]+)\.(.*)$/, (_, pkg, rest) => `${pk
 const SHOWN_CHARS = 64;
 const shown = (text) => (text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS)}...` : text);
 
-function integer(v, type) {
-  const bits = INT64.has(type) ? 64 : 32;
+// An integer field's value (`type`: a proto integer type, or "uint8" for an
+// element of bytes given as an array); `goType` names it in errors.
+function integer(v, type, goType = null) {
+  const bits = INT64.has(type) ? 64 : type === "uint8" ? 8 : 32;
   const unsigned = type.startsWith("u") || type.startsWith("fixed");
-  const goType = `${unsigned ? "uint" : "int"}${bits}`;
-  let text;
-  if (typeof v === "number") text = Number.isInteger(v) ? BigInt(v).toString() : String(v);
+  goType ??= `${unsigned ? "uint" : "int"}${bits}`;
+  let text = numberText(v);
+  if (text !== null) {
+    // As written: below, only a plain integer passes.
+  } else if (typeof v === "number") text = Number.isInteger(v) ? BigInt(v).toString() : String(v);
   else if (typeof v === "string") {
     // jsonpb parses a quoted number's content as a JSON number.
     const t = v.trim();
-    if (!/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(t)) {
-      const c = t === "" ? "" : t[0];
-      throw bad(c === "" ? "unexpected end of JSON input" : `invalid character '${c}' looking for beginning of value`);
+    if (!JSON_NUMBER.test(t)) {
+      // jsonpb unmarshals the quoted text as it was written (escapes and all).
+      const raw = JSON.stringify(v).slice(1, -1);
+      throw bad(syntaxError(raw, false) ?? `json: cannot unmarshal ${jsonKind(parseValue(t))} into Go value of type ${goType}`);
     }
-    text = /^-?\d+$/.test(t) ? t : String(Number(t));
+    text = t;
   } else throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type ${goType}`);
   if (!/^-?\d+$/.test(text)) throw bad(`json: cannot unmarshal number ${shown(text)} into Go value of type ${goType}`);
   // Past 21 digits no 64-bit value fits: no need to parse it.
@@ -65,6 +75,15 @@ function integer(v, type) {
   const max = unsigned ? (1n << BigInt(bits)) - 1n : (1n << BigInt(bits - 1)) - 1n;
   if (n < min || n > max) throw bad(`json: cannot unmarshal number ${shown(text)} into Go value of type ${goType}`);
   return bits === 64 ? n.toString() : Number(n);
+}
+
+// Bytes given as a JSON array (Go's encoding/json takes one for []byte, an
+// element at a time; null leaves an element 0). The first bad element is
+// the error.
+function bytesOfArray(list) {
+  const out = new Uint8Array(list.length);
+  for (let i = 0; i < list.length; i++) if (list[i] !== null) out[i] = integer(list[i], "uint8");
+  return out;
 }
 
 const B64 = /^[A-Za-z0-9+/]*$/;
@@ -120,7 +139,7 @@ function value(f, v, depth) {
       if (!(v in enums[t])) throw bad(`unknown value ${shown(JSON.stringify(v))} for enum ${goEnum(t)}`);
       return v;
     }
-    const n = integer(v, "int32");
+    const n = integer(v, "int32", goEnum(t));
     return Object.keys(enums[t]).find((k) => enums[t][k] === n) ?? n;
   }
   if (INT64.has(t) || INT32.has(t)) return integer(v, t);
@@ -133,6 +152,7 @@ function value(f, v, depth) {
     return v;
   }
   if (t === "bytes") {
+    if (Array.isArray(v)) return bytesOfArray(v);
     if (typeof v !== "string") throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type []uint8`);
     return decodeBase64(v);
   }
@@ -143,11 +163,12 @@ function message(type, v, depth) {
   if (depth > MAX_DEPTH) throw bad("edge-lease: request nested too deeply");
   if (v === null) return {};
   if (jsonKind(v) !== "object") throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type map[string]json.RawMessage`);
-  const names = fieldsByName(type);
   const out = {};
-  for (const [k, raw] of Object.entries(v)) {
-    const f = names.get(k);
-    if (!f || raw === null) continue;
+  // The first bad field in jsonpb's order is the error. Given under both
+  // names, the camelCase one counts, as in jsonpb.
+  for (const f of fieldsInOrder(type)) {
+    const raw = Object.hasOwn(v, f.camel) ? v[f.camel] : Object.hasOwn(v, f.name) ? v[f.name] : null;
+    if (raw === null) continue;
     if (f.repeated) {
       if (!Array.isArray(raw)) throw bad(`json: cannot unmarshal ${jsonKind(raw)} into Go value of type []json.RawMessage`);
       out[f.name] = raw.map((x) => value(f, x, depth));
@@ -261,24 +282,40 @@ export function scanValue(text, i = 0, final = false) {
   return "partial";
 }
 
-// Integers past 2^53 lose precision in JSON.parse: quote long numbers
-// (outside strings) first. Every integer field accepts a quoted number.
-function quoteLongNumbers(text) {
-  if (!/\d{16}/.test(text)) return text;
+// Before JSON.parse, numbers outside strings that it would not give back as
+// written (integers past 2^53 lose precision; 1e2 is no integer to Go)
+// become { [NUMBER]: text } (numberText). A text that spells that key
+// (an escaped NUL) keeps them as they are, long integers quoted (every
+// integer field takes a quoted number): only an error's wording differs.
+const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+function markNumbers(text) {
+  if (!/\d{16}|\d[.eE]/.test(text)) return text;
+  const wrap = !text.includes("\\u0000");
   let out = "";
   let last = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const ch = text[i];
-    if (inString) {
-      if (ch === "\\") i++;
-      else if (ch === '"') inString = false;
-    } else if (ch === '"') inString = true;
-    else if (ch === "-" || (ch >= "0" && ch <= "9")) {
+    if (ch === '"') {
+      // Past the string: its closing quote is the first one not escaped.
+      for (i = text.indexOf('"', i + 1); i > 0; i = text.indexOf('"', i + 1)) {
+        let k = i - 1;
+        while (text[k] === "\\") k--;
+        if ((i - k) % 2 === 1) break;
+      }
+      if (i < 0) break;
+    } else if (ch === "-" || (ch >= "0" && ch <= "9")) {
       let j = i + 1;
-      while (j < text.length && /[0-9]/.test(text[j])) j++;
-      if (j - i > 15 && !/[.eE]/.test(text[j] ?? "")) {
-        out += text.slice(last, i) + '"' + text.slice(i, j) + '"';
+      while (j < text.length && /[0-9.eE+-]/.test(text[j])) j++;
+      const literal = text.slice(i, j);
+      const plain = /^-?(0|[1-9]\d*)$/.test(literal);
+      const long = plain && literal.replace("-", "").length > 15;
+      if (!plain && !JSON_NUMBER.test(literal)) {
+        // Not a number: JSON.parse says so.
+      } else if ((long || !plain) && wrap) {
+        out += text.slice(last, i) + `{"${NUMBER.replace("\u0000", "\\u0000")}":"${literal}"}`;
+        last = j;
+      } else if (long) {
+        out += text.slice(last, i) + '"' + literal + '"';
         last = j;
       }
       i = j - 1;
@@ -287,17 +324,167 @@ function quoteLongNumbers(text) {
   return out + text.slice(last);
 }
 
-/** Parses one JSON value's text, with Go's message for the common errors. */
+/** Parses one JSON value's text; bad syntax is refused in Go's words. */
 export function parseValue(text) {
   try {
-    return JSON.parse(quoteLongNumbers(text));
+    return JSON.parse(markNumbers(text));
   } catch {
-    const c = text.trim()[0];
-    if (c !== undefined && !'{["-0123456789tfn'.includes(c)) {
-      throw bad(`invalid character '${c}' looking for beginning of value`);
-    }
-    throw bad(`invalid JSON: ${text.length > 64 ? text.slice(0, 64) + "..." : text}`);
+    throw bad(syntaxError(text, true) ?? "unexpected EOF");
   }
+}
+
+// Go's encoding/json scanner, for its error messages only: the message for
+// the first bad byte of `text`, or for its end ("unexpected EOF" as a
+// Decoder reading a request body says it, "unexpected end of JSON input"
+// as Unmarshal does); null if the text is one whole value. `stream`: a
+// Decoder, which stops after the first value (Unmarshal refuses what follows).
+const utf8 = new TextEncoder();
+// A byte as Go's scanner names it: strconv.Quote of the byte as a rune.
+const GO_ESCAPES = { 7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 39: "\\'", 92: "\\\\" };
+function goQuoted(c) {
+  if (GO_ESCAPES[c]) return GO_ESCAPES[c];
+  if (c < 32 || c === 127) return `\\x${c.toString(16).padStart(2, "0")}`;
+  if ((c >= 0x80 && c <= 0xa0) || c === 0xad) return `\\u00${c.toString(16)}`;
+  return String.fromCharCode(c);
+}
+function syntaxError(text, stream) {
+  const b = utf8.encode(text);
+  const stack = []; // "key" | "value" (in an object) | "array"
+  const space = (c) => c === 32 || c === 9 || c === 10 || c === 13;
+  const digit = (c) => c >= 48 && c <= 57;
+  const hex = (c) => digit(c) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70);
+  const quote = (c) => `'${goQuoted(c)}'`;
+  const fail = (c, where) => `invalid character ${quote(c)} ${where}`;
+  let state = "begin";
+  let literal = "";
+  let at = 0;
+  // Unmarshal ends the input with a space through the scanner (its eof()),
+  // so a value cut short in a number or a literal is named by that space.
+  for (; at <= b.length; at++) {
+    const c = at < b.length ? b[at] : stream ? -1 : 32;
+    if (c === -1) break;
+    switch (state) {
+      case "begin":
+      case "beginOrEmpty":
+        if (space(c)) continue;
+        if (state === "beginOrEmpty" && c === 93) {
+          stack.pop();
+          state = "end";
+          continue;
+        }
+        if (c === 123) (stack.push("key"), (state = "keyOrEmpty"));
+        else if (c === 91) (stack.push("array"), (state = "beginOrEmpty"));
+        else if (c === 34) state = "string";
+        else if (c === 45) state = "neg";
+        else if (c === 48) state = "zero";
+        else if (c >= 49 && c <= 57) state = "int";
+        else if (c === 116 || c === 102 || c === 110) ((literal = { 116: "true", 102: "false", 110: "null" }[c]), (state = "literal1"));
+        else return fail(c, "looking for beginning of value");
+        continue;
+      case "keyOrEmpty":
+      case "key":
+        if (space(c)) continue;
+        if (state === "keyOrEmpty" && c === 125) {
+          stack.pop();
+          state = "end";
+        } else if (c === 34) state = "string";
+        else return fail(c, "looking for beginning of object key string");
+        continue;
+      case "string":
+        if (c === 34) state = "end";
+        else if (c === 92) state = "escape";
+        else if (c < 32) return fail(c, "in string literal");
+        continue;
+      case "escape":
+        if ("bfnrt\\/\"".includes(String.fromCharCode(c))) state = "string";
+        else if (c === 117) state = "u0";
+        else return fail(c, "in string escape code");
+        continue;
+      case "u0":
+      case "u1":
+      case "u2":
+      case "u3":
+        if (!hex(c)) return fail(c, "in \\u hexadecimal character escape");
+        state = state === "u3" ? "string" : `u${Number(state[1]) + 1}`;
+        continue;
+      case "neg":
+        if (c === 48) state = "zero";
+        else if (c >= 49 && c <= 57) state = "int";
+        else return fail(c, "in numeric literal");
+        continue;
+      case "int":
+        if (digit(c)) continue;
+      // falls through
+      case "zero":
+        if (c === 46) state = "dot";
+        else if (c === 101 || c === 69) state = "exp";
+        else {
+          state = "end";
+          at--;
+        }
+        continue;
+      case "dot":
+        if (!digit(c)) return fail(c, "after decimal point in numeric literal");
+        state = "frac";
+        continue;
+      case "frac":
+        if (digit(c)) continue;
+        if (c === 101 || c === 69) state = "exp";
+        else {
+          state = "end";
+          at--;
+        }
+        continue;
+      case "exp":
+        if (c === 43 || c === 45) {
+          state = "expSign";
+          continue;
+        }
+      // falls through
+      case "expSign":
+        if (!digit(c)) return fail(c, "in exponent of numeric literal");
+        state = "expDigits";
+        continue;
+      case "expDigits":
+        if (!digit(c)) {
+          state = "end";
+          at--;
+        }
+        continue;
+      case "end": {
+        if (stack.length === 0) {
+          if (stream) return null;
+          if (space(c)) continue;
+          return fail(c, "after top-level value");
+        }
+        if (space(c)) continue;
+        const top = stack.at(-1);
+        if (top === "key") {
+          if (c !== 58) return fail(c, "after object key");
+          stack[stack.length - 1] = "value";
+          state = "begin";
+        } else if (top === "value") {
+          if (c === 44) ((stack[stack.length - 1] = "key"), (state = "key"));
+          else if (c === 125) stack.pop();
+          else return fail(c, "after object key:value pair");
+        } else if (c === 44) state = "begin";
+        else if (c === 93) stack.pop();
+        else return fail(c, "after array element");
+        continue;
+      }
+      default: {
+        // The letters of true, false or null after the first.
+        const n = Number(state.slice(7));
+        if (c !== literal.charCodeAt(n)) return fail(c, `in literal ${literal} (expecting ${quote(literal.charCodeAt(n))})`);
+        state = n + 1 === literal.length ? "end" : `literal${n + 1}`;
+        continue;
+      }
+    }
+  }
+  // The end: whole if a value ended (a number may end with the input).
+  const whole = stack.length === 0 && ["end", "zero", "int", "frac", "expDigits"].includes(state);
+  if (whole) return null;
+  return stream ? "unexpected EOF" : "unexpected end of JSON input";
 }
 
 /** The first JSON value of a request body (undefined if the body is empty). */

@@ -231,6 +231,11 @@ test(`random KV and Watch sequence (seed ${SEED}, ${STEPS} steps) answers as etc
     }
     const [want, got] = await Promise.all(sides.map((s) => s.c[service](method, req)));
     gen.saw(service, method, req, want);
+    // A compaction that is not `physical` is answered before etcd's backend
+    // drops what it compacts; readers (a watcher from the compaction point:
+    // a tombstone there) see it until the backend's next commit, within its
+    // 100 ms batch interval. Past that, both sides hold the same history.
+    if (method === "Compact" && !req.physical && !want.code) await new Promise((r) => setTimeout(r, 200));
     if (want.code) errors++;
     assert.deepEqual(norm(got), norm(want), `seed ${SEED} step ${steps}: ${method} ${show(req)}`);
     if (steps % 50 === 49) {

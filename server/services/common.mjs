@@ -23,20 +23,6 @@ export function keyOf(b) {
 }
 
 /**
- * Lock and election names as strings (the recipes build keys from them):
- * bytes that are not UTF-8 are refused.
- */
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
-
-export function text(bytes) {
-  try {
-    return strictUtf8.decode(bytes);
-  } catch {
-    throw new GrpcError(Code.InvalidArgument, "edge-lease: lock and election names must be valid UTF-8");
-  }
-}
-
-/**
  * A wire int64 (a decimal string here, a number or undefined) as a JS
  * number. Revisions and counts never pass 2^53 in practice; larger values
  * are clamped, which keeps every comparison with a real revision the same.

@@ -29,6 +29,20 @@ export function recipe(fn) {
   }
 }
 
+const encoder = new TextEncoder();
+
+/**
+ * The key `name/suffix` as bytes: names, like etcd's, may be any bytes,
+ * not only UTF-8 (the recipes join them with strings: Go's string(bytes)).
+ */
+export function keyUnder(name, suffix = "") {
+  const tail = encoder.encode("/" + suffix);
+  const out = new Uint8Array(name.length + tail.length);
+  out.set(name);
+  out.set(tail, name.length);
+  return out;
+}
+
 /** Go's `%x` of an int64 (a LeaseID). */
 export function goHex(id) {
   return id < 0n ? "-" + (-id).toString(16) : id.toString(16);
@@ -136,7 +150,7 @@ export async function waitDeletes(lessor, pfx, maxCreateRev, signal) {
     if (signal?.aborted) throw canceled();
     const r = recipe(() => lessor.range(lastCreate(pfx, maxCreateRev)));
     if (r.kvs.length === 0) return r.revision;
-    await waitDelete(lessor, new TextDecoder().decode(r.kvs[0].key), r.revision, signal);
+    await waitDelete(lessor, r.kvs[0].key, r.revision, signal);
   }
 }
 

@@ -5,15 +5,14 @@
 // act on a LeaderKey only while its key still has the same create revision;
 // Observe streams the leader's value each time it changes.
 import { GrpcError, Code } from "../errors.mjs";
-import { bytesOf, kvOut, text } from "./common.mjs";
-import { canceled, created, firstCreate, goHex, recipe, session, waitDeletes, watchQueue } from "./concurrency.mjs";
+import { bytesOf, kvOut } from "./common.mjs";
+import { canceled, created, firstCreate, goHex, keyUnder, recipe, session, waitDeletes, watchQueue } from "./concurrency.mjs";
 
 const notLeader = () => new GrpcError(Code.Unknown, "election: not leader");
 const noLeader = () => new GrpcError(Code.Unknown, "election: no leader");
 // v3election.ErrMissingLeaderKey
 const missingLeader = () => new GrpcError(Code.Unknown, '"leader" field must be provided');
 
-const str = (b) => text(bytesOf(b));
 const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 const int = (v) => Number(v ?? 0);
 
@@ -62,8 +61,7 @@ export function electionService({ lessor, header }) {
       }
       yield { header: at(revision), kv: kvOut(kv) };
       // Every new value of that key, until it is deleted.
-      const key = new TextDecoder().decode(kv.key);
-      const q = watchQueue(lessor, { key, startRevision: revision + 1 }, signal);
+      const q = watchQueue(lessor, { key: kv.key, startRevision: revision + 1 }, signal);
       try {
         for (let deleted = false; !deleted; ) {
           const batch = await q.next();
@@ -88,8 +86,9 @@ export function electionService({ lessor, header }) {
       const signal = call?.signal;
       if (signal?.aborted) throw canceled();
       const lease = session(lessor, req.lease);
-      const pfx = str(req.name) + "/";
-      const key = pfx + goHex(lease);
+      const name = bytesOf(req.name);
+      const pfx = keyUnder(name);
+      const key = keyUnder(name, goHex(lease));
       const value = bytesOf(req.value);
       const r = recipe(() =>
         lessor.txn({
@@ -126,32 +125,32 @@ export function electionService({ lessor, header }) {
       }
       return {
         header: at(r.revision),
-        leader: { name: bytesOf(req.name), key: new TextEncoder().encode(key), rev, lease: lease.toString() },
+        leader: { name, key, rev, lease: lease.toString() },
       };
     },
 
     Proclaim(req) {
       if (!req.leader) throw missingLeader();
       const lease = session(lessor, req.leader.lease);
-      return { header: at(proclaim(str(req.leader.key), int(req.leader.rev), lease, bytesOf(req.value))) };
+      return { header: at(proclaim(bytesOf(req.leader.key), int(req.leader.rev), lease, bytesOf(req.value))) };
     },
 
     Leader(req) {
-      const { revision, kv } = leader(str(req.name) + "/");
+      const { revision, kv } = leader(keyUnder(bytesOf(req.name)));
       if (!kv) throw noLeader();
       return { header: at(revision), kv: kvOut(kv) };
     },
 
     Observe: {
       stream(req, call) {
-        return observe(str(req.name) + "/", call?.signal);
+        return observe(keyUnder(bytesOf(req.name)), call?.signal);
       },
     },
 
     Resign(req) {
       if (!req.leader) throw missingLeader();
       session(lessor, req.leader.lease);
-      return { header: at(resign(str(req.leader.key), int(req.leader.rev))) };
+      return { header: at(resign(bytesOf(req.leader.key), int(req.leader.rev))) };
     },
   };
 }

@@ -3,10 +3,8 @@
 // is absent and blocks until no key under `name/` was created before it,
 // watching only its predecessor's delete; a canceled or timed-out Lock
 // deletes its key (its lease stays). Unlock deletes the key it is given.
-import { bytesOf, text } from "./common.mjs";
-import { canceled, created, firstCreate, goHex, recipe, session, waitDeletes } from "./concurrency.mjs";
-
-const encoder = new TextEncoder();
+import { bytesOf } from "./common.mjs";
+import { canceled, created, firstCreate, goHex, keyUnder, recipe, session, waitDeletes } from "./concurrency.mjs";
 
 export function lockService({ lessor, header }) {
   return {
@@ -14,8 +12,9 @@ export function lockService({ lessor, header }) {
       const signal = call?.signal;
       if (signal?.aborted) throw canceled();
       const lease = session(lessor, req.lease);
-      const pfx = text(bytesOf(req.name)) + "/";
-      const myKey = pfx + goHex(lease);
+      const name = bytesOf(req.name);
+      const pfx = keyUnder(name);
+      const myKey = keyUnder(name, goHex(lease));
       // Mutex.Lock: one txn puts the key if absent and reads the holder.
       const owner = { range: firstCreate(pfx) };
       const r = recipe(() =>
@@ -28,7 +27,7 @@ export function lockService({ lessor, header }) {
       const myRev = r.succeeded ? r.revision : r.responses[0].range.kvs[0].createRevision;
       const holder = r.responses[1].range.kvs;
       if (holder.length === 0 || holder[0].createRevision === myRev) {
-        return { header: { ...header(), revision: r.revision }, key: encoder.encode(myKey) };
+        return { header: { ...header(), revision: r.revision }, key: myKey };
       }
       let revision;
       try {
@@ -40,11 +39,11 @@ export function lockService({ lessor, header }) {
         } catch {}
         throw e;
       }
-      return { header: { ...header(), revision }, key: encoder.encode(myKey) };
+      return { header: { ...header(), revision }, key: myKey };
     },
 
     Unlock(req) {
-      const key = text(bytesOf(req.key));
+      const key = bytesOf(req.key);
       const r = recipe(() => lessor.deleteRange({ key }));
       return { header: { ...header(), revision: r.revision } };
     },

@@ -287,6 +287,27 @@ test("Election: Observe streams each leader value; a candidate waits for any old
   });
 });
 
+test("Lock and Election names may be any bytes, as in etcd: keys are the name's bytes, then /<lease>", async (t) => {
+  await same(t, async (s, log) => {
+    const [l1] = await leases(s, 1);
+    const name = Buffer.from([0xff, 0x00, 0x61]); // not UTF-8
+    // The name's three bytes, then "/" and the lease in hex (aliased by the log).
+    const parts = (v) => {
+      const k = Buffer.from(v ?? "", "base64");
+      return [k.subarray(0, 3).toString("hex"), k.subarray(3).toString()];
+    };
+    const lock = await call(s.lock, "Lock", { name, lease: l1 }).promise;
+    log("lock key", parts(lock.key));
+    log("unlock", await call(s.lock, "Unlock", { key: lock.key }).promise);
+    log("no leader", await call(s.election, "Leader", { name }).promise);
+    const c = await call(s.election, "Campaign", { name, lease: l1, value: b("v") }).promise;
+    log("elected: name and key", [Buffer.from(c.leader.name, "base64").toString("hex"), parts(c.leader.key)]);
+    log("leader value", Buffer.from((await call(s.election, "Leader", { name }).promise).kv.value, "base64").toString());
+    log("resign", await call(s.election, "Resign", { leader: c.leader }).promise);
+    log("unlock of a key that is not UTF-8 and not there", await call(s.lock, "Unlock", { key: Buffer.from([0xc3, 0x28]) }).promise);
+  });
+});
+
 test("Lock and Election on the JSON gateway: paths, encoding, errors as etcd's (500, code 2)", async (t) => {
   await same(t, async (s, log) => {
     const g = await post(s.url, "/v3/lease/grant", { TTL: 60 });

@@ -234,7 +234,13 @@ async function eachStream(request, m, handler, count) {
   const it = values(request);
   let started = false;
   const answer = (v) => {
-    const { msg, size } = decode(m.request, v);
+    let msg, size;
+    try {
+      ({ msg, size } = decode(m.request, v));
+    } catch (e) {
+      // grpc-gateway hands a stream's decode error on as a plain error: Unknown.
+      throw new GrpcError(Code.Unknown, e.message);
+    }
     if (!started) count.start();
     started = true;
     count.received(size);

@@ -170,6 +170,10 @@ function message(type, v, depth) {
     const raw = Object.hasOwn(v, f.camel) ? v[f.camel] : Object.hasOwn(v, f.name) ? v[f.name] : null;
     if (raw === null) continue;
     if (f.repeated) {
+      // (jsonpb looks at a quoted enum value before it sees a list.)
+      if (enums[f.type] && typeof raw === "string") {
+        throw bad(raw in enums[f.type] ? `invalid target "slice" for enum ${goEnum(f.type)}` : `unknown value ${shown(JSON.stringify(raw))} for enum ${goEnum(f.type)}`);
+      }
       if (!Array.isArray(raw)) throw bad(`json: cannot unmarshal ${jsonKind(raw)} into Go value of type []json.RawMessage`);
       out[f.name] = raw.map((x) => value(f, x, depth));
     } else {

@@ -7,7 +7,7 @@
 import { gunzipSync, inflateSync } from "node:zlib";
 import protobuf from "protobufjs";
 import { loadRoot } from "./proto/load.mjs";
-import { unmarshalError } from "./proto/gogo.mjs";
+import { unmarshalChecker } from "./proto/gogo.mjs";
 import { services as schema } from "./proto/schema.mjs";
 import { Code, GrpcError, tooLargeMessage, unimplemented } from "./errors.mjs";
 import { deadlineAnswer } from "./services/deadlines.mjs";
@@ -155,7 +155,7 @@ function codec(root, typeName) {
   const plain = (obj) => T.encode(wire(T, obj)).finish();
   const utf8Checked = typeName.startsWith("grpc.health.v1.");
   // etcd's own messages are refused as its gogo-generated Unmarshal refuses them.
-  const gogo = !utf8Checked;
+  const refusal = utf8Checked ? null : unmarshalChecker(typeName);
   return {
     encode: !H
       ? plain
@@ -188,7 +188,7 @@ function codec(root, typeName) {
     decode(bytes, compressed, encoding, stream = false) {
       if (compressed) bytes = decompress(bytes, encoding);
       try {
-        const refused = gogo && unmarshalError(typeName, bytes);
+        const refused = refusal?.(bytes);
         if (refused) throw new Error(refused);
         const obj = T.toObject(T.decode(bytes), { longs: String, enums: String });
         const invalid = utf8Checked && invalidUtf8Field(T, bytes);

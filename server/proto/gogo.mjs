@@ -26,14 +26,14 @@ function goName(name) {
   return out;
 }
 
-const checked = new Map(); // type -> { name, fields: Map(number -> { goName, wire, message, packable }) }
+const checked = new Map(); // type -> { name, fields: [number] -> { goName, wire, message, packable } }
 function plan(type) {
   let p = checked.get(type);
   if (!p) {
-    const fields = new Map();
+    const fields = [];
     for (const [id, name, t, flags = ""] of messages[type]) {
       const numeric = VARINT.has(t) || Boolean(enums[t]);
-      fields.set(id, { goName: goName(name), wire: numeric ? 0 : 2, message: messages[t] ? t : null, packable: numeric && flags.includes("r") });
+      fields[id] = { goName: goName(name), wire: numeric ? 0 : 2, message: messages[t] ? t : null, packable: numeric && flags.includes("r") };
     }
     p = { name: type.slice(type.lastIndexOf(".") + 1), fields };
     checked.set(type, p);
@@ -41,7 +41,11 @@ function plan(type) {
   return p;
 }
 
-// A varint at `at`: [value, next offset], or an error string. Go's loop
+// The offset after the last varint read (varint() returns only the value:
+// no array per field on the path every request takes).
+let pos = 0;
+
+// The varint at `at` (pos is set past it), or an error string. Go's loop
 // takes at most ten bytes and keeps the low 64 bits. The value is a Number
 // up to seven bytes, past that a BigInt (exact: a tag's number, a length's
 // sign).
@@ -51,7 +55,10 @@ function varint(b, at, end) {
     if (at >= end) return EOF;
     const x = b[at++];
     v += (x & 0x7f) * 2 ** shift;
-    if (x < 0x80) return [v, at];
+    if (x < 0x80) {
+      pos = at;
+      return v;
+    }
   }
   let big = BigInt(v);
   for (let shift = 49n; ; shift += 7n) {
@@ -59,8 +66,25 @@ function varint(b, at, end) {
     if (at >= end) return EOF;
     const x = b[at++];
     big = BigInt.asUintN(64, big | (BigInt(x & 0x7f) << shift));
-    if (x < 0x80) return [big, at];
+    if (x < 0x80) {
+      pos = at;
+      return big;
+    }
   }
+}
+
+// Past the varint at `at` (pos is set past it) without its value: a field's
+// value is only checked, and a 64-bit id must not cost a BigInt. null, or
+// an error string.
+function skipVarint(b, at, end) {
+  for (let n = 0; n < 10; n++) {
+    if (at >= end) return EOF;
+    if (b[at++] < 0x80) {
+      pos = at;
+      return null;
+    }
+  }
+  return OVERFLOW;
 }
 
 // A length: Go reads it into an int, negative from 2^63 (an error); any
@@ -78,26 +102,24 @@ function skip(b, at, end) {
   const start = at;
   const tag = varint(b, at, end);
   if (typeof tag === "string") return tag;
-  at = tag[1];
-  switch (wireOf(tag[0])) {
-    case 0: {
-      const v = varint(b, at, end);
-      return typeof v === "string" ? v : v[1] - start;
-    }
+  at = pos;
+  switch (wireOf(tag)) {
+    case 0:
+      return skipVarint(b, at, end) ?? pos - start;
     case 1:
       return at + 8 - start;
     case 2: {
       const n = varint(b, at, end);
       if (typeof n === "string") return n;
-      const len = length(n[0]);
-      return typeof len === "string" ? len : n[1] + len - start;
+      const len = length(n);
+      return typeof len === "string" ? len : pos + len - start;
     }
     case 3:
       // A group: fields until its end.
       for (;;) {
         const inner = varint(b, at, end);
         if (typeof inner === "string") return inner;
-        if (wireOf(inner[0]) === 4) return inner[1] - start;
+        if (wireOf(inner) === 4) return pos - start;
         const n = skip(b, at, end);
         if (typeof n === "string") return n;
         at += n;
@@ -107,23 +129,28 @@ function skip(b, at, end) {
     case 5:
       return at + 4 - start;
     default:
-      return `proto: illegal wireType ${wireOf(tag[0])}`;
+      return `proto: illegal wireType ${wireOf(tag)}`;
   }
 }
 
-/** The error etcd's Unmarshal of `type` gives for `b` (bytes start..end), or null. */
-export function unmarshalError(type, b, start = 0, end = b.length) {
-  const { name, fields } = plan(type);
+/** A checker for `type`: (bytes) => the error etcd's Unmarshal gives for them, or null. */
+export function unmarshalChecker(type) {
+  let p = null;
+  return (b) => check((p ??= plan(type)), b, 0, b.length);
+}
+
+function check({ name, fields }, b, start, end) {
   let at = start;
   while (at < end) {
     const tag = varint(b, at, end);
     if (typeof tag === "string") return tag;
-    const wireType = wireOf(tag[0]);
+    const next = pos;
+    const wireType = wireOf(tag);
     if (wireType === 4) return `proto: ${name}: wiretype end group for non-group`;
     // (Go prints the whole tag varint as the "wire type".)
-    const num = fieldOf(tag[0]);
-    if (num <= 0) return `proto: ${name}: illegal tag ${num} (wire type ${tag[0]})`;
-    const f = fields.get(num);
+    const num = fieldOf(tag);
+    if (num <= 0) return `proto: ${name}: illegal tag ${num} (wire type ${tag})`;
+    const f = fields[num];
     if (!f) {
       const n = skip(b, at, end);
       if (typeof n === "string") return n;
@@ -131,34 +158,36 @@ export function unmarshalError(type, b, start = 0, end = b.length) {
       at += n;
       continue;
     }
-    at = tag[1];
+    at = next;
     if (f.packable && wireType === 2) {
       const n = varint(b, at, end);
       if (typeof n === "string") return n;
-      const len = length(n[0]);
+      const len = length(n);
       if (typeof len === "string") return len;
-      const stop = n[1] + len;
+      const stop = pos + len;
       if (stop > end) return EOF;
-      for (at = n[1]; at < stop; ) {
-        const v = varint(b, at, end);
-        if (typeof v === "string") return v;
-        at = v[1];
+      for (at = pos; at < stop; at = pos) {
+        const e = skipVarint(b, at, end);
+        if (e) return e;
       }
       continue;
     }
     if (wireType !== f.wire) return `proto: wrong wireType = ${wireType} for field ${f.goName}`;
-    const v = varint(b, at, end);
-    if (typeof v === "string") return v;
     if (f.wire === 0) {
-      at = v[1];
+      const e = skipVarint(b, at, end);
+      if (e) return e;
+      at = pos;
       continue;
     }
-    const len = length(v[0]);
+    const v = varint(b, at, end);
+    if (typeof v === "string") return v;
+    const len = length(v);
     if (typeof len === "string") return len;
-    const stop = v[1] + len;
+    const from = pos;
+    const stop = from + len;
     if (stop > end) return EOF;
     if (f.message) {
-      const inner = unmarshalError(f.message, b, v[1], stop);
+      const inner = check(plan(f.message), b, from, stop);
       if (inner) return inner;
     }
     at = stop;

@@ -66,7 +66,7 @@ export const Etcd = {
 
 /** For what needs engine features that are not there yet (see server/README.md). */
 export function unimplemented(what) {
-  return new GrpcError(Code.Unimplemented, `edge-lease: ${what} is not implemented yet`);
+  return new GrpcError(Code.Unimplemented, `edge-lease: ${what} is not implemented by this single-member server`);
 }
 
 /** etcd's message for a gRPC message over the 2 MiB receive limit. */

@@ -87,7 +87,7 @@ test("what needs engine features answers gRPC Unimplemented with a clear message
     new Promise((ok) =>
       client.makeUnaryRequest(path, (x) => x, (x) => x, Buffer.alloc(0), (err) => ok(err && [err.code, err.details])),
     );
-  assert.deepEqual(await call("/etcdserverpb.Maintenance/Hash"), [12, "edge-lease: etcdserverpb.Maintenance/Hash is not implemented yet"]);
+  assert.deepEqual(await call("/etcdserverpb.Maintenance/Hash"), [12, "edge-lease: etcdserverpb.Maintenance/Hash is not implemented by this single-member server"]);
   const hash = await post(edge.url, "/v3/maintenance/hash", {});
   assert.deepEqual([hash.status, hash.body.code], [501, 12]);
 });

@@ -110,6 +110,8 @@ export function engine(fn) {
   try {
     return fn();
   } catch (e) {
+    // Already etcd's answer (a request refused while it was translated).
+    if (e instanceof GrpcError) throw e;
     switch (e?.code) {
       case "LeaseNotFound":
         throw Etcd.leaseNotFound();

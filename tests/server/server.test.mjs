@@ -92,6 +92,23 @@ test("what needs engine features answers gRPC Unimplemented with a clear message
   assert.deepEqual([hash.status, hash.body.code], [501, 12]);
 });
 
+test("a Range with a sort target that is not one: etcd 3.5's InvalidArgument (etcd 3.4 panics on it), alone or in a Txn, on both transports", async (t) => {
+  const edge = await startEdge(t);
+  const client = new grpc.Client(edge.url.replace("http://", ""), grpc.credentials.createInsecure());
+  t.after(() => client.close());
+  const call = (path, bytes) =>
+    new Promise((ok) => client.makeUnaryRequest(path, (x) => x, (x) => x, bytes, (err) => ok(err ? [err.code, err.details] : "answered")));
+  // RangeRequest { key: "a", sort_target: 7 }; a Txn whose success holds it (RequestOp field 1).
+  const range = Buffer.from([0x0a, 0x01, 0x61, 0x30, 0x07]);
+  const txn = Buffer.concat([Buffer.from([0x12, range.length + 2, 0x0a, range.length]), range]);
+  assert.deepEqual(await call("/etcdserverpb.KV/Range", range), [3, "etcdserver: invalid sort option"]);
+  assert.deepEqual(await call("/etcdserverpb.KV/Txn", txn), [3, "etcdserver: invalid sort option"]);
+  const r = await post(edge.url, "/v3/kv/range", { key: b64("a"), sort_target: 7 });
+  assert.deepEqual([r.status, r.body.code, r.body.message], [400, 3, "etcdserver: invalid sort option"]);
+  // The server goes on.
+  assert.equal(await call("/etcdserverpb.KV/Range", Buffer.from([0x0a, 0x01, 0x61])), "answered");
+});
+
 test("an engine failure outside any call ends the server with status 70; any other uncaught error with 1", async (t) => {
   for (const [error, status, said] of [
     ["new WebAssembly.RuntimeError('unreachable')", 70, /the engine failed \(unreachable\); exiting so that a restart reopens it from the store/],

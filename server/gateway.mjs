@@ -118,9 +118,12 @@ function streamed(type, msg) {
   return new Response(body, { status: 200, headers: JSON_TYPE });
 }
 
+// The gRPC code of an error (one that is not etcd's: Unknown).
+const codeOf = (e) => (e instanceof GrpcError ? e.code : Code.Unknown);
+
 /** grpc-gateway's error body, with the HTTP status of the gRPC code. */
 export function errorResponse(e) {
-  const code = e instanceof GrpcError ? e.code : Code.Unknown;
+  const code = codeOf(e);
   const message = e instanceof GrpcError ? e.message : `edge-lease: ${e?.message ?? e}`;
   if (!(e instanceof GrpcError)) console.error(e);
   return json(httpStatus(code), { error: message, message, code });
@@ -175,8 +178,6 @@ function counting(counters, name) {
     cancelled: () => end(c.cancelled),
   };
 }
-
-const codeOf = (e) => (e instanceof GrpcError ? e.code : Code.Unknown);
 
 /** The request as a service message, with etcd's size checks. */
 function decode(type, value) {

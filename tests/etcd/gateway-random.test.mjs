@@ -9,21 +9,13 @@
 // EDGE_LEASE_SEED and EDGE_LEASE_STEPS choose the sequence.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startBoth } from "./harness.mjs";
+import { seeded, startBoth } from "./harness.mjs";
 
 const SEED = Number(process.env.EDGE_LEASE_SEED ?? 20261126);
 const STEPS = Number(process.env.EDGE_LEASE_STEPS ?? 400);
 
 function generator(seed) {
-  let s = seed >>> 0 || 1;
-  const rnd = () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-  const pick = (a) => a[Math.floor(rnd() * a.length)];
-  const chance = (p) => rnd() < p;
+  const { rnd, pick, chance } = seeded(seed);
   const key = () => pick(["YQ==", "Yg==", "Yw==", "ZA==", "YWE=", "AA=="]); // a b c d aa \0
   const end = () => pick(["", "AA==", "Yw==", "ZQ==", "YWI="]);
   const lease = () => pick([1, 2, 3, "4", 0, 99]);
@@ -160,14 +152,7 @@ test(`JSON gateway, random bodies (seed ${SEED}, ${STEPS} steps): the same answe
 // request, a keepalive, or a value of the wrong kind; a few cut short.
 // (Each of these is answered at once: a cancel of no watcher is not.)
 function streamGenerator(seed) {
-  let s = seed >>> 0 || 1;
-  const rnd = () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-  const pick = (a) => a[Math.floor(rnd() * a.length)];
+  const { rnd, pick } = seeded(seed);
   const junk = () => pick([null, true, 0, -1, 7, 1.5, "1e2", "", "!!!", "YQ==", [], [97], {}, "NONE", "NOPUT", 2 ** 53, "9223372036854775808"]);
   return () => {
     if (rnd() < 0.25) return ["/v3/lease/keepalive", JSON.stringify({ ID: rnd() < 0.5 ? pick([1, "2", 0]) : junk() })];

@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http2 from "node:http2";
-import { startBoth } from "./harness.mjs";
+import { seeded, startBoth } from "./harness.mjs";
 import { grpcFrame, rawCall } from "./grpc-client.mjs";
 import { loadRoot } from "../../server/proto/load.mjs";
 
@@ -40,14 +40,7 @@ const UNARY = ["/etcdserverpb.KV/Range", "/etcdserverpb.KV/Put", "/etcdserverpb.
 const INTERESTING = [0x0a, 0x12, 0x08, 0x10, 0x18, 0x1a, 0x22, 0x28, 0x30, 0x03, 0x04, 0x05, 0x06, 0x07, 0x0b, 0x0f, 0x25, 0x7f, 0x80, 0xff, 0x00, 0x01, 0x02];
 
 function generator(seed) {
-  let s = seed >>> 0 || 1;
-  const rnd = () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-  const pick = (a) => a[Math.floor(rnd() * a.length)];
+  const { rnd, pick } = seeded(seed);
   const byte = () => (rnd() < 0.6 ? pick(INTERESTING) : Math.floor(rnd() * 256));
   const one = () => {
     if (rnd() < 0.4) return [pick(UNARY), Buffer.from(Array.from({ length: Math.floor(rnd() * 12) }, byte))];

@@ -10,6 +10,21 @@ import { fileURLToPath } from "node:url";
 
 export const root = fileURLToPath(new URL("../..", import.meta.url));
 
+/**
+ * A seeded random source for the random differential tests (xorshift32):
+ * `rnd()` in [0, 1), `pick(list)`, `chance(p)`; the same seed, the same run.
+ */
+export function seeded(seed) {
+  let s = seed >>> 0 || 1;
+  const rnd = () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+  return { rnd, pick: (a) => a[Math.floor(rnd() * a.length)], chance: (p) => rnd() < p };
+}
+
 /** A string or bytes as base64, as the JSON gateway carries bytes. */
 export const b64 = (s) => Buffer.from(s).toString("base64");
 

@@ -486,7 +486,6 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
       socket[SESSION] = s;
       sessions.add(s);
       socket.once("close", () => sessions.delete(s));
-      socket.resume();
     },
     close() {
       clearInterval(sweep);

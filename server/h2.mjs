@@ -4,6 +4,7 @@
 // grpc.mjs turns the calls into service calls.
 import { readFileSync } from "node:fs";
 import { randomFillSync } from "node:crypto";
+import { readBytes } from "./reads.mjs";
 
 const WASM = new URL("../dist/h2.wasm", import.meta.url);
 
@@ -163,10 +164,10 @@ export class H2Session {
     this.full = false; // the socket said to wait for "drain"
     this.handle = this.command((x) => x.h2_open(maxConcurrentStreams >>> 0, maxMessage >>> 0), -1);
     if (this.handle < 0) return;
-    socket.on("data", (chunk) => this.input(chunk));
     socket.on("end", () => this.command((x) => x.h2_eof(this.handle)));
     socket.on("close", () => this.destroy());
     socket.on("error", () => this.destroy());
+    this.reads = readBytes(socket, (bytes) => this.input(bytes));
     this.flush();
   }
 
@@ -238,11 +239,11 @@ export class H2Session {
       // until the socket drains, so nothing piles up here.
       this.full = true;
       this.command((x) => x.h2_socket_full(this.handle, 1));
-      this.socket.pause();
+      this.reads.pause();
       this.socket.once("drain", () => {
         this.full = false;
         this.command((x) => x.h2_socket_full(this.handle, 0));
-        this.socket.resume();
+        this.reads.resume();
       });
     }
   }

@@ -1,0 +1,78 @@
+// server/reads.mjs: a connection's bytes off its native handle, or through
+// its stream where that is not possible; both must give the same bytes in
+// the same order, pause and resume reading, and still end the socket.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, connect } from "node:net";
+import { once } from "node:events";
+import { readBytes } from "../../server/reads.mjs";
+
+const BOUND_MS = 5_000;
+
+function within(promise, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer in ${BOUND_MS} ms`)), BOUND_MS);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+async function until(cond, what) {
+  const start = Date.now();
+  while (!cond()) {
+    if (Date.now() - start > BOUND_MS) throw new Error(`${what}: not within ${BOUND_MS} ms`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+for (const direct of [true, false]) {
+  const path = direct ? "off the handle" : "through the stream";
+  test(`readBytes ${path}: bytes in order, pause holds them back, resume lets them in, EOF still ends the socket`, async () => {
+    const got = [];
+    let reads = null;
+    let accepted;
+    const ready = new Promise((r) => (accepted = r));
+    const server = createServer((socket) => {
+      socket.once("data", (first) => {
+        socket.pause();
+        socket.unshift(first);
+        reads = readBytes(socket, (bytes) => got.push(Buffer.from(bytes)), { direct });
+        accepted(socket);
+      });
+    });
+    server.listen(0, "127.0.0.1");
+    await within(once(server, "listening"), "listen");
+    const client = connect(server.address().port, "127.0.0.1");
+    await within(once(client, "connect"), "connect");
+    try {
+      client.write("first");
+      const socket = await within(ready, "accept");
+      const ended = once(socket, "end");
+      const text = () => Buffer.concat(got).toString();
+      await until(() => text() === "first", "the first bytes");
+
+      client.write("second");
+      await until(() => text() === "firstsecond", "a later read");
+
+      reads.pause();
+      client.write("held");
+      // Long enough for loopback to deliver, were the socket still read.
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(text(), "firstsecond", "nothing is read while paused");
+      reads.resume();
+      await until(() => text() === "firstsecondheld", "the held bytes after resume");
+
+      // A read larger than one buffer arrives whole, in order.
+      const big = Buffer.alloc(200_000, 0x61);
+      client.write(big);
+      await until(() => Buffer.concat(got).length === 15 + big.length, "a large write");
+      assert.ok(Buffer.concat(got).subarray(15).equals(big));
+
+      client.end();
+      await within(ended, "the socket's end");
+    } finally {
+      client.destroy();
+      server.close();
+    }
+  });
+}

@@ -14,10 +14,12 @@ import {
   Reader,
   Writer,
   readDelete,
+  readPut,
   readRange,
   readTxn,
   readWatchBatches,
   writeDelete,
+  writePut,
   writeRange,
   writeTxn,
   writeWatch,
@@ -190,6 +192,18 @@ export class Binding {
     const w = this.#writer.reset();
     writeRange(w, req);
     return readRange(new Reader(this.#call(() => this.#raw.range_kv(now, w.done()))), leaseHex);
+  }
+
+  /** `{ revision, prevKv? }`. */
+  putKv(now, req) {
+    const w = this.#writer.reset();
+    writePut(w, req);
+    return readPut(new Reader(this.#call(() => this.#raw.put_kv(now, w.done()))), leaseHex);
+  }
+
+  /** etcd's counts (src/counts.rs), in its field order. */
+  counts() {
+    return this.#raw.counts();
   }
 
   /** `{ deleted, revision, prevKvs }`. */

@@ -359,7 +359,7 @@ export function readRange(r, lease) {
   return { kvs: readKvs(r, lease), more, count, revision };
 }
 
-function readPut(r, lease) {
+export function readPut(r, lease) {
   const revision = r.int();
   const prevKv = readPrev(r, lease);
   return prevKv ? { revision, prevKv } : { revision };

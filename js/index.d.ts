@@ -288,6 +288,28 @@ export interface TxnResult {
   responses: TxnOpResult[];
 }
 
+/**
+ * What a lessor has done, as etcd 3.4 counts it (`etcd_debugging_mvcc_*`,
+ * `etcd_debugging_lease_*`): reads, puts and deletes per store transaction
+ * (a put or delete that returns or keeps the previous value also reads it;
+ * a txn that writes reads its compares in a transaction of its own; a
+ * lease's end deletes each of its keys), `txns` those with more than one.
+ */
+export interface Counts {
+  ranges: number;
+  puts: number;
+  deletes: number;
+  txns: number;
+  /** Bytes of the keys and values put (a kept value counts again). */
+  putBytes: number;
+  granted: number;
+  revoked: number;
+  /** Renewals of a live lease. */
+  renewed: number;
+  /** Leases ended by their deadline (counted in `revoked` too). */
+  expired: number;
+}
+
 export type WatchRequest = KeyRange & {
   /** The first revision to report; omitted: changes after the current one. */
   startRevision?: number;
@@ -376,6 +398,8 @@ export class Lessor extends EventTarget {
   leases(): LeaseId[];
   put(key: string, value: Value, options: PutOptions & ({ ifAbsent: true } | { prevKv: true })): PutResultWithPrev;
   put(key: string, value: Value, options?: PutOptions): PutResult;
+  /** etcd's Put: as a txn's put op, with the lease checked before the key `ignoreValue` needs. */
+  put(request: KvPutRequest): { revision: number; prevKv?: KeyValue };
   get(key: string): Entry | undefined;
   range(prefix?: string): Entry[];
   range(request: RangeRequest): RangeResult;
@@ -407,6 +431,8 @@ export class Lessor extends EventTarget {
   demote(): void;
   checkpoint(id: LeaseId | bigint, remainingMs: number): void;
   readonly revision: number;
+  /** What it has done since it was made, counted as etcd 3.4's mvcc and lease metrics count it. */
+  readonly counts: Counts;
   /** Keys held, O(1) (those of leases past their deadline until the next tick included). */
   readonly keyCount: number;
   readonly isPrimary: boolean;

@@ -4,7 +4,7 @@
 
 import { Binding, defaults, leaseId } from "./binding.js";
 import { checkInt, checkKey, checkMs, checkValue, epochMs, lessorOptions, options } from "./checks.js";
-import { deleteRequest, rangeRequest, txnRequest, watchRequest } from "./requests.js";
+import { deleteRequest, putRequest, rangeRequest, txnRequest, watchRequest } from "./requests.js";
 import { LeaseError, invalid } from "./errors.js";
 import { Events } from "./events.js";
 import { ExpiryTimer } from "./timer.js";
@@ -167,8 +167,17 @@ export class Lessor extends EventTarget {
    * Writes a key. Options: `lease` (attach to it; omitted detaches),
    * `ifAbsent` (create-only: the lock pattern), `prevKv` (return the previous entry).
    * Returns `{ revision, created, prev? }`; a refused `ifAbsent` put returns the holder as `prev`.
+   * With one object: etcd's Put (`{ key, value, lease, prevKv, ignoreValue,
+   * ignoreLease }`, as a txn's put op), returning `{ revision, prevKv? }`;
+   * it checks the lease before the key `ignoreValue` needs, as etcd's does.
    */
   put(key, value, opts) {
+    if (typeof key !== "string" && value === undefined && opts === undefined) {
+      this.#enterWrite();
+      const r = this.#b.putKv(this.#time(), putRequest(key, this.#maxKey, this.#maxValue));
+      this.#deliver();
+      return r;
+    }
     this.#enterWrite();
     checkKey(key, this.#maxKey);
     const o = options(opts, "put");
@@ -402,6 +411,17 @@ export class Lessor extends EventTarget {
     this.#enterWrite();
     checkMs(remainingMs, "remainingMs");
     this.#b.checkpoint(this.#time(), id, remainingMs);
+  }
+
+  /**
+   * What this lessor has done since it was made, counted as etcd 3.4
+   * counts it in its mvcc and lease metrics: `{ ranges, puts, deletes,
+   * txns, putBytes, granted, revoked, renewed, expired }` (index.d.ts says how).
+   */
+  get counts() {
+    this.#enter();
+    const c = this.#b.counts();
+    return { ranges: c[0], puts: c[1], deletes: c[2], txns: c[3], putBytes: c[4], granted: c[5], revoked: c[6], renewed: c[7], expired: c[8] };
   }
 
   /** The revision of the last change. */

@@ -6,12 +6,13 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use crate::counts::Tally;
 use crate::error::{Error, Result};
 use crate::kv::{cost, Bound, Entry, Key, RangeRequest, RangeResponse};
 use crate::lessor::Lessor;
 use crate::ops::{
     Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, DeleteResult, Op,
-    OpResponse, PutOptions, PutResult, TxnRequest, TxnResponse,
+    OpResponse, PutOptions, PutRequest, PutResult, TxnRequest, TxnResponse,
 };
 use crate::write::Write;
 
@@ -19,6 +20,7 @@ impl Lessor {
     /// A live key's entry.
     pub fn get(&mut self, now: i64, key: &[u8]) -> Option<&Entry> {
         let now = self.observe(now);
+        self.counts.ranges += 1;
         let leases = &self.leases;
         self.kv.get(key).filter(|e| leases.keeps(e.lease, now))
     }
@@ -26,6 +28,7 @@ impl Lessor {
     /// Live keys starting with `prefix` (all keys for an empty prefix), sorted.
     pub fn range<'a>(&'a mut self, now: i64, prefix: &'a [u8]) -> Vec<(&'a [u8], &'a Entry)> {
         let now = self.observe(now);
+        self.counts.ranges += 1;
         let leases = &self.leases;
         self.kv
             .prefix(prefix)
@@ -42,12 +45,50 @@ impl Lessor {
         opts: PutOptions,
     ) -> Result<PutResult> {
         let now = self.observe(now);
-        self.with_space(|l| {
+        let (r, t) = self.with_space(|l| {
             let mut w = Write::new(&l.kv);
-            let r = l.stage_put(now, &mut w, key, value, opts)?;
+            let mut t = Tally::default();
+            let r = l.stage_put(now, &mut w, &mut t, key, value, opts)?;
             l.commit(w)?;
-            Ok(r)
-        })
+            Ok((r, t))
+        })?;
+        t.end(&mut self.counts);
+        Ok(r)
+    }
+
+    /// etcd's Put: as a one-put [`Lessor::txn`] but for the order of its
+    /// checks (the lease before the key `ignore_value` needs) and its counts
+    /// (no separate read for the checks).
+    pub fn put_kv(&mut self, now: i64, p: &PutRequest) -> Result<PutResult> {
+        let now = self.observe(now);
+        self.config.check_key(&p.key)?;
+        let o = p.options;
+        if o.lease != 0 && self.leases.live(o.lease, now).is_none() {
+            return Err(Error::LeaseNotFound(o.lease));
+        }
+        if (o.ignore_value || o.ignore_lease)
+            && !self
+                .kv
+                .get(&p.key)
+                .is_some_and(|e| self.leases.keeps(e.lease, now))
+        {
+            // etcd read the key to find it missing.
+            Tally {
+                ranges: 1,
+                ..Tally::default()
+            }
+            .end(&mut self.counts);
+            return Err(Error::KeyNotFound);
+        }
+        let (r, t) = self.with_space(|l| {
+            let mut w = Write::new(&l.kv);
+            let mut t = Tally::default();
+            let r = l.stage_put(now, &mut w, &mut t, &p.key, &p.value, o)?;
+            l.commit(w)?;
+            Ok((r, t))
+        })?;
+        t.end(&mut self.counts);
+        Ok(r)
     }
 
     /// Deletes a live key (detaching it from its lease).
@@ -71,7 +112,10 @@ impl Lessor {
     pub fn range_kv(&mut self, now: i64, req: &RangeRequest) -> Result<RangeResponse> {
         let now = self.observe(now);
         self.config.check_key(&req.key)?;
-        self.read(now, &Write::new(&self.kv), req)
+        let mut t = Tally::default();
+        let r = self.read(now, &Write::new(&self.kv), &mut t, req);
+        t.end(&mut self.counts);
+        r
     }
 
     /// etcd's DeleteRange: deletes the live keys of a range in one revision.
@@ -79,8 +123,10 @@ impl Lessor {
         let now = self.observe(now);
         self.config.check_key(&req.key)?;
         let mut w = Write::new(&self.kv);
-        let mut r = self.stage_delete(now, &mut w, req)?;
+        let mut t = Tally::default();
+        let mut r = self.stage_delete(now, &mut w, &mut t, req)?;
         r.revision = self.commit(w)?;
+        t.end(&mut self.counts);
         Ok(r)
     }
 
@@ -94,15 +140,35 @@ impl Lessor {
         // Every compare, nested ones included, sees the state before the
         // transaction, as etcd evaluates them.
         let mut path = Vec::new();
-        self.compare_path(now, req, &mut path);
-        self.check_branch(now, req, &path, &mut 0, Pass::Puts)?;
-        self.check_branch(now, req, &path, &mut 0, Pass::Ranges)?;
-        self.with_space(|l| {
+        // A txn that writes reads its compares and checks in a store
+        // transaction of its own (etcd's counts show it); one that only
+        // reads does everything in one.
+        let mut reads = Tally::default();
+        self.compare_path(now, req, &mut reads, &mut path);
+        let checked = self
+            .check_branch(now, req, &path, &mut 0, &mut reads, Pass::Puts)
+            .and_then(|_| self.check_branch(now, req, &path, &mut 0, &mut reads, Pass::Ranges));
+        let writes = req
+            .success
+            .iter()
+            .chain(&req.failure)
+            .any(|op| !matches!(op, Op::Range(_)));
+        if checked.is_err() || writes {
+            std::mem::take(&mut reads).end(&mut self.counts);
+        }
+        checked?;
+        let (resp, mut t) = self.with_space(|l| {
             let mut w = Write::new(&l.kv);
-            let mut resp = l.stage_txn(now, &mut w, req, &path, &mut 0)?;
+            let mut t = Tally::default();
+            let mut resp = l.stage_txn(now, &mut w, &mut t, req, &path, &mut 0)?;
             resp.revision = l.commit(w)?;
-            Ok(resp)
-        })
+            Ok((resp, t))
+        })?;
+        if !writes {
+            t.add(reads);
+        }
+        t.end(&mut self.counts);
+        Ok(resp)
     }
 
     /// Runs a write; if it would pass the quota while history no watcher
@@ -183,7 +249,10 @@ impl Lessor {
         }
         let mut w = Write::new(&self.kv);
         w.compact(&self.kv, revision);
-        self.commit(w)
+        let rev = self.commit(w)?;
+        // etcd reads a key to answer with the current revision.
+        self.counts.ranges += 1;
+        Ok(rev)
     }
 
     /// A key as the write `w` would leave it: staged, or live and visible.
@@ -241,7 +310,14 @@ impl Lessor {
     }
 
     /// A range read inside the write `w` (which may have staged changes).
-    fn read(&self, now: i64, w: &Write, req: &RangeRequest) -> Result<RangeResponse> {
+    fn read(
+        &self,
+        now: i64,
+        w: &Write,
+        t: &mut Tally,
+        req: &RangeRequest,
+    ) -> Result<RangeResponse> {
+        t.ranges += 1;
         let committed = self.kv.revision();
         let current = committed + w.changes_keys() as i64;
         let rev = if req.revision <= 0 {
@@ -282,6 +358,7 @@ impl Lessor {
         &self,
         now: i64,
         w: &mut Write,
+        t: &mut Tally,
         key: &[u8],
         value: &[u8],
         opts: PutOptions,
@@ -295,6 +372,9 @@ impl Lessor {
             None => self.kv.get(key),
         };
         let live = existing.filter(|e| self.leases.keeps(e.lease, now));
+        if opts.prev || opts.ignore_value || opts.ignore_lease || opts.if_absent {
+            t.ranges += 1;
+        }
         if (opts.ignore_value || opts.ignore_lease) && live.is_none() {
             return Err(Error::KeyNotFound);
         }
@@ -353,6 +433,7 @@ impl Lessor {
             revision,
             prev: if opts.prev { live.cloned() } else { None },
         };
+        t.put(key, value);
         // An expired holder loses the key to this write.
         let old_lease = existing.map_or(0, |e| e.lease);
         w.put(self.kv.key(key), entry, old_lease);
@@ -360,7 +441,15 @@ impl Lessor {
     }
 
     /// Stages the deletion of the visible keys of a range.
-    fn stage_delete(&self, now: i64, w: &mut Write, req: &DeleteRequest) -> Result<DeleteResponse> {
+    fn stage_delete(
+        &self,
+        now: i64,
+        w: &mut Write,
+        t: &mut Tally,
+        req: &DeleteRequest,
+    ) -> Result<DeleteResponse> {
+        t.ranges += req.prev_kv as u64;
+        t.deletes += 1;
         let doomed: Vec<(Key, Entry)> = self
             .visible(now, w, &req.key, &req.range_end)
             .into_iter()
@@ -408,13 +497,17 @@ impl Lessor {
 
     /// The branch each transaction takes, outermost first, then each nested
     /// transaction of the taken branch in order (etcd's txn path).
-    fn compare_path(&self, now: i64, req: &TxnRequest, path: &mut Vec<bool>) {
+    /// Each compare read counts as a range; they stop at the first that fails.
+    fn compare_path(&self, now: i64, req: &TxnRequest, t: &mut Tally, path: &mut Vec<bool>) {
         let w = Write::new(&self.kv);
-        let ok = req.compare.iter().all(|c| self.holds(now, &w, c));
+        let ok = req.compare.iter().all(|c| {
+            t.ranges += 1;
+            self.holds(now, &w, c)
+        });
         path.push(ok);
         for op in if ok { &req.success } else { &req.failure } {
-            if let Op::Txn(t) = op {
-                self.compare_path(now, t, path);
+            if let Op::Txn(nested) = op {
+                self.compare_path(now, nested, t, path);
             }
         }
     }
@@ -447,6 +540,7 @@ impl Lessor {
         req: &TxnRequest,
         path: &[bool],
         at: &mut usize,
+        t: &mut Tally,
         pass: Pass,
     ) -> Result<()> {
         let ok = path[*at];
@@ -454,12 +548,14 @@ impl Lessor {
         let w = Write::new(&self.kv);
         for op in if ok { &req.success } else { &req.failure } {
             match (op, pass) {
-                (Op::Txn(t), _) => self.check_branch(now, t, path, at, pass)?,
+                (Op::Txn(nested), _) => self.check_branch(now, nested, path, at, t, pass)?,
                 (Op::Put(p), Pass::Puts) => {
                     let o = &p.options;
-                    if (o.ignore_value || o.ignore_lease) && self.current(now, &w, &p.key).is_none()
-                    {
-                        return Err(Error::KeyNotFound);
+                    if o.ignore_value || o.ignore_lease {
+                        t.ranges += 1;
+                        if self.current(now, &w, &p.key).is_none() {
+                            return Err(Error::KeyNotFound);
+                        }
                     }
                     if o.lease != 0 && !o.ignore_lease && self.leases.live(o.lease, now).is_none() {
                         return Err(Error::LeaseNotFound(o.lease));
@@ -486,6 +582,7 @@ impl Lessor {
         &self,
         now: i64,
         w: &mut Write,
+        t: &mut Tally,
         req: &TxnRequest,
         path: &[bool],
         at: &mut usize,
@@ -495,11 +592,13 @@ impl Lessor {
         let mut responses = Vec::new();
         for op in if ok { &req.success } else { &req.failure } {
             responses.push(match op {
-                Op::Range(r) => OpResponse::Range(self.read(now, w, r)?),
-                Op::Put(p) => OpResponse::Put(self.stage_put(now, w, &p.key, &p.value, p.options)?),
-                Op::Delete(d) => OpResponse::Delete(self.stage_delete(now, w, d)?),
-                Op::Txn(t) => {
-                    let mut r = self.stage_txn(now, w, t, path, at)?;
+                Op::Range(r) => OpResponse::Range(self.read(now, w, t, r)?),
+                Op::Put(p) => {
+                    OpResponse::Put(self.stage_put(now, w, t, &p.key, &p.value, p.options)?)
+                }
+                Op::Delete(d) => OpResponse::Delete(self.stage_delete(now, w, t, d)?),
+                Op::Txn(nested) => {
+                    let mut r = self.stage_txn(now, w, t, nested, path, at)?;
                     r.revision = 0;
                     OpResponse::Txn(r)
                 }

@@ -17,6 +17,7 @@
 //!   keeps an abandoned lease alive: see [`Lessor::restore`].
 
 use crate::config::Config;
+use crate::counts::{Counts, Tally};
 use crate::error::{Error, Result};
 use crate::kv::Keyspace;
 use crate::lease::{
@@ -45,6 +46,8 @@ pub struct Lessor {
     pub(crate) history_stored: bool,
     /// The host's entries, kept in the store beside the state (src/host.rs).
     pub(crate) host: Vec<(String, Vec<u8>)>,
+    /// What it has done, as etcd's metrics count it.
+    pub(crate) counts: Counts,
 }
 
 impl Lessor {
@@ -61,6 +64,7 @@ impl Lessor {
             outbox: Vec::new(),
             watchers: Watchers::default(),
             history_stored: false,
+            counts: Counts::default(),
             host: Vec::new(),
         })
     }
@@ -93,6 +97,11 @@ impl Lessor {
     /// Number of keys held, including those of expired leases not yet cleaned up.
     pub fn key_count(&self) -> usize {
         self.kv.len()
+    }
+
+    /// What it has done since it was made, as etcd's metrics count it.
+    pub fn counts(&self) -> Counts {
+        self.counts
     }
 
     /// Records the host's time; returns the lessor's time, which never goes back.
@@ -147,6 +156,7 @@ impl Lessor {
                 // Expired but not cleaned up yet: finish its expiry first, as
                 // its own change, so the new lease starts with no keys.
                 let expired = self.remove_lease(id)?;
+                self.counts.expired += 1;
                 self.outbox.push(expired);
             }
             id
@@ -161,6 +171,7 @@ impl Lessor {
         w.lease(id, lease.stored_record());
         self.commit(w)?;
         self.leases.insert(id, lease, self.primary);
+        self.counts.granted += 1;
         Ok(Granted { id, ttl })
     }
 
@@ -191,6 +202,7 @@ impl Lessor {
             self.commit(w)?;
         }
         self.leases.renewed(id, deadline, persist);
+        self.counts.renewed += 1;
         Ok(ttl)
     }
 
@@ -228,9 +240,16 @@ impl Lessor {
         Ok(w.last_revision().unwrap_or(self.kv.revision()))
     }
 
-    /// Takes a lease whose end was committed out of the table.
+    /// Takes a lease whose end was committed out of the table. (etcd
+    /// deletes its keys one by one in one store transaction.)
     fn removed(&mut self, id: LeaseId, revision: i64) -> Revoked {
         let keys = self.leases.remove(id).map(|l| l.keys).unwrap_or_default();
+        self.counts.revoked += 1;
+        Tally {
+            deletes: keys.len() as u64,
+            ..Tally::default()
+        }
+        .end(&mut self.counts);
         Revoked { id, keys, revision }
     }
 
@@ -306,6 +325,7 @@ impl Lessor {
         for (id, rev) in ends {
             self.limiter.record(now);
             let r = self.removed(id, rev);
+            self.counts.expired += 1;
             tick.expired.push(r);
         }
         tick

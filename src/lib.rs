@@ -8,6 +8,7 @@
 //! modules.
 
 mod config;
+mod counts;
 mod error;
 mod host;
 mod keys;
@@ -24,6 +25,7 @@ mod watch;
 mod write;
 
 pub use config::Config;
+pub use counts::Counts;
 pub use error::{Error, Result};
 pub use kv::{Entry, Event, Key, RangeRequest, RangeResponse, SortOrder, SortTarget};
 pub use lease::{LeaseId, MAX_LEASE_TTL};

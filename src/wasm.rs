@@ -597,6 +597,38 @@ impl RawLessor {
         Ok(w.0)
     }
 
+    /// etcd's Put: a codec put request in, a codec put response out.
+    pub fn put_kv(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
+        let mut r = Reader::new(req);
+        let p = r
+            .put()
+            .and_then(|p| r.end().map(|_| p))
+            .map_err(|e| js_error(&e))?;
+        let resp = self.inner.put_kv(ms(now), &p).map_err(|e| js_error(&e))?;
+        let mut w = Writer::default();
+        w.put(&p.key, &resp);
+        Ok(w.0)
+    }
+
+    /// The counts etcd's metrics keep ([`crate::Counts`]), in its
+    /// field order: ranges, puts, deletes, txns, put bytes, granted,
+    /// revoked, renewed, expired.
+    pub fn counts(&self) -> Float64Array {
+        let c = self.inner.counts();
+        let v = [
+            c.ranges,
+            c.puts,
+            c.deletes,
+            c.txns,
+            c.put_bytes,
+            c.granted,
+            c.revoked,
+            c.renewed,
+            c.expired,
+        ];
+        Float64Array::from(&v.map(|n| n as f64)[..])
+    }
+
     pub fn delete_range(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
         let mut r = Reader::new(req);
         let d = r

@@ -2,11 +2,13 @@
 // etcd 3.4's metrics that this server can give honestly, under etcd's names
 // and types, so dashboards and `etcdctl check datascale` read them: the
 // member and its versions, leadership (always this member's), the quota,
-// the data's sizes, revisions and keys, writes (as raft proposals: the
+// the data's sizes, revisions and keys, the engine's reads, puts, deletes,
+// transactions and lease grants, renewals and ends (counted as etcd's store
+// and lessor count them), writes (as raft proposals: the
 // revision, as Status's raft index), the gRPC transport's calls, messages
 // and bytes, and the process's own figures when the host gives them (Node;
 // not a Worker). (etcd's gateway calls its own gRPC server, so etcd counts
-// gateway calls as gRPC calls too; here they are not counted.) Values are
+// gateway calls as gRPC calls too; so does gateway.mjs.) Values are
 // written as Go's Prometheus client writes them (exponent form from 1e6
 // and below 1e-4).
 import { CLUSTER_VERSION, SERVER_VERSION, dbSizes } from "./common.mjs";
@@ -129,10 +131,21 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     };
     const [dbSize, dbSizeInUse] = dbSizes(lessor, store);
     metric("etcd_cluster_version", "gauge", "The cluster version: 1 for the cluster_version label.", 1, `{cluster_version="${CLUSTER_VERSION.split(".").slice(0, 2).join(".")}"}`);
+    // Counted by the engine as etcd counts them (src/counts.rs), since start.
+    const c = lessor.counts;
+    metric("etcd_debugging_lease_granted_total", "counter", "Leases granted.", c.granted);
+    metric("etcd_debugging_lease_renewed_total", "counter", "Renewals of live leases.", c.renewed);
+    metric("etcd_debugging_lease_revoked_total", "counter", "Leases revoked, expired ones included.", c.revoked);
     metric("etcd_debugging_mvcc_compact_revision", "gauge", "The revision of the last compaction (-1: none).", lessor.compactRevision);
     metric("etcd_debugging_mvcc_current_revision", "gauge", "The current revision of the store.", lessor.revision);
     metric("etcd_debugging_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
+    metric("etcd_debugging_mvcc_delete_total", "counter", "Deletes made (a lease's end: one per key).", c.deletes);
     metric("etcd_debugging_mvcc_keys_total", "gauge", "Keys held.", lessor.keyCount);
+    metric("etcd_debugging_mvcc_put_total", "counter", "Puts made.", c.puts);
+    metric("etcd_debugging_mvcc_range_total", "counter", "Reads made (compares, and the reads puts and deletes make for prev_kv or ignore_*, included).", c.ranges);
+    metric("etcd_debugging_mvcc_total_put_size_in_bytes", "gauge", "Bytes of the keys and values put.", c.putBytes);
+    metric("etcd_debugging_mvcc_txn_total", "counter", "Store transactions with more than one read, put or delete.", c.txns);
+    metric("etcd_debugging_server_lease_expired_total", "counter", "Leases ended by their deadline.", c.expired);
     if (syncs) out.push(syncs.text("etcd_disk_wal_fsync_duration_seconds", "How long the journal's syncs took (fdatasync), as etcd's WAL fsyncs."));
     metric("etcd_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_mvcc_db_total_size_in_use_in_bytes", "gauge", "The bytes of the store in use.", dbSizeInUse);

@@ -163,3 +163,103 @@ test("etcdctl check datascale reads /metrics and passes, as on etcd", async (t) 
     assert.equal(left, undefined, `${side.name}: keys left`);
   }
 });
+
+// The engine's counts (src/counts.rs) under etcd's names: the same calls,
+// made to both, must leave the same values, call by call.
+const COUNTS = [
+  "etcd_debugging_mvcc_range_total",
+  "etcd_debugging_mvcc_put_total",
+  "etcd_debugging_mvcc_delete_total",
+  "etcd_debugging_mvcc_txn_total",
+  "etcd_debugging_mvcc_total_put_size_in_bytes",
+  "etcd_debugging_lease_granted_total",
+  "etcd_debugging_lease_revoked_total",
+  "etcd_debugging_lease_renewed_total",
+  "etcd_debugging_server_lease_expired_total",
+];
+
+test("/metrics: reads, puts, deletes, txns and lease ends counted as etcd's store and lessor count them", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const cmp = (key, target, result, v) => ({ key: b64(key), target, result, [target === "VALUE" ? "value" : target.toLowerCase()]: v });
+  const put = (key, value, more = {}) => ({ request_put: { key: b64(key), value: b64(value), ...more } });
+  const steps = [
+    ["/health"],
+    ["/v3/kv/put", { key: b64("a"), value: b64("vv") }],
+    ["/v3/kv/put", { key: b64("a"), value: b64("vv"), prev_kv: true }],
+    ["/v3/kv/put", { key: b64("a"), ignore_value: true }],
+    ["/v3/kv/put", { key: b64("a"), value: b64("www"), ignore_lease: true }],
+    ["/v3/kv/put", { key: b64("zz"), ignore_value: true }], // key not found
+    ["/v3/kv/put", { key: b64("k"), value: b64("1"), lease: 99 }], // lease not found
+    ["/v3/kv/put", { key: b64("zz"), ignore_value: true, lease: 99 }], // value provided? no: lease first
+    ["/v3/kv/range", { key: b64("a") }],
+    ["/v3/kv/range", { key: b64("a"), range_end: b64("z"), limit: 1, sort_order: "DESCEND", count_only: true }],
+    ["/v3/kv/range", { key: b64("a"), revision: 999 }], // future revision
+    ["/v3/kv/range", { key: "" }], // refused before any read
+    ["/v3/kv/deleterange", { key: b64("nothing") }],
+    ["/v3/kv/put", { key: b64("b"), value: b64("1") }],
+    ["/v3/kv/deleterange", { key: b64("b"), prev_kv: true }],
+    ["/v3/kv/txn", { compare: [cmp("x", "VERSION", "EQUAL", 0), cmp("y", "VERSION", "EQUAL", 0)], success: [{ request_range: { key: b64("a") } }] }],
+    ["/v3/kv/txn", { compare: [cmp("a", "VERSION", "GREATER", 50), cmp("y", "VERSION", "EQUAL", 0)], success: [{ request_range: { key: b64("a") } }] }],
+    ["/v3/kv/txn", {}],
+    ["/v3/kv/txn", { compare: [cmp("x", "VERSION", "EQUAL", 0)], success: [{ request_range: { key: b64("a") } }] }],
+    ["/v3/kv/txn", { success: [{ request_range: { key: b64("a") } }, { request_range: { key: b64("b") } }] }],
+    ["/v3/kv/txn", { compare: [cmp("x", "VERSION", "EQUAL", 0), cmp("a", "VALUE", "EQUAL", b64("www"))], success: [put("c", "123")] }],
+    ["/v3/kv/txn", { compare: [cmp("x", "VERSION", "EQUAL", 0)], success: [put("c", "1"), put("d", "1")], failure: [put("e", "1")] }],
+    ["/v3/kv/txn", { success: [{ request_put: { key: b64("c"), ignore_value: true } }] }],
+    ["/v3/kv/txn", { success: [put("c", "x", { prev_kv: true })] }],
+    ["/v3/kv/txn", { compare: [cmp("a", "VERSION", "NOT_EQUAL", 0)], success: [{ request_put: { key: b64("nope"), ignore_value: true } }] }],
+    ["/v3/kv/txn", { success: [{ request_put: { key: b64("a"), ignore_value: true } }, put("x", "1", { lease: 99 })] }],
+    ["/v3/kv/txn", { success: [put("x", "1"), put("x", "2")] }], // duplicate key: refused before
+    ["/v3/kv/txn", { success: [{ request_txn: { compare: [cmp("x", "VERSION", "EQUAL", 0)], success: [put("e", "1")] } }] }],
+    ["/v3/kv/txn", { success: [{ request_txn: { success: [{ request_range: { key: b64("a") } }] } }] }],
+    ["/v3/kv/txn", { success: [{ request_delete_range: { key: b64("e"), prev_kv: true } }, { request_delete_range: { key: b64("f"), range_end: b64("g") } }] }],
+    ["/v3/kv/compaction", { revision: 3 }],
+    ["/v3/kv/compaction", { revision: 2 }], // compacted already
+    ["/v3/lease/grant", { ID: 7, TTL: 1 }],
+    ["/v3/lease/grant", { ID: 7, TTL: 1 }], // exists
+    ["/v3/lease/grant", { ID: 8, TTL: 60 }],
+    ["/v3/lease/grant", { ID: 9, TTL: 60 }],
+    ["/v3/kv/put", { key: b64("k1"), value: b64("1"), lease: 7 }],
+    ["/v3/kv/put", { key: b64("k2"), value: b64("1"), lease: 7 }],
+    ["/v3/kv/put", { key: b64("k3"), value: b64("1"), lease: 8 }],
+    ["/v3/lease/keepalive", { ID: 8 }],
+    ["/v3/lease/keepalive", { ID: 99 }],
+    ["/v3/lease/timetolive", { ID: 8, keys: true }],
+    ["/v3/lease/leases", {}],
+    ["/v3/lease/revoke", { ID: 8 }],
+    ["/v3/lease/revoke", { ID: 8 }], // gone
+    ["/v3/lease/revoke", { ID: 9 }], // no keys
+    ["/v3/maintenance/status", {}],
+    ["/v3/maintenance/hashkv", {}],
+    ["/v3/maintenance/alarm", { action: "GET" }],
+  ];
+  const counts = async (url) => {
+    const m = parse(await (await fetch(url + "/metrics")).text());
+    return COUNTS.map((name) => Number(m[name]?.samples[0]?.[1]));
+  };
+  const seen = [];
+  for (const side of [etcd, edge]) {
+    const log = [];
+    for (const [path, body] of steps) {
+      const r = body === undefined ? await fetch(side.url + path) : await fetch(side.url + path, { method: "POST", body: JSON.stringify(body) });
+      await r.text();
+      log.push([path, JSON.stringify(body), r.status, await counts(side.url)]);
+    }
+    // Lease 7 (two keys) expires: bounded wait for its revocation to show.
+    const start = Date.now();
+    let now;
+    do {
+      await new Promise((ok) => setTimeout(ok, 100));
+      now = await counts(side.url);
+    } while (now[8] === 0 && Date.now() - start < 10_000);
+    log.push(["expiry of lease 7", "", 0, now]);
+    seen.push(log);
+  }
+  for (let i = 0; i < seen[0].length; i++) {
+    const [path, body, status, want] = seen[0][i];
+    const [, , edgeStatus, have] = seen[1][i];
+    assert.equal(edgeStatus, status, `${path} ${body}: status`);
+    assert.deepEqual(Object.fromEntries(COUNTS.map((n, j) => [n, have[j]])), Object.fromEntries(COUNTS.map((n, j) => [n, want[j]])), `after ${path} ${body}`);
+  }
+  assert.equal(seen[1].at(-1)[3][8], 1, "the expiry was counted");
+});

@@ -372,3 +372,33 @@ test("timeToLive gives a lease's keys as bytes on request (keys need not be UTF-
   assert.deepEqual(t.keys.map((k) => [...k]), [[0x74, 0x65, 0x78, 0x74], [0xff, 0x00, 0x61]]);
   assert.deepEqual(lessor.timeToLive(id, { keys: true }).keys[0], "text");
 });
+
+test("put(request): etcd's Put, its lease checked before the key ignoreValue needs, and counts as etcd's", () => {
+  const { clock, lessor } = setup();
+  const id = lessor.grant(60).id;
+  const first = lessor.put({ key: "k", value: "v1", lease: id });
+  assert.deepEqual(first, { revision: 2 });
+  const second = lessor.put({ key: "k", value: "v2", prevKv: true });
+  assert.equal(second.revision, 3);
+  assert.equal(text(second.prevKv.value), "v1");
+  assert.equal(second.prevKv.lease, id);
+  // The lease first (a txn would find the missing key first).
+  assert.equal(code(() => lessor.put({ key: "missing", ignoreValue: true, lease: 7n })), "LeaseNotFound");
+  assert.equal(code(() => lessor.txn({ success: [{ put: { key: "missing", ignoreValue: true, lease: 7n } }] })), "KeyNotFound");
+  assert.equal(code(() => lessor.put({ key: "missing", ignoreValue: true })), "KeyNotFound");
+  const kept = lessor.put({ key: "k", ignoreValue: true });
+  assert.equal(text(lessor.range({ key: "k" }).kvs[0].value), "v2");
+  assert.equal(kept.revision, 4);
+  assert.equal(code(() => lessor.put({ key: "", value: "x" })), "InvalidArgument");
+
+  // Counted as etcd counts them (tests/counts.rs has the rules).
+  const before = lessor.counts;
+  lessor.put({ key: "k", value: "abc", prevKv: true });
+  lessor.txn({ compare: [{ key: "k", target: "version", result: ">", value: 0 }], success: [{ put: { key: "j", value: "1" } }] });
+  lessor.deleteRange({ key: "j" });
+  clock.t += 61_000;
+  lessor.tick();
+  const after = lessor.counts;
+  const moved = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
+  assert.deepEqual(moved, { ranges: 2, puts: 2, deletes: 1, txns: 1, putBytes: 6, granted: 0, revoked: 1, renewed: 0, expired: 1 });
+});

@@ -10,6 +10,7 @@ import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "./services/index.mjs";
 import { isEngineFailure } from "./services/common.mjs";
 import { createCallCounters, createHistogram, createMetrics } from "./services/metrics.mjs";
+import { createWatchStats } from "./services/watch.mjs";
 import { services as schema } from "./proto/schema.mjs";
 import { hostMetrics } from "./host-metrics.mjs";
 import { createGateway } from "./gateway.mjs";
@@ -134,7 +135,8 @@ process.on("uncaughtException", (e) => {
   console.error(e);
   process.exit(1);
 });
-services = createServices({ lessor, store, member, maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, onFatal: engineFailed });
+const watches = createWatchStats();
+services = createServices({ lessor, store, member, maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, watchStats: watches, onFatal: engineFailed });
 const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
 // (Alarm too: each change rewrites the alarm list, a host entry.)
@@ -148,7 +150,7 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
   });
 }
 const calls = createCallCounters(schema);
-gateway = createGateway({ services, counters: calls, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs }) });
+gateway = createGateway({ services, counters: calls, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs, watches }) });
 grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, counters: calls });
 
 for (const s of servers) {

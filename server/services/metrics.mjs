@@ -121,9 +121,10 @@ export function goFloat(v) {
  * ({ residentBytes, virtualBytes, cpuSeconds, startSeconds, openFds,
  * maxFds }, any of them left out) or is null; `calls`, the gRPC
  * transport's counts (createCallCounters), or null; `syncs`, a histogram of
- * the journal's syncs (createHistogram), or null.
+ * the journal's syncs (createHistogram), or null; `watches`, the watch
+ * service's (services/watch.mjs createWatchStats), or null.
  */
-export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null, calls = null, syncs = null }) {
+export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null, calls = null, syncs = null, watches = null }) {
   return () => {
     const out = [];
     const metric = (name, type, help, value, labels = "") => {
@@ -140,11 +141,26 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_debugging_mvcc_current_revision", "gauge", "The current revision of the store.", lessor.revision);
     metric("etcd_debugging_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_debugging_mvcc_delete_total", "counter", "Deletes made (a lease's end: one per key).", c.deletes);
+    let w = null;
+    if (watches) {
+      w = { watchers: 0, slow: 0 };
+      for (const s of watches.sessions) {
+        const n = s.watcherCounts();
+        w.watchers += n.watchers;
+        w.slow += n.slow;
+      }
+      metric("etcd_debugging_mvcc_events_total", "counter", "Events handed to watchers.", watches.events);
+    }
     metric("etcd_debugging_mvcc_keys_total", "gauge", "Keys held.", lessor.keyCount);
     metric("etcd_debugging_mvcc_put_total", "counter", "Puts made.", c.puts);
     metric("etcd_debugging_mvcc_range_total", "counter", "Reads made (compares, and the reads puts and deletes make for prev_kv or ignore_*, included).", c.ranges);
+    if (w) metric("etcd_debugging_mvcc_slow_watcher_total", "gauge", "Watchers waiting for their client to read.", w.slow);
     metric("etcd_debugging_mvcc_total_put_size_in_bytes", "gauge", "Bytes of the keys and values put.", c.putBytes);
     metric("etcd_debugging_mvcc_txn_total", "counter", "Store transactions with more than one read, put or delete.", c.txns);
+    if (w) {
+      metric("etcd_debugging_mvcc_watch_stream_total", "gauge", "Watch streams open (gRPC and the gateway's).", watches.sessions.size);
+      metric("etcd_debugging_mvcc_watcher_total", "gauge", "Watchers on them.", w.watchers);
+    }
     metric("etcd_debugging_server_lease_expired_total", "counter", "Leases ended by their deadline.", c.expired);
     if (syncs) out.push(syncs.text("etcd_disk_wal_fsync_duration_seconds", "How long the journal's syncs took (fdatasync), as etcd's WAL fsyncs."));
     metric("etcd_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);

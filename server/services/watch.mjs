@@ -76,8 +76,17 @@ function fragments(resp, limit = FRAGMENT_BYTES) {
   }
 }
 
+/**
+ * What /metrics reports of watching (services/metrics.mjs): the open
+ * sessions, and the events handed to their watchers since start.
+ */
+export function createWatchStats() {
+  return { sessions: new Set(), events: 0 };
+}
+
 class Session {
   #lessor;
+  #stats;
   #header;
   #send;
   #interval;
@@ -90,8 +99,10 @@ class Session {
   #outbox = [];
   #flushing = false;
 
-  constructor({ lessor, header, progressIntervalMs }, send) {
+  constructor({ lessor, header, progressIntervalMs, stats }, send) {
     this.#lessor = lessor;
+    this.#stats = stats;
+    stats.sessions.add(this);
     this.#header = header;
     this.#send = send;
     this.#interval = progressIntervalMs;
@@ -205,6 +216,7 @@ class Session {
       return;
     }
     if (b.events.length === 0) return;
+    this.#stats.events += b.events.length;
     st.next = b.events[b.events.length - 1].kv.modRevision + 1;
     if (st.progress !== undefined) st.progress = false;
     const resp = { header: this.#head(b.revision), watch_id: id, events: b.events.map(eventOut) };
@@ -259,6 +271,16 @@ class Session {
     }
   }
 
+  /**
+   * Its watchers (those a compaction ended are gone, as from etcd's store),
+   * and how many of them wait for a slow client to read (etcd's unsynced).
+   */
+  watcherCounts() {
+    let watchers = 0;
+    for (const st of this.#watchers.values()) if (!st.compacted) watchers++;
+    return { watchers, slow: this.#blocked ? watchers : 0 };
+  }
+
   /** The client half-closed: etcd goes on sending. */
   end() {}
 
@@ -266,14 +288,16 @@ class Session {
   close() {
     if (this.#closed) return;
     this.#closed = true;
+    this.#stats.sessions.delete(this);
     clearInterval(this.#timer);
     for (const st of this.#watchers.values()) st.w?.cancel();
     this.#watchers.clear();
   }
 }
 
-export function watchService({ lessor, header, progressIntervalMs = PROGRESS_INTERVAL_MS }) {
-  const ctx = { lessor, header, progressIntervalMs: Math.max(MIN_PROGRESS_INTERVAL_MS, progressIntervalMs) };
+/** `stats`: createWatchStats()'s, which /metrics reads. */
+export function watchService({ lessor, header, progressIntervalMs = PROGRESS_INTERVAL_MS, watchStats = createWatchStats() }) {
+  const ctx = { lessor, header, progressIntervalMs: Math.max(MIN_PROGRESS_INTERVAL_MS, progressIntervalMs), stats: watchStats };
   return {
     Watch: {
       open: (send) => new Session(ctx, send),

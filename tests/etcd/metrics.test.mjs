@@ -263,3 +263,52 @@ test("/metrics: reads, puts, deletes, txns and lease ends counted as etcd's stor
   }
   assert.equal(seen[1].at(-1)[3][8], 1, "the expiry was counted");
 });
+
+test("/metrics: watch streams, watchers and the events handed to them, as etcd counts them", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const NAMES = ["etcd_debugging_mvcc_watch_stream_total", "etcd_debugging_mvcc_watcher_total", "etcd_debugging_mvcc_slow_watcher_total", "etcd_debugging_mvcc_events_total"];
+  const seen = [];
+  for (const side of [etcd, edge]) {
+    const log = [];
+    // Each step's effect shows once the stream has its answers: bounded polls.
+    const note = async (what, until) => {
+      const start = Date.now();
+      let values;
+      do {
+        const m = parse(await (await fetch(side.url + "/metrics")).text());
+        values = NAMES.map((n) => Number(m[n]?.samples[0]?.[1]));
+        if (until(values)) break;
+        await new Promise((ok) => setTimeout(ok, 20));
+      } while (Date.now() - start < 5_000);
+      log.push([what, values]);
+    };
+    await note("start", () => true);
+    const w = grpcClient(side.url, "etcdserverpb.Watch").Watch();
+    w.on("error", () => {});
+    let answers = 0;
+    w.on("data", () => answers++);
+    w.write({ create_request: { key: Buffer.from("a") } });
+    w.write({ create_request: { key: Buffer.from("a"), range_end: Buffer.from("b") } });
+    await note("two watchers", (v) => answers >= 2 && v[1] === 2);
+    await post(side.url, "/v3/kv/put", { key: b64("a"), value: b64("1") });
+    await post(side.url, "/v3/kv/put", { key: b64("a1"), value: b64("1") });
+    await note("two puts: three events", (v) => answers >= 5 && v[3] === 3);
+    w.write({ create_request: { key: Buffer.from("a"), start_revision: 1 } });
+    await note("a watcher from the past", (v) => answers >= 7 && v[3] === 4);
+    w.write({ cancel_request: { watch_id: 0 } });
+    await note("one cancelled", (v) => answers >= 8 && v[1] === 2);
+    w.cancel();
+    await note("stream gone", (v) => v[0] === 0);
+    const ac = new AbortController();
+    const r = await fetch(side.url + "/v3/watch", { method: "POST", body: JSON.stringify({ create_request: { key: b64("a") } }), signal: ac.signal });
+    await r.body.getReader().read();
+    await note("a gateway stream", (v) => v[0] === 1 && v[1] === 1);
+    ac.abort();
+    await note("gateway stream gone", (v) => v[0] === 0);
+    seen.push(log);
+  }
+  for (let i = 0; i < seen[0].length; i++) {
+    assert.deepEqual(Object.fromEntries(NAMES.map((n, j) => [n, seen[1][i][1][j]])), Object.fromEntries(NAMES.map((n, j) => [n, seen[0][i][1][j]])), seen[0][i][0]);
+  }
+  assert.deepEqual(seen[1].at(-2)[1], [1, 1, 0, 4]);
+});

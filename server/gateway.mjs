@@ -409,13 +409,17 @@ async function sessionStream(request, m, handler, count) {
 
 /**
  * `services`: the table from server/services/index.mjs; `metrics`: the text
- * of /metrics (services/metrics.mjs), or null (404 there).
+ * of /metrics (services/metrics.mjs), or null (404 there); `health`:
+ * { success, failures }, the /health answers counted for /metrics, or null.
  */
-export function createGateway({ services, metrics = null, counters = null }) {
+export function createGateway({ services, metrics = null, counters = null, health: healthCounts = null }) {
   // etcd's /health: false while an alarm is raised (except those named by
   // `exclude`, each excusing one entry of its type: etcd's checkHealth
   // forgets the name once used), or when the engine fails. Go's http.Error
   // ends the false answer with a newline.
+  // Counted for /metrics as etcd counts them: an answer refused for an
+  // alarm is neither a success nor a failure.
+  const count = (outcome) => healthCounts && healthCounts[outcome]++;
   async function health(query) {
     try {
       const excluded = new Set(query.getAll("exclude"));
@@ -426,8 +430,10 @@ export function createGateway({ services, metrics = null, counters = null }) {
       // (etcd's check reads through raft, not its store: Status reads the
       // engine without counting a range in /metrics.)
       await services.get("etcdserverpb.Maintenance/Status")({}, { size: 0 });
+      count("success");
       return text(200, '{"health":"true"}');
     } catch {
+      count("failures");
       return text(503, '{"health":"false"}\n');
     }
   }

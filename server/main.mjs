@@ -150,7 +150,8 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
   });
 }
 const calls = createCallCounters(schema);
-gateway = createGateway({ services, counters: calls, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs, watches }) });
+const health = { success: 0, failures: 0 };
+gateway = createGateway({ services, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs, watches, health }) });
 grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, counters: calls });
 
 for (const s of servers) {

@@ -121,7 +121,8 @@ export class LeaseNamespace {
     const services = createServices({ lessor, store, member, maxSnapshotBytes: 8 * 1024 * 1024, watchStats: watches, onFatal });
     // Calls counted since the object woke (its /metrics' gRPC counters: the gateway's calls).
     const calls = createCallCounters(schema);
-    this.#gateway = createGateway({ services, counters: calls, metrics: createMetrics({ lessor, store, member, quotaBytes: options.quotaBytes, calls, watches }) });
+    const health = { success: 0, failures: 0 };
+    this.#gateway = createGateway({ services, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes: options.quotaBytes, calls, watches, health }) });
     this.#sockets = new Sockets({ ctx: this.#ctx, services, dl: this.#dl, named: (n, u) => this.#named(n, u) });
   }
 

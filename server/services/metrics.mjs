@@ -122,9 +122,10 @@ export function goFloat(v) {
  * maxFds }, any of them left out) or is null; `calls`, the gRPC
  * transport's counts (createCallCounters), or null; `syncs`, a histogram of
  * the journal's syncs (createHistogram), or null; `watches`, the watch
- * service's (services/watch.mjs createWatchStats), or null.
+ * service's (services/watch.mjs createWatchStats), or null; `health`, the
+ * gateway's { success, failures } count of /health answers, or null.
  */
-export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null, calls = null, syncs = null, watches = null }) {
+export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null, calls = null, syncs = null, watches = null, health = null }) {
   return () => {
     const out = [];
     const metric = (name, type, help, value, labels = "") => {
@@ -162,13 +163,25 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
       metric("etcd_debugging_mvcc_watcher_total", "gauge", "Watchers on them.", w.watchers);
     }
     metric("etcd_debugging_server_lease_expired_total", "counter", "Leases ended by their deadline.", c.expired);
+    // (The journal's sync is what makes a write durable, etcd's WAL fsync
+    // and its backend commit in one.)
+    if (syncs) out.push(syncs.text("etcd_disk_backend_commit_duration_seconds", "How long the journal's syncs took (fdatasync): the store's commits."));
     if (syncs) out.push(syncs.text("etcd_disk_wal_fsync_duration_seconds", "How long the journal's syncs took (fdatasync), as etcd's WAL fsyncs."));
     metric("etcd_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_mvcc_db_total_size_in_use_in_bytes", "gauge", "The bytes of the store in use.", dbSizeInUse);
+    // etcd 3.4 gives these under both names.
+    metric("etcd_mvcc_delete_total", "counter", "Deletes made (a lease's end: one per key).", c.deletes);
+    metric("etcd_mvcc_put_total", "counter", "Puts made.", c.puts);
+    metric("etcd_mvcc_range_total", "counter", "Reads made (compares, and the reads puts and deletes make for prev_kv or ignore_*, included).", c.ranges);
+    metric("etcd_mvcc_txn_total", "counter", "Store transactions with more than one read, put or delete.", c.txns);
     if (calls) {
       const [received, sent] = calls.bytes();
       metric("etcd_network_client_grpc_received_bytes_total", "counter", "Bytes of the messages received from gRPC clients.", received);
       metric("etcd_network_client_grpc_sent_bytes_total", "counter", "Bytes of the messages sent to gRPC clients.", sent);
+    }
+    if (health) {
+      metric("etcd_server_health_failures", "counter", "/health answers that were not healthy.", health.failures);
+      metric("etcd_server_health_success", "counter", "/health answers that were healthy.", health.success);
     }
     metric("etcd_server_has_leader", "gauge", "Whether a leader exists: 1 (a single member leads itself).", 1);
     metric("etcd_server_id", "gauge", "The member's id in hexadecimal: 1 for the server_id label.", 1, `{server_id="${BigInt(member.id).toString(16)}"}`);
@@ -186,6 +199,8 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_server_version", "gauge", "The server version: 1 for the server_version label.", 1, `{server_version="${SERVER_VERSION}"}`);
     if (calls) out.push(calls.text());
     const p = host?.() ?? {};
+    metric("os_fd_limit", "gauge", "The most open file descriptors allowed.", p.maxFds);
+    metric("os_fd_used", "gauge", "Open file descriptors.", p.openFds);
     metric("process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.", p.cpuSeconds);
     metric("process_max_fds", "gauge", "The most open file descriptors allowed.", p.maxFds);
     metric("process_open_fds", "gauge", "Open file descriptors.", p.openFds);

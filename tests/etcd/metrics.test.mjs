@@ -176,6 +176,11 @@ const COUNTS = [
   "etcd_debugging_lease_revoked_total",
   "etcd_debugging_lease_renewed_total",
   "etcd_debugging_server_lease_expired_total",
+  // (etcd 3.4 gives the first four under these names too)
+  "etcd_mvcc_range_total",
+  "etcd_mvcc_put_total",
+  "etcd_mvcc_delete_total",
+  "etcd_mvcc_txn_total",
 ];
 
 test("/metrics: reads, puts, deletes, txns and lease ends counted as etcd's store and lessor count them", async (t) => {
@@ -311,4 +316,30 @@ test("/metrics: watch streams, watchers and the events handed to them, as etcd c
     assert.deepEqual(Object.fromEntries(NAMES.map((n, j) => [n, seen[1][i][1][j]])), Object.fromEntries(NAMES.map((n, j) => [n, seen[0][i][1][j]])), seen[0][i][0]);
   }
   assert.deepEqual(seen[1].at(-2)[1], [1, 1, 0, 4]);
+});
+
+test("/metrics: /health answers counted as etcd counts them, alarms and exclusions included", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const seen = [];
+  for (const side of [etcd, edge]) {
+    const member = (await post(side.url, "/v3/cluster/member/list", {})).body.members[0].ID;
+    const log = [];
+    const health = async (query = "") => {
+      const r = await fetch(side.url + "/health" + query);
+      await r.text();
+      const m = parse(await (await fetch(side.url + "/metrics")).text());
+      log.push([query, r.status, Number(m.etcd_server_health_success?.samples[0]?.[1]), Number(m.etcd_server_health_failures?.samples[0]?.[1])]);
+    };
+    await health();
+    await health();
+    assert.equal((await post(side.url, "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: member, alarm: "NOSPACE" })).status, 200);
+    await health();
+    await health("?exclude=NOSPACE");
+    await health("?exclude=CORRUPT");
+    assert.equal((await post(side.url, "/v3/maintenance/alarm", { action: "DEACTIVATE", memberID: member, alarm: "NOSPACE" })).status, 200);
+    await health();
+    seen.push(log);
+  }
+  assert.deepEqual(seen[1], seen[0]);
+  assert.ok(seen[1].some(([, status]) => status === 503), JSON.stringify(seen[1]));
 });

@@ -245,16 +245,18 @@ export interface DeleteRangeResult {
   prevKvs: KeyValue[];
 }
 
-export interface KvPutRequest {
+export type KvPutRequest = {
   key: Bytes;
-  value?: Bytes;
+  /** Checked even with `ignoreLease` by `put(request)`, as etcd's Put (its wire API refuses the pair). */
   lease?: LeaseId | bigint | null;
   prevKv?: boolean;
-  /** Keep the key's value (it must exist). */
-  ignoreValue?: boolean;
   /** Keep the key's lease (it must exist). */
   ignoreLease?: boolean;
-}
+} & (
+  | { value: Bytes; ignoreValue?: false }
+  /** Keep the key's value (it must exist). */
+  | { value?: undefined; ignoreValue: true }
+);
 
 export type Compare = KeyRange &
   (

@@ -168,6 +168,7 @@ export class H2Session {
     socket.on("close", () => this.destroy());
     socket.on("error", () => this.destroy());
     this.reads = readBytes(socket, (bytes) => this.input(bytes));
+    this.reads.start();
     this.flush();
   }
 

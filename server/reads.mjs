@@ -14,6 +14,9 @@
 const SHARED = Buffer.allocUnsafe(64 * 1024);
 
 function streamState() {
+  // (process.binding is deprecated, in documentation only: a process that
+  // turns deprecations into errors gets the stream path.)
+  if (process.throwDeprecation) return null;
   try {
     const b = process.binding("stream_wrap");
     if (b.streamBaseState && Number.isInteger(b.kReadBytesOrError)) return b;
@@ -25,36 +28,46 @@ function streamState() {
 const state = streamState();
 
 /**
- * Calls `onBytes(buf)` with each read of `socket`, starting with what its
- * stream holds already (bytes a sniffer put back). EOF and errors still come
- * as the socket's 'end', 'error' and 'close'. Returns `{ pause, resume }`,
- * which stop and restart reading. `direct: false` forces the stream path.
+ * Reads `socket` into `onBytes(buf)`: returns `{ start, pause, resume }`.
+ * `start()` hands over what its stream holds already (bytes a sniffer put
+ * back) and starts reading: call it once the controller is kept, since
+ * `onBytes` may need it at once. EOF and errors still come as the socket's
+ * 'end', 'error' and 'close'. The socket's read timer (setTimeout) does not
+ * see these reads. `direct: false` forces the stream path.
  */
 export function readBytes(socket, onBytes, { direct = state !== null } = {}) {
-  const pending = socket.read();
   const handle = socket._handle;
   if (!direct || !handle || typeof handle.useUserBuffer !== "function") {
-    socket.on("data", onBytes);
-    if (pending) onBytes(pending);
-    socket.resume();
-    return { pause: () => socket.pause(), resume: () => socket.resume() };
+    return {
+      start() {
+        const pending = socket.read();
+        socket.on("data", onBytes);
+        if (pending) onBytes(pending);
+        socket.resume();
+      },
+      pause: () => socket.pause(),
+      resume: () => socket.resume(),
+    };
   }
   const { streamBaseState, kReadBytesOrError } = state;
-  const onStreamRead = handle.onread;
-  handle.useUserBuffer(SHARED);
-  handle.onread = function (arrayBuffer) {
-    const n = streamBaseState[kReadBytesOrError];
-    if (n > 0) {
-      if (!socket.destroyed) onBytes(SHARED.subarray(0, n));
-      return undefined;
-    }
-    // EOF and errors: the stream's own handling, so 'end' and 'error' come as before.
-    return onStreamRead.call(this, arrayBuffer);
-  };
-  // Flowing, so that the stream's EOF is emitted as 'end'.
-  socket.resume();
-  if (pending) onBytes(pending);
   return {
+    start() {
+      const pending = socket.read();
+      const onStreamRead = handle.onread;
+      handle.useUserBuffer(SHARED);
+      handle.onread = function (arrayBuffer) {
+        const n = streamBaseState[kReadBytesOrError];
+        if (n > 0) {
+          if (!socket.destroyed) onBytes(SHARED.subarray(0, n));
+          return undefined;
+        }
+        // EOF and errors: the stream's own handling, so 'end' and 'error' come as before.
+        return onStreamRead.call(this, arrayBuffer);
+      };
+      // Flowing, so that the stream's EOF is emitted as 'end'.
+      socket.resume();
+      if (pending) onBytes(pending);
+    },
     pause() {
       if (!socket._handle || !handle.reading) return;
       handle.reading = false;

@@ -153,10 +153,12 @@ impl Lessor {
             .iter()
             .chain(&req.failure)
             .any(|op| !matches!(op, Op::Range(_)));
-        if checked.is_err() || writes {
-            std::mem::take(&mut reads).end(&mut self.counts);
+        if let Err(e) = checked {
+            reads.end(&mut self.counts);
+            return Err(e);
         }
-        checked?;
+        // (A write the quota refuses counts nothing: etcd refuses it before
+        // its store sees it.)
         let (resp, mut t) = self.with_space(|l| {
             let mut w = Write::new(&l.kv);
             let mut t = Tally::default();
@@ -164,7 +166,9 @@ impl Lessor {
             resp.revision = l.commit(w)?;
             Ok((resp, t))
         })?;
-        if !writes {
+        if writes {
+            reads.end(&mut self.counts);
+        } else {
             t.add(reads);
         }
         t.end(&mut self.counts);

@@ -210,6 +210,15 @@ impl Lessor {
                 events.push(i);
             }
             w.next = upto;
+            if w.req.prev_kv {
+                // etcd's watch stream reads each event's previous version
+                // from the store (a range, counted) unless it created the key.
+                let creates = |i: &&usize| {
+                    (out.events[**i].entry.as_ref())
+                        .is_some_and(|e| e.create_revision == e.mod_revision)
+                };
+                self.counts.ranges += events.iter().filter(|i| !creates(i)).count() as u64;
+            }
             if !events.is_empty() {
                 out.batches.push(WatchEvents {
                     id,

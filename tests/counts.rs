@@ -6,7 +6,7 @@
 
 use edge_lease::{
     Compare, CompareResult, CompareTarget, Config, Counts, DeleteRequest, Error, Lessor, Op,
-    PutOptions, PutRequest, RangeRequest, TxnRequest,
+    PutOptions, PutRequest, RangeRequest, TxnRequest, WatchRequest,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -279,4 +279,67 @@ fn lease_calls_count_as_etcd_counts_them() {
     assert_eq!(d, [0; 9], "revoke of an unknown lease");
     let d = delta(&mut l, |l| assert_eq!(l.tick(T0 + 10_000).expired.len(), 1));
     assert_eq!(d, [0, 0, 2, 1, 0, 0, 1, 0, 1], "expiry, two keys");
+}
+
+#[test]
+fn a_write_the_quota_refuses_counts_nothing() {
+    // (etcd refuses it before its store sees it.)
+    let mut l = Lessor::new(Config {
+        quota_bytes: 256,
+        max_key_bytes: 16,
+        max_value_bytes: 256,
+        ..Default::default()
+    })
+    .unwrap();
+    let big = "x".repeat(250);
+    let eq = CompareResult::Equal;
+    let d = delta(&mut l, |l| {
+        let t = txn(
+            vec![version_is("a", eq, 0), version_is("b", eq, 0)],
+            vec![Op::Put(put("c", &big, PutOptions::default()))],
+        );
+        assert_eq!(l.txn(T0, &t), Err(Error::NoSpace));
+        assert_eq!(
+            l.put_kv(T0, &put("c", &big, PutOptions::default())),
+            Err(Error::NoSpace)
+        );
+    });
+    assert_eq!(d, [0; 9]);
+}
+
+#[test]
+fn prev_kv_watchers_read_each_previous_version_but_a_creations() {
+    // etcd's watch stream reads the previous version of each event it
+    // sends a prev_kv watcher (a range), except for an event that created
+    // its key.
+    let mut l = Lessor::new(Config::default()).unwrap();
+    let watch = |l: &mut Lessor, prev_kv| {
+        let req = WatchRequest {
+            key: b"k".to_vec(),
+            range_end: Vec::new(),
+            start_revision: 0,
+            prev_kv,
+            no_put: false,
+            no_delete: false,
+        };
+        l.watch(&req).unwrap()
+    };
+    watch(&mut l, true);
+    watch(&mut l, false);
+    let d = delta(&mut l, |l| {
+        l.put_kv(T0, &put("k", "1", PutOptions::default())).unwrap(); // creates k
+        l.put_kv(T0, &put("k", "2", PutOptions::default())).unwrap();
+        let gone = DeleteRequest {
+            key: b"k".to_vec(),
+            range_end: Vec::new(),
+            prev_kv: false,
+        };
+        l.delete_range(T0, &gone).unwrap();
+        let polled = l.poll_watches();
+        assert_eq!(
+            polled.batches.iter().map(|b| b.events.len()).sum::<usize>(),
+            6
+        );
+    });
+    assert_eq!(d, [2, 2, 1, 0, 4, 0, 0, 0, 0]);
 }

@@ -343,3 +343,34 @@ test("/metrics: /health answers counted as etcd counts them, alarms and exclusio
   assert.deepEqual(seen[1], seen[0]);
   assert.ok(seen[1].some(([, status]) => status === 503), JSON.stringify(seen[1]));
 });
+
+test("/metrics: a prev_kv watcher's events count the reads etcd makes for them (not for a creation)", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const moved = [];
+  for (const side of [etcd, edge]) {
+    const ranges = async () => Number(parse(await (await fetch(side.url + "/metrics")).text()).etcd_debugging_mvcc_range_total.samples[0][1]);
+    const w = grpcClient(side.url, "etcdserverpb.Watch").Watch();
+    w.on("error", () => {});
+    let events = 0;
+    const all = new Promise((ok) => w.on("data", (r) => (events += r.events?.length ?? 0) >= 3 && ok()));
+    const created = new Promise((ok) => w.once("data", ok));
+    w.write({ create_request: { key: Buffer.from("k"), prev_kv: true } });
+    await created;
+    const before = await ranges();
+    await post(side.url, "/v3/kv/put", { key: b64("k"), value: b64("1") }); // creates k: no read
+    await post(side.url, "/v3/kv/put", { key: b64("k"), value: b64("2") });
+    await post(side.url, "/v3/kv/deleterange", { key: b64("k") });
+    await Promise.race([all, new Promise((ok) => setTimeout(ok, 5_000))]);
+    assert.equal(events, 3, side.name);
+    // etcd counts its reads as it sends: bounded wait for the last to show.
+    let now = await ranges();
+    for (let i = 0; i < 50 && now - before < 2; i++) {
+      await new Promise((ok) => setTimeout(ok, 20));
+      now = await ranges();
+    }
+    moved.push(now - before);
+    w.cancel();
+  }
+  assert.equal(moved[1], moved[0]);
+  assert.equal(moved[0], 2);
+});

@@ -84,6 +84,10 @@ const plain = lessor.put("a", "v");
 if (!plain.created) {
   const maybe: Entry | undefined = plain.prev;
 }
+// etcd's Put, and the counts etcd's metrics keep.
+const etcdPut: { revision: number } = lessor.put({ key: "a", value: "v", prevKv: true, lease: g.id });
+lessor.put({ key: "a", ignoreValue: true, ignoreLease: true });
+const counted: number = lessor.counts.ranges + lessor.counts.puts + lessor.counts.expired;
 
 // Each event type carries its own fields.
 lessor.addEventListener("grant", (ev) => {
@@ -129,6 +133,10 @@ lessor.put("k", 5);
 lessor.put("k", new ArrayBuffer(1));
 // @ts-expect-error unknown option
 lessor.put("k", "v", { ttl: 5 });
+// @ts-expect-error etcd's Put needs a value unless it keeps the old one
+lessor.put({ key: "k" });
+// @ts-expect-error counts are read-only figures, not a method
+lessor.counts();
 // @ts-expect-error a created put has no previous entry
 lessor.put("k", "v", { ifAbsent: true }).prev.value;
 // @ts-expect-error without ifAbsent or prevKv an existing key's prev may be missing

@@ -37,6 +37,7 @@ for (const direct of [true, false]) {
         socket.pause();
         socket.unshift(first);
         reads = readBytes(socket, (bytes) => got.push(Buffer.from(bytes)), { direct });
+        reads.start();
         accepted(socket);
       });
     });
@@ -70,6 +71,47 @@ for (const direct of [true, false]) {
 
       client.end();
       await within(ended, "the socket's end");
+    } finally {
+      client.destroy();
+      server.close();
+    }
+  });
+}
+
+for (const direct of [true, false]) {
+  const path = direct ? "off the handle" : "through the stream";
+  test(`readBytes ${path}: the controller can be used from the first bytes' callback (those put back)`, async () => {
+    let reads = null;
+    const calls = [];
+    let done;
+    const finished = new Promise((r) => (done = r));
+    const server = createServer((socket) => {
+      socket.once("data", (first) => {
+        socket.pause();
+        socket.unshift(first);
+        // h2.mjs may have to pause reading while it handles the first bytes.
+        reads = readBytes(
+          socket,
+          (bytes) => {
+            reads.pause();
+            calls.push(Buffer.from(bytes).toString());
+            reads.resume();
+          },
+          { direct },
+        );
+        reads.start();
+        done(socket);
+      });
+    });
+    server.listen(0, "127.0.0.1");
+    await within(once(server, "listening"), "listen");
+    const client = connect(server.address().port, "127.0.0.1");
+    try {
+      await within(once(client, "connect"), "connect");
+      client.write("preface");
+      await within(finished, "accept");
+      client.write("more");
+      await until(() => calls.join("") === "prefacemore", "both reads");
     } finally {
       client.destroy();
       server.close();

@@ -39,7 +39,7 @@ const WATCH_WINDOW = 8;
 // table has each server's median run. This machine drifts by up to 30%
 // over minutes: runs of the two measured side by side compare them more
 // fairly than one suite after the other.
-const ROUNDS = 3;
+const ROUNDS = 5;
 
 // Servers that do no work, measured with the same load generator: what is
 // left is what their transport costs.

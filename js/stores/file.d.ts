@@ -43,6 +43,8 @@ export class FileStore implements Storage {
   write(batch: Batch): void | Promise<void>;
   /** Whether this store was opened with `groupCommit`. */
   readonly pipelined: boolean;
+  /** Bytes of records appended to the journal since the store was opened. */
+  readonly bytesWritten: number;
   /**
    * Continues in a new journal at once, then writes `entries` as the new
    * snapshot without blocking the event loop, and removes the old

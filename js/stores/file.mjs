@@ -703,6 +703,7 @@ export class FileStore {
   #loopSyncMaxMs;
   // Hears how long each journal sync took (ms), for a server's metrics.
   #onSync;
+  #written = 0; // bytes appended to journals since open
   // Records written and not yet appended (this turn's), and who waits.
   #pending = [];
   #waiting = [];
@@ -826,6 +827,11 @@ export class FileStore {
     return this.#nextRound();
   }
 
+  /** Bytes of records appended to the journal since the store was opened (a server's metrics). */
+  get bytesWritten() {
+    return this.#written;
+  }
+
   /** With groupCommit: batches may come before earlier ones are durable (the journal keeps their order). */
   get pipelined() {
     return this.#group;
@@ -941,6 +947,7 @@ export class FileStore {
         this.#allocated = size;
       }
       writeAll(this.#fd, rec, this.#journalBytes);
+      this.#written += rec.length;
       if (sync) this.#syncNow();
     } catch (e) {
       // Cut off whatever part of the record got written, so the failed

@@ -167,6 +167,7 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     // and its backend commit in one.)
     if (syncs) out.push(syncs.text("etcd_disk_backend_commit_duration_seconds", "How long the journal's syncs took (fdatasync): the store's commits."));
     if (syncs) out.push(syncs.text("etcd_disk_wal_fsync_duration_seconds", "How long the journal's syncs took (fdatasync), as etcd's WAL fsyncs."));
+    metric("etcd_disk_wal_write_bytes_total", "gauge", "Bytes of records appended to the journal since start.", store?.bytesWritten);
     metric("etcd_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_mvcc_db_total_size_in_use_in_bytes", "gauge", "The bytes of the store in use.", dbSizeInUse);
     // etcd 3.4 gives these under both names.

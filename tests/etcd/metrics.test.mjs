@@ -65,6 +65,7 @@ test("/metrics: etcd's names, types and labels, and its values for the data", as
       assert.equal(m.samples[0][0], `{server_id="${BigInt(id).toString(16)}"}`);
     }
     if (name.startsWith("process_")) assert.ok(Number(m.samples[0][1]) > 0, `${name} ${m.samples[0][1]}`);
+    if (name === "etcd_disk_wal_write_bytes_total") assert.ok(Number(m.samples[0][1]) > 0, `${name} ${m.samples[0][1]}`);
     if (name === "etcd_disk_wal_fsync_duration_seconds") assert.ok(Number(m.samples.at(-1)[1]) >= 3, `${name}: every write synced: ${m.samples.at(-1)}`);
   }
   // Go's float formatting, as etcd's values are written.

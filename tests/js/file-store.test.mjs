@@ -277,12 +277,14 @@ test("a batch from the core is appended as it comes; one whose bytes do not chec
     assert.deepEqual(journal.subarray(at + REC_HEADER, at + REC_HEADER + len), Buffer.from(b.bytes));
     at += REC_HEADER + len;
   }
+  assert.equal(store.bytesWritten, at - FILE_HEADER, "bytesWritten counts the records appended");
   // A store-made batch whose bytes are not a whole batch: its entries count.
   store.write({ bytes: new Uint8Array([9, 9, 9]), put: [["v1/host/note", new Uint8Array([1])]], delete: [] });
   store.write({ bytes: new Uint8Array([1, 0, 0, 0, 200, 0, 0, 0]), put: [], delete: ["v1/host/note"] });
   const want = state(lessor);
   store.close();
   const again = FileStore.open(dir);
+  assert.equal(again.bytesWritten, 0, "since this open");
   const entries = new Map(again.entries());
   assert.equal(entries.has("v1/host/note"), false);
   assert.deepEqual(state(new Lessor({ now: () => T0, autoTick: false, restore: entries })), want);

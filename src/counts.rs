@@ -29,6 +29,24 @@ pub struct Counts {
     pub expired: u64,
 }
 
+impl Counts {
+    /// Every count, in field order: ranges, puts, deletes, txns, put
+    /// bytes, granted, revoked, renewed, expired (the binding's order).
+    pub fn fields(&self) -> [u64; 9] {
+        [
+            self.ranges,
+            self.puts,
+            self.deletes,
+            self.txns,
+            self.put_bytes,
+            self.granted,
+            self.revoked,
+            self.renewed,
+            self.expired,
+        ]
+    }
+}
+
 /// One store transaction's reads, puts and deletes, counted when it ends.
 #[derive(Debug, Default)]
 pub struct Tally {

@@ -45,15 +45,7 @@ impl Lessor {
         opts: PutOptions,
     ) -> Result<PutResult> {
         let now = self.observe(now);
-        let (r, t) = self.with_space(|l| {
-            let mut w = Write::new(&l.kv);
-            let mut t = Tally::default();
-            let r = l.stage_put(now, &mut w, &mut t, key, value, opts)?;
-            l.commit(w)?;
-            Ok((r, t))
-        })?;
-        t.end(&mut self.counts);
-        Ok(r)
+        self.write_put(now, key, value, opts)
     }
 
     /// etcd's Put: as a one-put [`Lessor::txn`] but for the order of its
@@ -67,23 +59,27 @@ impl Lessor {
             return Err(Error::LeaseNotFound(o.lease));
         }
         if (o.ignore_value || o.ignore_lease)
-            && !self
-                .kv
-                .get(&p.key)
-                .is_some_and(|e| self.leases.keeps(e.lease, now))
+            && self.current(now, &Write::new(&self.kv), &p.key).is_none()
         {
             // etcd read the key to find it missing.
-            Tally {
-                ranges: 1,
-                ..Tally::default()
-            }
-            .end(&mut self.counts);
+            self.counts.ranges += 1;
             return Err(Error::KeyNotFound);
         }
+        self.write_put(now, &p.key, &p.value, o)
+    }
+
+    /// One put in a revision of its own, counted once it is committed.
+    fn write_put(
+        &mut self,
+        now: i64,
+        key: &[u8],
+        value: &[u8],
+        opts: PutOptions,
+    ) -> Result<PutResult> {
         let (r, t) = self.with_space(|l| {
             let mut w = Write::new(&l.kv);
             let mut t = Tally::default();
-            let r = l.stage_put(now, &mut w, &mut t, &p.key, &p.value, o)?;
+            let r = l.stage_put(now, &mut w, &mut t, key, value, opts)?;
             l.commit(w)?;
             Ok((r, t))
         })?;
@@ -148,15 +144,15 @@ impl Lessor {
         let checked = self
             .check_branch(now, req, &path, &mut 0, &mut reads, Pass::Puts)
             .and_then(|_| self.check_branch(now, req, &path, &mut 0, &mut reads, Pass::Ranges));
+        if let Err(e) = checked {
+            reads.end(&mut self.counts);
+            return Err(e);
+        }
         let writes = req
             .success
             .iter()
             .chain(&req.failure)
             .any(|op| !matches!(op, Op::Range(_)));
-        if let Err(e) = checked {
-            reads.end(&mut self.counts);
-            return Err(e);
-        }
         // (A write the quota refuses counts nothing: etcd refuses it before
         // its store sees it.)
         let (resp, mut t) = self.with_space(|l| {

@@ -586,11 +586,7 @@ impl RawLessor {
 
     /// Range: a codec range request in, a codec range response out.
     pub fn range_kv(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let mut r = Reader::new(req);
-        let q = r
-            .range()
-            .and_then(|q| r.end().map(|_| q))
-            .map_err(|e| js_error(&e))?;
+        let q = Reader::whole(req, Reader::range).map_err(|e| js_error(&e))?;
         let resp = self.inner.range_kv(ms(now), &q).map_err(|e| js_error(&e))?;
         let mut w = Writer::default();
         w.range(&resp);
@@ -599,42 +595,20 @@ impl RawLessor {
 
     /// etcd's Put: a codec put request in, a codec put response out.
     pub fn put_kv(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let mut r = Reader::new(req);
-        let p = r
-            .put()
-            .and_then(|p| r.end().map(|_| p))
-            .map_err(|e| js_error(&e))?;
+        let p = Reader::whole(req, Reader::put).map_err(|e| js_error(&e))?;
         let resp = self.inner.put_kv(ms(now), &p).map_err(|e| js_error(&e))?;
         let mut w = Writer::default();
         w.put(&p.key, &resp);
         Ok(w.0)
     }
 
-    /// The counts etcd's metrics keep ([`crate::Counts`]), in its
-    /// field order: ranges, puts, deletes, txns, put bytes, granted,
-    /// revoked, renewed, expired.
+    /// The counts etcd's metrics keep, in `Counts::fields`'s order.
     pub fn counts(&self) -> Float64Array {
-        let c = self.inner.counts();
-        let v = [
-            c.ranges,
-            c.puts,
-            c.deletes,
-            c.txns,
-            c.put_bytes,
-            c.granted,
-            c.revoked,
-            c.renewed,
-            c.expired,
-        ];
-        Float64Array::from(&v.map(|n| n as f64)[..])
+        Float64Array::from(&self.inner.counts().fields().map(|n| n as f64)[..])
     }
 
     pub fn delete_range(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let mut r = Reader::new(req);
-        let d = r
-            .delete()
-            .and_then(|d| r.end().map(|_| d))
-            .map_err(|e| js_error(&e))?;
+        let d = Reader::whole(req, Reader::delete).map_err(|e| js_error(&e))?;
         let resp = self
             .inner
             .delete_range(ms(now), &d)
@@ -645,11 +619,7 @@ impl RawLessor {
     }
 
     pub fn txn(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let mut r = Reader::new(req);
-        let t = r
-            .txn()
-            .and_then(|t| r.end().map(|_| t))
-            .map_err(|e| js_error(&e))?;
+        let t = Reader::whole(req, Reader::txn).map_err(|e| js_error(&e))?;
         let resp = self.inner.txn(ms(now), &t).map_err(|e| js_error(&e))?;
         let mut w = Writer::default();
         w.txn(&t, &resp);
@@ -698,11 +668,7 @@ impl RawLessor {
 
     /// Starts a watcher from a codec watch request; returns its id.
     pub fn watch(&mut self, req: &[u8]) -> Result<f64, JsValue> {
-        let mut r = Reader::new(req);
-        let q = r
-            .watch()
-            .and_then(|q| r.end().map(|_| q))
-            .map_err(|e| js_error(&e))?;
+        let q = Reader::whole(req, Reader::watch).map_err(|e| js_error(&e))?;
         self.inner
             .watch(&q)
             .map(|id| id as f64)

@@ -5,8 +5,8 @@
 //! (tests/etcd/metrics.test.mjs) compares the same counters live.
 
 use edge_lease::{
-    Compare, CompareResult, CompareTarget, Config, Counts, DeleteRequest, Error, Lessor, Op,
-    PutOptions, PutRequest, RangeRequest, TxnRequest, WatchRequest,
+    Compare, CompareResult, CompareTarget, Config, DeleteRequest, Error, Lessor, Op, PutOptions,
+    PutRequest, RangeRequest, TxnRequest, WatchRequest,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -43,26 +43,12 @@ fn txn(compare: Vec<Compare>, success: Vec<Op>) -> TxnRequest {
     }
 }
 
-/// Runs `f` and returns how the counts moved: (ranges, puts, deletes, txns,
-/// put bytes, granted, revoked, renewed, expired).
+/// Runs `f` and returns how the counts moved, in `Counts::fields`'s order
+/// (ranges, puts, deletes, txns, put bytes, granted, revoked, renewed, expired).
 fn delta<T>(l: &mut Lessor, f: impl FnOnce(&mut Lessor) -> T) -> [u64; 9] {
-    let a = l.counts();
+    let a = l.counts().fields();
     f(l);
-    let b = l.counts();
-    let v = |c: Counts| {
-        [
-            c.ranges,
-            c.puts,
-            c.deletes,
-            c.txns,
-            c.put_bytes,
-            c.granted,
-            c.revoked,
-            c.renewed,
-            c.expired,
-        ]
-    };
-    let (a, b) = (v(a), v(b));
+    let b = l.counts().fields();
     std::array::from_fn(|i| b[i] - a[i])
 }
 

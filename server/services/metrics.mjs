@@ -141,28 +141,29 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_debugging_mvcc_compact_revision", "gauge", "The revision of the last compaction (-1: none).", lessor.compactRevision);
     metric("etcd_debugging_mvcc_current_revision", "gauge", "The current revision of the store.", lessor.revision);
     metric("etcd_debugging_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
-    metric("etcd_debugging_mvcc_delete_total", "counter", "Deletes made (a lease's end: one per key).", c.deletes);
-    let w = null;
+    metric("etcd_debugging_mvcc_keys_total", "gauge", "Keys held.", lessor.keyCount);
+    // etcd 3.4 gives these four under both names.
+    for (const prefix of ["etcd_debugging_mvcc", "etcd_mvcc"]) {
+      metric(`${prefix}_delete_total`, "counter", "Deletes made (a lease's end: one per key).", c.deletes);
+      metric(`${prefix}_put_total`, "counter", "Puts made.", c.puts);
+      metric(`${prefix}_range_total`, "counter", "Reads made (compares, and the reads puts and deletes make for prev_kv or ignore_*, included).", c.ranges);
+      metric(`${prefix}_txn_total`, "counter", "Store transactions with more than one read, put or delete.", c.txns);
+    }
+    metric("etcd_debugging_mvcc_total_put_size_in_bytes", "gauge", "Bytes of the keys and values put.", c.putBytes);
+    metric("etcd_debugging_server_lease_expired_total", "counter", "Leases ended by their deadline.", c.expired);
     if (watches) {
-      w = { watchers: 0, slow: 0 };
+      let watchers = 0;
+      let slow = 0;
       for (const s of watches.sessions) {
         const n = s.watcherCounts();
-        w.watchers += n.watchers;
-        w.slow += n.slow;
+        watchers += n.watchers;
+        slow += n.slow;
       }
       metric("etcd_debugging_mvcc_events_total", "counter", "Events handed to watchers.", watches.events);
-    }
-    metric("etcd_debugging_mvcc_keys_total", "gauge", "Keys held.", lessor.keyCount);
-    metric("etcd_debugging_mvcc_put_total", "counter", "Puts made.", c.puts);
-    metric("etcd_debugging_mvcc_range_total", "counter", "Reads made (compares, and the reads puts and deletes make for prev_kv or ignore_*, included).", c.ranges);
-    if (w) metric("etcd_debugging_mvcc_slow_watcher_total", "gauge", "Watchers waiting for their client to read.", w.slow);
-    metric("etcd_debugging_mvcc_total_put_size_in_bytes", "gauge", "Bytes of the keys and values put.", c.putBytes);
-    metric("etcd_debugging_mvcc_txn_total", "counter", "Store transactions with more than one read, put or delete.", c.txns);
-    if (w) {
+      metric("etcd_debugging_mvcc_slow_watcher_total", "gauge", "Watchers waiting for their client to read.", slow);
       metric("etcd_debugging_mvcc_watch_stream_total", "gauge", "Watch streams open (gRPC and the gateway's).", watches.sessions.size);
-      metric("etcd_debugging_mvcc_watcher_total", "gauge", "Watchers on them.", w.watchers);
+      metric("etcd_debugging_mvcc_watcher_total", "gauge", "Watchers on them.", watchers);
     }
-    metric("etcd_debugging_server_lease_expired_total", "counter", "Leases ended by their deadline.", c.expired);
     // (The journal's sync is what makes a write durable, etcd's WAL fsync
     // and its backend commit in one.)
     if (syncs) out.push(syncs.text("etcd_disk_backend_commit_duration_seconds", "How long the journal's syncs took (fdatasync): the store's commits."));
@@ -170,11 +171,6 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_disk_wal_write_bytes_total", "gauge", "Bytes of records appended to the journal since start.", store?.bytesWritten);
     metric("etcd_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_mvcc_db_total_size_in_use_in_bytes", "gauge", "The bytes of the store in use.", dbSizeInUse);
-    // etcd 3.4 gives these under both names.
-    metric("etcd_mvcc_delete_total", "counter", "Deletes made (a lease's end: one per key).", c.deletes);
-    metric("etcd_mvcc_put_total", "counter", "Puts made.", c.puts);
-    metric("etcd_mvcc_range_total", "counter", "Reads made (compares, and the reads puts and deletes make for prev_kv or ignore_*, included).", c.ranges);
-    metric("etcd_mvcc_txn_total", "counter", "Store transactions with more than one read, put or delete.", c.txns);
     if (calls) {
       const [received, sent] = calls.bytes();
       metric("etcd_network_client_grpc_received_bytes_total", "counter", "Bytes of the messages received from gRPC clients.", received);
@@ -208,6 +204,8 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("process_resident_memory_bytes", "gauge", "Resident memory, in bytes.", p.residentBytes);
     metric("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.", p.startSeconds);
     metric("process_virtual_memory_bytes", "gauge", "Virtual memory, in bytes.", p.virtualBytes);
-    return out.join("\n") + "\n";
+    // In name order, as Go's Prometheus client writes them (each entry
+    // starts "# HELP <name> ").
+    return out.sort().join("\n") + "\n";
   };
 }

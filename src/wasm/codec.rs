@@ -77,6 +77,15 @@ impl<'a> Reader<'a> {
         Ok(v)
     }
 
+    /// One request read by `read` from the whole of `buf` (bytes left over
+    /// are malformed too).
+    pub fn whole<T>(buf: &'a [u8], read: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let mut r = Reader::new(buf);
+        let v = read(&mut r)?;
+        r.end()?;
+        Ok(v)
+    }
+
     /// The request was read to its last byte.
     pub fn end(&self) -> Result<()> {
         if self.at == self.buf.len() {

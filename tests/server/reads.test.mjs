@@ -25,29 +25,43 @@ async function until(cond, what) {
   }
 }
 
+// A server whose first connection is handed on as server/listen.mjs does
+// (its first chunk read, put back, then readBytes), and a client of it.
+// `onBytes(bytes, reads)` hears each read. Resolves once the client is
+// connected: { client, accepted (a promise of { socket, reads }), close }.
+async function sniffed(direct, onBytes) {
+  let handOver;
+  const accepted = new Promise((r) => (handOver = r));
+  const server = createServer((socket) => {
+    socket.once("data", (first) => {
+      socket.pause();
+      socket.unshift(first);
+      const reads = readBytes(socket, (bytes) => onBytes(bytes, reads), { direct });
+      reads.start();
+      handOver({ socket, reads });
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await within(once(server, "listening"), "listen");
+  const client = connect(server.address().port, "127.0.0.1");
+  const close = () => (client.destroy(), server.close());
+  try {
+    await within(once(client, "connect"), "connect");
+  } catch (e) {
+    close();
+    throw e;
+  }
+  return { client, accepted: within(accepted, "accept"), close };
+}
+
 for (const direct of [true, false]) {
   const path = direct ? "off the handle" : "through the stream";
   test(`readBytes ${path}: bytes in order, pause holds them back, resume lets them in, EOF still ends the socket`, async () => {
     const got = [];
-    let reads = null;
-    let accepted;
-    const ready = new Promise((r) => (accepted = r));
-    const server = createServer((socket) => {
-      socket.once("data", (first) => {
-        socket.pause();
-        socket.unshift(first);
-        reads = readBytes(socket, (bytes) => got.push(Buffer.from(bytes)), { direct });
-        reads.start();
-        accepted(socket);
-      });
-    });
-    server.listen(0, "127.0.0.1");
-    await within(once(server, "listening"), "listen");
-    const client = connect(server.address().port, "127.0.0.1");
-    await within(once(client, "connect"), "connect");
+    const { client, accepted, close } = await sniffed(direct, (bytes) => got.push(Buffer.from(bytes)));
     try {
       client.write("first");
-      const socket = await within(ready, "accept");
+      const { socket, reads } = await accepted;
       const ended = once(socket, "end");
       const text = () => Buffer.concat(got).toString();
       await until(() => text() === "first", "the first bytes");
@@ -72,49 +86,25 @@ for (const direct of [true, false]) {
       client.end();
       await within(ended, "the socket's end");
     } finally {
-      client.destroy();
-      server.close();
+      close();
     }
   });
-}
 
-for (const direct of [true, false]) {
-  const path = direct ? "off the handle" : "through the stream";
   test(`readBytes ${path}: the controller can be used from the first bytes' callback (those put back)`, async () => {
-    let reads = null;
     const calls = [];
-    let done;
-    const finished = new Promise((r) => (done = r));
-    const server = createServer((socket) => {
-      socket.once("data", (first) => {
-        socket.pause();
-        socket.unshift(first);
-        // h2.mjs may have to pause reading while it handles the first bytes.
-        reads = readBytes(
-          socket,
-          (bytes) => {
-            reads.pause();
-            calls.push(Buffer.from(bytes).toString());
-            reads.resume();
-          },
-          { direct },
-        );
-        reads.start();
-        done(socket);
-      });
+    // h2.mjs may have to pause reading while it handles the first bytes.
+    const { client, accepted, close } = await sniffed(direct, (bytes, reads) => {
+      reads.pause();
+      calls.push(Buffer.from(bytes).toString());
+      reads.resume();
     });
-    server.listen(0, "127.0.0.1");
-    await within(once(server, "listening"), "listen");
-    const client = connect(server.address().port, "127.0.0.1");
     try {
-      await within(once(client, "connect"), "connect");
       client.write("preface");
-      await within(finished, "accept");
+      await accepted;
       client.write("more");
       await until(() => calls.join("") === "prefacemore", "both reads");
     } finally {
-      client.destroy();
-      server.close();
+      close();
     }
   });
 }

@@ -20,6 +20,7 @@ import { createStatic } from "./static.mjs";
 import { connectionPool, sniffingServer, limitsFrom } from "./listen.mjs";
 import { allowedHosts } from "./guard.mjs";
 import { periodicCompactor } from "./compactor.mjs";
+import { storeSnapshot } from "./snapshot-thread.mjs";
 
 // The most the engine holds (wasm's 4 GiB must fit the data and a snapshot
 // of it): etcd's default quota (2 GiB) and larger ones are clamped to this.
@@ -98,23 +99,22 @@ for (const url of flags.listen) {
 const dataDir = resolve(flags.dataDir);
 const syncs = createHistogram();
 const quotaBytes = flags.quotaBytes > 0 ? Math.min(flags.quotaBytes, MAX_QUOTA_BYTES) : MAX_QUOTA_BYTES;
+const engine = {
+  minTtl: flags.minTtl,
+  // The engine needs each limit within the quota.
+  maxKeyBytes: Math.min(MAX_ITEM_BYTES, quotaBytes),
+  maxValueBytes: Math.min(MAX_ITEM_BYTES, quotaBytes),
+  quotaBytes,
+  maxTxnOps: flags.maxTxnOps,
+  // etcd keeps every revision until compacted; revision-mode
+  // auto-compaction keeps the last N.
+  history: flags.autoCompaction?.revisions ?? Infinity,
+};
 try {
   // Group commit: concurrent writes share an fsync; each answer waits for
   // the one that covers it (services/index.mjs), as etcd's do for its WAL.
   store = FileStore.open(dataDir, { groupCommit: true, onSync: (ms) => syncs.observe(ms / 1000) });
-  lessor = new Lessor({
-    storage: store,
-    restore: store.entries(),
-    minTtl: flags.minTtl,
-    // The engine needs each limit within the quota.
-    maxKeyBytes: Math.min(MAX_ITEM_BYTES, quotaBytes),
-    maxValueBytes: Math.min(MAX_ITEM_BYTES, quotaBytes),
-    quotaBytes,
-    maxTxnOps: flags.maxTxnOps,
-    // etcd keeps every revision until compacted; revision-mode
-    // auto-compaction keeps the last N.
-    history: flags.autoCompaction?.revisions ?? Infinity,
-  });
+  lessor = new Lessor({ storage: store, restore: store.entries(), ...engine });
 } catch (e) {
   console.error(`edge-lease: cannot open the store in ${dataDir}: ${e.message}`);
   process.exit(1);
@@ -136,7 +136,7 @@ process.on("uncaughtException", (e) => {
   process.exit(1);
 });
 const watches = createWatchStats();
-services = createServices({ lessor, store, member, maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, watchStats: watches, onFatal: engineFailed });
+services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, watchStats: watches, onFatal: engineFailed });
 const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
 // (Alarm too: each change rewrites the alarm list, a host entry.)

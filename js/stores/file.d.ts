@@ -40,6 +40,14 @@ export class FileStore implements Storage {
   static open(dir: string, options?: FileStoreOptions): FileStore;
   /** The stored entries, for `new Lessor({ storage, restore: store.entries() })`. */
   entries(): [string, Uint8Array][];
+  /**
+   * The store as it is on disk now, to be read elsewhere (`readView`, in a
+   * worker thread): its files, opened, so that a compaction that removes
+   * them meanwhile takes nothing away, and the live journal only up to its
+   * last appended record: the state after some write. `close()` it once
+   * read; `files` is plain data (file descriptors and sizes).
+   */
+  view(): { files: StoreViewFile[]; close(): void };
   write(batch: Batch): void | Promise<void>;
   /** Whether this store was opened with `groupCommit`. */
   readonly pipelined: boolean;
@@ -70,3 +78,18 @@ export class FileStore implements Storage {
 
 /** CRC-32 (IEEE) of `bytes`, as the store files record it. */
 export function crc32(bytes: Uint8Array): number;
+
+/** One file of a store view: its kind, generation, open descriptor and the bytes of it that count. */
+export interface StoreViewFile {
+  kind: "snapshot" | "journal";
+  gen: number;
+  fd: number;
+  size: number;
+}
+
+/**
+ * The entries of a store view (`store.view().files`), as `entries()` gives
+ * them, read from its open files (which it does not close). Throws a
+ * LeaseError `CorruptEntry` if they do not check out.
+ */
+export function readView(files: StoreViewFile[]): [string, Uint8Array][];

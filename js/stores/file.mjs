@@ -331,69 +331,78 @@ function isTornTail(r, o, size, h) {
   return false;
 }
 
-// Replays journal-<gen> into `map`. Returns { sealed, good, size }: good is
-// the length of the valid prefix (less than size if the tail is torn).
-function readJournal(dir, gen, map) {
-  const name = `journal-${gen}`;
+// Opens file `name` in `dir`, passes read(fd, size) its fd and size, and
+// closes it.
+function withFile(dir, name, read) {
   const fd = openSync(join(dir, name), "r");
   try {
-    const size = fstatSync(fd).size;
-    const r = new Reader(fd);
-    readHeader(r, name, JOURNAL, gen);
-    let o = FILE_HEADER;
-    while (o < size) {
-      const h = headerAt(r, o, size);
-      const ok = h && o + REC_HEADER + h.len <= size && crc32(r.bytes(o + REC_HEADER, h.len)) === h.crc;
-      if (!ok) {
-        if (isTornTail(r, o, size, h)) return { sealed: false, good: o, size };
-        throw corrupt(`${name}@${o}`, h ? "record checksum mismatch" : "bad record header");
-      }
-      const end = o + REC_HEADER + h.len;
-      if (h.type === SEAL && h.len === 0) {
-        // Zeros after it: space the journal was extended by, not yet trimmed.
-        if (end !== size && !isZero(r.bytes(end, size - end))) throw corrupt(`${name}@${end}`, "data after the journal was sealed");
-        return { sealed: true, good: end, size };
-      }
-      if (h.type !== BATCH || applyPayload(r.bytes(o + REC_HEADER, h.len), map) < 0) {
-        throw corrupt(`${name}@${o}`, "malformed record");
-      }
-      o = end;
-    }
-    return { sealed: false, good: o, size };
+    return read(fd, fstatSync(fd).size);
   } finally {
     closeSync(fd);
   }
 }
 
+// Replays journal-<gen> into `map`. Returns { sealed, good, size }: good is
+// the length of the valid prefix (less than size if the tail is torn).
+function readJournal(dir, gen, map) {
+  return withFile(dir, `journal-${gen}`, (fd, size) => replayJournal(fd, size, gen, map));
+}
+
+// readJournal of the first `size` bytes of open file `fd`.
+function replayJournal(fd, size, gen, map) {
+  const name = `journal-${gen}`;
+  const r = new Reader(fd);
+  readHeader(r, name, JOURNAL, gen);
+  let o = FILE_HEADER;
+  while (o < size) {
+    const h = headerAt(r, o, size);
+    const ok = h && o + REC_HEADER + h.len <= size && crc32(r.bytes(o + REC_HEADER, h.len)) === h.crc;
+    if (!ok) {
+      if (isTornTail(r, o, size, h)) return { sealed: false, good: o, size };
+      throw corrupt(`${name}@${o}`, h ? "record checksum mismatch" : "bad record header");
+    }
+    const end = o + REC_HEADER + h.len;
+    if (h.type === SEAL && h.len === 0) {
+      // Zeros after it: space the journal was extended by, not yet trimmed.
+      if (end !== size && !isZero(r.bytes(end, size - end))) throw corrupt(`${name}@${end}`, "data after the journal was sealed");
+      return { sealed: true, good: end, size };
+    }
+    if (h.type !== BATCH || applyPayload(r.bytes(o + REC_HEADER, h.len), map) < 0) {
+      throw corrupt(`${name}@${o}`, "malformed record");
+    }
+    o = end;
+  }
+  return { sealed: false, good: o, size };
+}
+
 // Reads snapshot-<gen> into `map`. Snapshots are renamed into place only
 // once complete, so any defect, a missing END included, is corruption.
 function readSnapshot(dir, gen, map) {
+  return withFile(dir, `snapshot-${gen}`, (fd, size) => replaySnapshot(fd, size, gen, map));
+}
+
+// readSnapshot of open file `fd` of `size` bytes.
+function replaySnapshot(fd, size, gen, map) {
   const name = `snapshot-${gen}`;
-  const fd = openSync(join(dir, name), "r");
-  try {
-    const size = fstatSync(fd).size;
-    const r = new Reader(fd);
-    readHeader(r, name, SNAPSHOT, gen);
-    let entries = 0;
-    for (let o = FILE_HEADER; ; ) {
-      const h = headerAt(r, o, size);
-      if (!h) throw corrupt(`${name}@${o}`, o === size ? "ends without its END record" : "bad record header");
-      const end = o + REC_HEADER + h.len;
-      if (end > size) throw corrupt(`${name}@${o}`, "record runs past the end of the file");
-      const p = r.bytes(o + REC_HEADER, h.len);
-      if (crc32(p) !== h.crc) throw corrupt(`${name}@${o}`, "record checksum mismatch");
-      if (h.type === END && h.len === 8) {
-        if (Number(p.readBigUInt64LE(0)) !== entries) throw corrupt(`${name}@${o}`, "entry count mismatch");
-        if (end !== size) throw corrupt(`${name}@${end}`, "data after the END record");
-        return size;
-      }
-      const n = h.type === BATCH ? applyPayload(p, map) : -1;
-      if (n < 0) throw corrupt(`${name}@${o}`, "malformed record");
-      entries += n;
-      o = end;
+  const r = new Reader(fd);
+  readHeader(r, name, SNAPSHOT, gen);
+  let entries = 0;
+  for (let o = FILE_HEADER; ; ) {
+    const h = headerAt(r, o, size);
+    if (!h) throw corrupt(`${name}@${o}`, o === size ? "ends without its END record" : "bad record header");
+    const end = o + REC_HEADER + h.len;
+    if (end > size) throw corrupt(`${name}@${o}`, "record runs past the end of the file");
+    const p = r.bytes(o + REC_HEADER, h.len);
+    if (crc32(p) !== h.crc) throw corrupt(`${name}@${o}`, "record checksum mismatch");
+    if (h.type === END && h.len === 8) {
+      if (Number(p.readBigUInt64LE(0)) !== entries) throw corrupt(`${name}@${o}`, "entry count mismatch");
+      if (end !== size) throw corrupt(`${name}@${end}`, "data after the END record");
+      return size;
     }
-  } finally {
-    closeSync(fd);
+    const n = h.type === BATCH ? applyPayload(p, map) : -1;
+    if (n < 0) throw corrupt(`${name}@${o}`, "malformed record");
+    entries += n;
+    o = end;
   }
 }
 
@@ -442,6 +451,21 @@ function readStore(dir, names) {
     result.obsolete.push(`journal-${k}`);
   }
   return result;
+}
+
+/**
+ * The entries of a store view (`FileStore.view().files`), as `entries()`
+ * gives them; reads the open files, never closes them.
+ */
+export function readView(files) {
+  const map = new Map();
+  files.forEach((f, i) => {
+    if (f.kind === "snapshot") return void replaySnapshot(f.fd, f.size, f.gen, map);
+    const j = replayJournal(f.fd, f.size, f.gen, map);
+    const last = i === files.length - 1;
+    if (last ? j.good !== f.size : !j.sealed) throw corrupt(`journal-${f.gen}@${j.good}`, last ? "the view ends inside a record" : "not sealed, yet continued");
+  });
+  return [...map];
 }
 
 function fsyncDir(dir) {
@@ -975,6 +999,43 @@ export class FileStore {
       this.#allocated = this.#journalBytes;
     } catch {
       // The reserve stays.
+    }
+  }
+
+  /**
+   * The store as it is on disk now, to be read elsewhere (`readView`, in a
+   * worker thread, say): its files, opened, so that a compaction removing
+   * them meanwhile takes nothing away, and the live journal only up to its
+   * last appended record. That is the lessor's state after some write (the
+   * writes of this turn not yet appended are not in it). `close()` it once
+   * read; `files` is plain data a worker can be given.
+   */
+  view() {
+    this.#check();
+    const dir = this.#dir;
+    const part = (kind, gen, size = null) => {
+      const fd = openSync(join(dir, `${kind}-${gen}`), "r");
+      return { kind, gen, fd, size: size ?? fstatSync(fd).size };
+    };
+    for (let attempt = 0; ; attempt++) {
+      const S = gens(readdirSync(dir), "snapshot").at(-1) ?? 0;
+      const files = [];
+      try {
+        if (S > 0) files.push(part("snapshot", S));
+        for (let g = Math.max(S, 1); g < this.#gen; g++) files.push(part("journal", g));
+        files.push(part("journal", this.#gen, this.#journalBytes));
+      } catch (e) {
+        for (const f of files) closeSync(f.fd);
+        // A compaction finished between the listing and the opens.
+        if (e.code === "ENOENT" && attempt < 3) continue;
+        throw e;
+      }
+      let open = true;
+      const close = () => {
+        if (open) for (const f of files) closeSync(f.fd);
+        open = false;
+      };
+      return { files, close };
     }
   }
 

@@ -27,13 +27,13 @@ export { memberIds } from "./cluster.mjs";
  * clusterId (uint64 decimal strings), name, peerURLs, clientURLs, raftTerm };
  * `maxTxnOps` (etcd's --max-txn-ops, also the engine's), `progressIntervalMs`
  * (etcd's --experimental-watch-progress-notify-interval), `maxSnapshotBytes`
- * (maintenance.mjs); `watchStats` (watch.mjs's createWatchStats, for
+ * and `snapshot` (maintenance.mjs); `watchStats` (watch.mjs's createWatchStats, for
  * /metrics); `onFatal(error)` hears the first call that finds the
  * engine failed (below).
  */
-export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, watchStats, onFatal = null }) {
+export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, watchStats, onFatal = null }) {
   const alarms = createAlarms(member, lessor);
-  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, watchStats, alarms, ...headers(lessor, member) };
+  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, watchStats, alarms, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),
     "etcdserverpb.Watch": watchService(ctx),

@@ -5,22 +5,39 @@
 import { Code, GrpcError } from "../errors.mjs";
 import { SERVER_VERSION, dbSizes, engine, int } from "./common.mjs";
 import { alarmRpc } from "./alarms.mjs";
-import { etcdSnapshot } from "./snapshot.mjs";
+import { etcdSnapshot, wholeFile } from "./snapshot.mjs";
 
 // etcd sends its file in pieces of this size, then its SHA-256 (which
 // `etcdctl snapshot restore` checks); no header.
 const SNAPSHOT_CHUNK = 32 * 1024;
-// A snapshot is built whole in memory (the engine's copy of its history,
-// then the file) while the server waits, so it is bounded: by the data's
-// size, so that it cannot run the engine out of memory nor hold the server
-// long enough for kept-alive leases to expire (~0.4 s at 64 MiB here), and
-// to one at a time, so that slow readers cannot pile copies up.
+// Without a `snapshot` source from the host, a snapshot is built whole in
+// memory (the engine's copy of its history, then the file) while the
+// server waits, so it is bounded by the data's size: so that it cannot run
+// the engine out of memory nor hold the server long enough for kept-alive
+// leases to expire (~0.4 s at 64 MiB here).
 export const MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 
-/** `maxSnapshotBytes`: the most data a Snapshot is built from (a Worker's isolate has less memory). */
-export function maintenanceService({ lessor, store, member, header, alarms, maxSnapshotBytes = MAX_SNAPSHOT_BYTES }) {
+/**
+ * `snapshot(alarms)`: the host's source of etcd's snapshot file (the Node
+ * server builds it off the event loop from its store's files), an async
+ * iterable of `{ size }`, the file's bytes in pieces, then `{ sha256 }`;
+ * without one, the file is built here from `lessor` when its data is at most
+ * `maxSnapshotBytes` (a Worker's isolate has less memory).
+ */
+export function maintenanceService({ lessor, store, member, header, alarms, maxSnapshotBytes = MAX_SNAPSHOT_BYTES, snapshot = null }) {
+  // One at a time, so that slow readers cannot pile copies up.
   let sending = false;
   const mb = (n) => (n / 2 ** 20).toFixed(1);
+  async function* inMemory(list) {
+    if (lessor.sizeBytes > maxSnapshotBytes) {
+      const why = `the data (${mb(lessor.sizeBytes)} MiB) is more than a snapshot is built from in memory (${mb(maxSnapshotBytes)} MiB): etcdctl make-mirror copies it instead`;
+      throw new GrpcError(Code.ResourceExhausted, `edge-lease: ${why}`);
+    }
+    const file = wholeFile(etcdSnapshot(lessor, list));
+    yield { size: file.length };
+    yield file;
+    yield { sha256: new Uint8Array(await crypto.subtle.digest("SHA-256", file)) };
+  }
   return {
     Status() {
       const [dbSize, dbSizeInUse] = dbSizes(lessor, store);
@@ -46,19 +63,18 @@ export function maintenanceService({ lessor, store, member, header, alarms, maxS
     },
     Snapshot: {
       async *stream() {
-        if (lessor.sizeBytes > maxSnapshotBytes) {
-          const why = `the data (${mb(lessor.sizeBytes)} MiB) is more than a snapshot is built from in memory (${mb(maxSnapshotBytes)} MiB): etcdctl make-mirror copies it instead`;
-          throw new GrpcError(Code.ResourceExhausted, `edge-lease: ${why}`);
-        }
         if (sending) throw new GrpcError(Code.Unavailable, "edge-lease: another snapshot is being sent: try again once it is done");
         sending = true;
         try {
-          const file = etcdSnapshot(lessor, alarms.get("NONE"));
-          for (let at = 0; at < file.length; at += SNAPSHOT_CHUNK) {
-            const blob = file.subarray(at, at + SNAPSHOT_CHUNK);
-            yield { remaining_bytes: String(file.length - at - blob.length), blob };
+          const list = alarms.get("NONE");
+          let left = 0;
+          for await (const m of evenly(snapshot ? snapshot(list) : inMemory(list))) {
+            if (m instanceof Uint8Array) {
+              left -= m.length;
+              yield { remaining_bytes: String(left), blob: m };
+            } else if (m.sha256) yield { remaining_bytes: "0", blob: m.sha256 };
+            else left = m.size;
           }
-          yield { remaining_bytes: "0", blob: new Uint8Array(await crypto.subtle.digest("SHA-256", file)) };
         } finally {
           sending = false;
         }
@@ -76,4 +92,30 @@ export function maintenanceService({ lessor, store, member, header, alarms, maxS
       return { header: header() };
     },
   };
+}
+
+// A snapshot source's file bytes, however they come, in pieces of exactly
+// SNAPSHOT_CHUNK bytes (the last one shorter), as etcd sends them; its
+// other messages as they are.
+async function* evenly(source) {
+  let carry = new Uint8Array(0);
+  for await (const m of source) {
+    if (!(m instanceof Uint8Array)) {
+      if (m.sha256 && carry.length > 0) yield carry;
+      yield m;
+      continue;
+    }
+    let at = 0;
+    if (carry.length > 0) {
+      at = Math.min(m.length, SNAPSHOT_CHUNK - carry.length);
+      const joined = new Uint8Array(carry.length + at);
+      joined.set(carry);
+      joined.set(m.subarray(0, at), carry.length);
+      carry = joined;
+      if (carry.length < SNAPSHOT_CHUNK) continue;
+      yield carry;
+    }
+    for (; at + SNAPSHOT_CHUNK <= m.length; at += SNAPSHOT_CHUNK) yield m.subarray(at, at + SNAPSHOT_CHUNK);
+    carry = m.slice(at);
+  }
 }

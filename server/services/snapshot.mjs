@@ -76,46 +76,56 @@ class Packed {
   }
 }
 
+// Lays a bbolt file out, then writes it in pieces: each page is planned
+// (its id, its size in pages, and how to fill it from the records it holds)
+// before any is written, since the meta pages at the front name the root
+// and the page count.
 class Writer {
   constructor() {
-    this.pages = []; // [id, Uint8Array of whole pages]
+    this.pages = []; // [id, pages, fill(page bytes, their DataView)], in id order
     this.next = 3; // 0, 1: meta; 2: freelist
   }
 
-  // A page (with its overflow) of `size` bytes with its header; its id.
-  alloc(size, flags, count) {
+  // Plans a page (with its overflow) of `size` bytes; its id. `fill` writes
+  // what follows the header.
+  alloc(size, flags, count, fill) {
     const n = Math.ceil(size / PAGE);
-    const p = new Uint8Array(n * PAGE);
-    const v = new DataView(p.buffer);
     const id = this.next;
     this.next += n;
-    v.setBigUint64(0, BigInt(id), true);
-    v.setUint16(8, flags, true);
-    v.setUint16(10, count, true);
-    v.setUint32(12, n - 1, true);
-    this.pages.push([id, p]);
-    return [id, p, v];
+    this.pages.push([
+      id,
+      n,
+      (p, v) => {
+        v.setBigUint64(0, BigInt(id), true);
+        v.setUint16(8, flags, true);
+        v.setUint16(10, count, true);
+        v.setUint32(12, n - 1, true);
+        fill(p, v);
+      },
+    ]);
+    return id;
   }
 
   // A leaf page of the `count` records of `src` from byte `from` on
   // (`flags` on each element); [its id, its first key].
   leaf(src, from, count, size, flags) {
-    const [id, p, v] = this.alloc(size, LEAF, count);
-    let data = HEADER + count * ELEMENT;
-    let at = from;
-    for (let i = 0; i < count; i++) {
-      const e = HEADER + i * ELEMENT;
-      const k = src.v.getUint32(at, true);
-      const n = src.v.getUint32(at + 4 + k, true);
-      v.setUint32(e, flags, true);
-      v.setUint32(e + 4, data - e, true);
-      v.setUint32(e + 8, k, true);
-      v.setUint32(e + 12, n, true);
-      p.set(src.b.subarray(at + 4, at + 4 + k), data);
-      p.set(src.b.subarray(at + 8 + k, at + 8 + k + n), data + k);
-      data += k + n;
-      at += 8 + k + n;
-    }
+    const id = this.alloc(size, LEAF, count, (p, v) => {
+      let data = HEADER + count * ELEMENT;
+      let at = from;
+      for (let i = 0; i < count; i++) {
+        const e = HEADER + i * ELEMENT;
+        const k = src.v.getUint32(at, true);
+        const n = src.v.getUint32(at + 4 + k, true);
+        v.setUint32(e, flags, true);
+        v.setUint32(e + 4, data - e, true);
+        v.setUint32(e + 8, k, true);
+        v.setUint32(e + 12, n, true);
+        p.set(src.b.subarray(at + 4, at + 4 + k), data);
+        p.set(src.b.subarray(at + 8 + k, at + 8 + k + n), data + k);
+        data += k + n;
+        at += 8 + k + n;
+      }
+    });
     const k = count ? src.v.getUint32(from, true) : 0;
     return [id, src.b.subarray(from + 4, from + 4 + k)];
   }
@@ -124,17 +134,17 @@ class Writer {
   branch(children) {
     let size = HEADER + children.length * ELEMENT;
     for (const [, key] of children) size += key.length;
-    const [id, p, v] = this.alloc(size, BRANCH, children.length);
-    let data = HEADER + children.length * ELEMENT;
-    children.forEach(([pgid, key], i) => {
-      const e = HEADER + i * ELEMENT;
-      v.setUint32(e, data - e, true);
-      v.setUint32(e + 4, key.length, true);
-      v.setBigUint64(e + 8, BigInt(pgid), true);
-      p.set(key, data);
-      data += key.length;
+    return this.alloc(size, BRANCH, children.length, (p, v) => {
+      let data = HEADER + children.length * ELEMENT;
+      children.forEach(([pgid, key], i) => {
+        const e = HEADER + i * ELEMENT;
+        v.setUint32(e, data - e, true);
+        v.setUint32(e + 4, key.length, true);
+        v.setBigUint64(e + 8, BigInt(pgid), true);
+        p.set(key, data);
+        data += key.length;
+      });
     });
-    return id;
   }
 
   // The B+tree of the records of `src` (a Packed, sorted by key): its root
@@ -177,8 +187,10 @@ class Writer {
     return level[0][0];
   }
 
-  // The two meta pages and the freelist page, then the rest in id order.
-  file(root) {
+  // The two meta pages and the freelist page, then the planned pages in id
+  // order, in pieces of whole pages of about `piece` bytes (a bigger page
+  // is a piece of its own). Each piece is a fresh buffer.
+  *file(root, piece) {
     const head = new Uint8Array(3 * PAGE);
     const v = new DataView(head.buffer);
     for (const txid of [0, 1]) {
@@ -197,16 +209,30 @@ class Writer {
     }
     v.setBigUint64(2 * PAGE, 2n, true);
     v.setUint16(2 * PAGE + 8, FREELIST, true);
-    const out = new Uint8Array(this.next * PAGE);
-    out.set(head, 0);
-    for (const [id, p] of this.pages) out.set(p, id * PAGE);
-    return out;
+    yield head;
+    const per = Math.max(1, Math.floor(piece / PAGE));
+    for (let i = 0; i < this.pages.length; ) {
+      let n = 0;
+      let j = i;
+      do n += this.pages[j++][1];
+      while (j < this.pages.length && n + this.pages[j][1] <= per);
+      const out = new Uint8Array(n * PAGE);
+      for (let at = 0; i < j; i++) {
+        const [, pages, fill] = this.pages[i];
+        const p = out.subarray(at, at + pages * PAGE);
+        fill(p, new DataView(out.buffer, at, pages * PAGE));
+        at += pages * PAGE;
+      }
+      yield out;
+    }
   }
 }
 
 /**
  * A bbolt database file of `buckets` ({ name: records }, each a Packed,
- * sorted, or an array of [key, value] Uint8Arrays; keys distinct).
+ * sorted, or an array of [key, value] Uint8Arrays; keys distinct), laid
+ * out: `{ size, pieces(bytes) }`, its size and a generator of its bytes in
+ * pieces of about `bytes` each (default 1 MiB), in order.
  */
 export function boltFile(buckets) {
   const w = new Writer();
@@ -216,7 +242,19 @@ export function boltFile(buckets) {
     new DataView(value.buffer).setBigUint64(0, BigInt(w.tree(records)), true);
     return [bytes(name), value];
   });
-  return w.file(w.tree(Packed.of(root), BUCKET_LEAF));
+  const top = w.tree(Packed.of(root), BUCKET_LEAF);
+  return { size: w.next * PAGE, pieces: (piece = 1 << 20) => w.file(top, piece) };
+}
+
+/** The bytes of a laid-out file (`boltFile`, `etcdSnapshot`) in one buffer. */
+export function wholeFile(file) {
+  const out = new Uint8Array(file.size);
+  let at = 0;
+  for (const p of file.pieces()) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 // A revision as etcd's backend keys it: main and sub, 8 bytes big-endian
@@ -240,8 +278,9 @@ const u64 = (n) => {
  * bucket (the history since the compaction point, as etcd's compaction
  * leaves it), the lease bucket (each lease's id and granted TTL), the meta
  * bucket (the compaction point), the alarm bucket (`alarms`: { memberID,
- * alarm } entries), and the empty member buckets a restore clears. Built
- * at once: O(history) time and about three copies of it in memory.
+ * alarm } entries), and the empty member buckets a restore clears; laid
+ * out as `boltFile` gives it. Copies the history once (the engine's key
+ * bucket) at once; the pages are written as they are taken.
  */
 export function etcdSnapshot(lessor, alarms) {
   const lease = [];

@@ -24,6 +24,11 @@ fn bytes(out: &mut Vec<u8>, field: u8, b: &[u8]) {
     }
 }
 
+/// Bytes `uvarint` writes for `v`.
+fn uvarint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 fn uvarint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -54,15 +59,42 @@ pub(crate) fn record_value(out: &mut Vec<u8>, key: &[u8], e: Option<&Entry>) {
     }
 }
 
+/// Bytes `record_value` appends: so a bucket is allocated once, whole.
+pub(crate) fn record_value_len(key: &[u8], e: Option<&Entry>) -> usize {
+    let bytes = |b: &[u8]| {
+        if b.is_empty() {
+            0
+        } else {
+            1 + uvarint_len(b.len() as u64) + b.len()
+        }
+    };
+    let varint = |v: i64| if v == 0 { 0 } else { 1 + uvarint_len(v as u64) };
+    bytes(key)
+        + e.map_or(0, |e| {
+            varint(e.create_revision)
+                + varint(e.mod_revision)
+                + varint(e.version)
+                + bytes(&e.value)
+                + varint(e.lease)
+        })
+}
+
 impl Keyspace {
     /// The key bucket etcd's backend would hold for this history (the
     /// versions held: see `versions`), in its order (revision, then
     /// sub-revision), packed as `u32 LE length, key, u32 LE length, value`
     /// per record.
     pub fn etcd_key_bucket(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        let versions = self.versions(self.revision());
+        // (Sized first: a bucket as large as the data, grown by doubling,
+        // would take up to twice that.)
+        let size = versions
+            .iter()
+            .map(|&(_, _, k, e)| 8 + 17 + e.is_none() as usize + record_value_len(k, e))
+            .sum();
+        let mut out = Vec::with_capacity(size);
         let mut buf = Vec::new();
-        for (rev, sub, k, e) in self.versions(self.revision()) {
+        for (rev, sub, k, e) in versions {
             buf.clear();
             record_key(&mut buf, rev, sub, e.is_none());
             out.extend_from_slice(&(buf.len() as u32).to_le_bytes());
@@ -72,6 +104,37 @@ impl Keyspace {
             out.extend_from_slice(&(buf.len() as u32).to_le_bytes());
             out.extend_from_slice(&buf);
         }
+        debug_assert_eq!(out.len(), size);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_value_len_is_what_record_value_writes() {
+        let mut out = Vec::new();
+        for key in [&b""[..], b"k", &[7u8; 200], &[1u8; 20000]] {
+            for n in [0i64, 1, 127, 128, 16383, 16384, i64::MAX, -1] {
+                for value in [&b""[..], b"v", &[9u8; 300]] {
+                    let e = Entry {
+                        value: value.into(),
+                        text: false,
+                        create_revision: n,
+                        mod_revision: n.wrapping_add(1),
+                        version: n / 3,
+                        sub: 0,
+                        lease: n / 7,
+                    };
+                    for e in [None, Some(&e)] {
+                        out.clear();
+                        record_value(&mut out, key, e);
+                        assert_eq!(record_value_len(key, e), out.len());
+                    }
+                }
+            }
+        }
     }
 }

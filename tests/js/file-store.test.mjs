@@ -22,7 +22,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Lessor, LeaseError } from "edge-lease";
-import { FileStore, crc32 } from "edge-lease/stores/file";
+import { FileStore, crc32, readView } from "edge-lease/stores/file";
 
 const T0 = 1_700_000_000_000;
 const CHILD = new URL("./file-store-child.mjs", import.meta.url);
@@ -1236,4 +1236,59 @@ test("with the reserve after it: a torn last record is cut off, a damaged one re
   assert.equal(Object.keys(asObject(s3.entries())).join(), "c");
   assert.equal(statSync(liveJournal(d2)).size % 512, 500, "cut back to the last record");
   await s3.close();
+});
+
+test("view(): the state on disk when taken, read elsewhere while writes and a compaction go on", async (t) => {
+  const dir = tempDir(t);
+  const a = open(dir, { t: T0 }, { compactFactor: 1, minCompactBytes: 1 });
+  for (let i = 0; i < 50; i++) a.lessor.put(`k${i}`, `v${i}`);
+  await a.store.compactFrom(a.lessor, { force: true }); // a snapshot, then the live journal
+  a.lessor.put("k0", "changed");
+  const lease = a.lessor.grant(60);
+  a.lessor.put("leased", "x", { lease: lease.id });
+  a.lessor.delete("k1");
+  const want = state(a.lessor);
+  const view = a.store.view();
+  t.after(() => view.close());
+  assert.deepEqual(
+    view.files.map((f) => f.kind),
+    ["snapshot", "journal"],
+  );
+  // After the view: more writes, and a compaction that removes its files.
+  a.lessor.put("after", "1");
+  a.lessor.revoke(lease.id);
+  await a.store.compactFrom(a.lessor, { force: true });
+  assert.ok(!readdirSync(dir).includes(`journal-${view.files[1].gen}`), "the viewed journal is gone from the directory");
+  const seen = new Lessor({ restore: readView(view.files), now: () => T0, autoTick: false });
+  t.after(() => seen.close());
+  assert.deepEqual(state(seen), want);
+  // Read twice: the files are read, not consumed or closed.
+  assert.equal(readView(view.files).length, seen.snapshot().length);
+  view.close();
+  view.close(); // (once is enough)
+  assert.throws(() => readView(view.files), /EBADF/);
+  a.store.close();
+});
+
+test("view(): writes not yet appended (group commit, this turn) are not in it; a sealed journal is followed", async (t) => {
+  const dir = tempDir(t);
+  const store = FileStore.open(dir, { groupCommit: true });
+  const lessor = new Lessor({ storage: store, restore: store.entries(), now: () => T0, autoTick: false });
+  lessor.put("a", "1");
+  await lessor.flush();
+  const compaction = store.compact(lessor.snapshot()); // seals journal-1 at once; snapshot-2 is written after
+  lessor.put("b", "2"); // appended at the end of this turn
+  const view = store.view();
+  t.after(() => view.close());
+  assert.deepEqual(view.files.map((f) => `${f.kind}-${f.gen}`), ["journal-1", "journal-2"]);
+  const entries = new Map(readView(view.files));
+  await compaction;
+  await lessor.flush();
+  const seen = new Lessor({ restore: [...entries], now: () => T0, autoTick: false });
+  t.after(() => seen.close());
+  assert.equal(seen.get("a").value, "1");
+  assert.equal(seen.get("b"), undefined);
+  assert.equal(lessor.get("b").value, "2");
+  await store.close();
+  lessor.close();
 });

@@ -32,6 +32,49 @@ test("Snapshot: refused past maxSnapshotBytes (ResourceExhausted), and one at a 
   await assert.rejects(snapshot.stream({}, call()).next(), (e) => e.code === Code.ResourceExhausted && /make-mirror/.test(e.message));
 });
 
+test("Snapshot from a host's source: pieces of exactly 32 KiB whatever the source's, the bytes left on each, its SHA-256 last; a failed source ends the call with its error", async (t) => {
+  const lessor = new Lessor({ autoTick: false });
+  t.after(() => lessor.close());
+  const file = Uint8Array.from({ length: 200_000 }, (_, i) => (i * 7) % 251);
+  const sha256 = new Uint8Array(32).fill(9);
+  const cuts = [0, 1, 12_288, 12_289, 45_056, 45_057 + 32_768, 150_000, 200_000]; // odd sizes, one exactly 32 KiB
+  let fail = false;
+  const services = createServices({
+    lessor,
+    member,
+    maxSnapshotBytes: 1, // (not in play: the host builds the file)
+    async *snapshot(alarms) {
+      assert.deepEqual(alarms, []);
+      yield { size: file.length };
+      for (let i = 1; i < cuts.length; i++) {
+        if (fail && i === 3) throw new Error("the disk went away");
+        yield file.slice(cuts[i - 1], cuts[i]);
+      }
+      yield { sha256 };
+    },
+  });
+  const snapshot = services.get("etcdserverpb.Maintenance/Snapshot");
+  const got = [];
+  for await (const m of snapshot.stream({}, call())) got.push(m);
+  const blobs = got.slice(0, -1).map((m) => m.blob);
+  assert.deepEqual(blobs.map((b) => b.length), [32768, 32768, 32768, 32768, 32768, 32768, 3392]);
+  let left = file.length;
+  for (const m of got.slice(0, -1)) assert.equal(m.remaining_bytes, String((left -= m.blob.length)));
+  assert.deepEqual(Buffer.concat(blobs), Buffer.from(file));
+  assert.deepEqual(got.at(-1), { remaining_bytes: "0", blob: sha256 });
+  fail = true;
+  await assert.rejects(
+    (async () => {
+      for await (const m of snapshot.stream({}, call())) void m;
+    })(),
+    /the disk went away/,
+  );
+  fail = false;
+  let again = 0;
+  for await (const m of snapshot.stream({}, call())) again += m.blob.length;
+  assert.equal(again, file.length + 32, "the next one goes through");
+});
+
 test("alarms: a stored list that is not one is refused at start with a clear message", (t) => {
   const lessor = new Lessor({ autoTick: false });
   t.after(() => lessor.close());

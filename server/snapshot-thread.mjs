@@ -14,36 +14,42 @@ const PIECE = 1 << 20;
 
 /**
  * A Maintenance `snapshot` source for a server on `store` (a FileStore):
- * `(alarms) => async iterable` of `{ size }`, the file's pieces, then
- * `{ sha256 }`. `engine`: the lessor options the server's engine has (its
- * limits), for the copy restored in the worker.
+ * `(alarms, signal) => async iterable` of `{ size }`, the file's pieces,
+ * then `{ sha256 }`; it ends early once `signal` aborts (the client went
+ * away). `engine`: the lessor options the server's engine has (its limits),
+ * for the copy restored in the worker.
  */
 export function storeSnapshot(store, engine) {
-  return async function* snapshot(alarms) {
+  return async function* snapshot(alarms, signal) {
     const view = store.view();
-    const worker = new Worker(new URL(import.meta.url), { workerData: { files: view.files, engine, alarms } });
     const queue = [];
     let wake = null;
     let failed = null;
     let ended = false;
-    const push = (m) => {
-      queue.push(m);
-      wake?.();
-    };
-    worker.on("message", push);
-    worker.on("error", (e) => {
-      failed ??= e;
-      wake?.();
-    });
-    worker.on("exit", (code) => {
-      ended = true;
-      if (code !== 0) failed ??= new Error(`edge-lease: the snapshot's worker exited with code ${code}`);
-      wake?.();
-    });
+    const nudge = () => wake?.();
+    signal?.addEventListener("abort", nudge);
+    let worker = null;
     try {
+      worker = new Worker(new URL(import.meta.url), { workerData: { files: view.files, engine, alarms } });
+      worker.on("message", (m) => {
+        // The worker has read the files: a compaction may take them now.
+        if (m.read) view.close();
+        else queue.push(m);
+        nudge();
+      });
+      worker.on("error", (e) => {
+        failed ??= e;
+        nudge();
+      });
+      worker.on("exit", (code) => {
+        ended = true;
+        if (code !== 0) failed ??= new Error(`edge-lease: the snapshot's worker exited with code ${code}`);
+        nudge();
+      });
       for (;;) {
-        while (queue.length === 0 && !failed && !ended) await new Promise((ok) => (wake = ok));
+        while (queue.length === 0 && !failed && !ended && !signal?.aborted) await new Promise((ok) => (wake = ok));
         wake = null;
+        if (signal?.aborted) return;
         const m = queue.shift();
         if (!m) throw failed ?? new Error("edge-lease: the snapshot's worker ended before the file did");
         if (m.error) throw new Error(`edge-lease: the snapshot could not be built: ${m.error}`);
@@ -56,7 +62,8 @@ export function storeSnapshot(store, engine) {
         }
       }
     } finally {
-      if (!ended) await worker.terminate();
+      signal?.removeEventListener("abort", nudge);
+      if (worker && !ended) await worker.terminate();
       view.close();
     }
   };
@@ -68,8 +75,15 @@ async function build({ files, engine, alarms }) {
     import("../js/stores/file.mjs"),
     import("./services/snapshot.mjs"),
   ]);
-  const lessor = new Lessor({ ...engine, autoTick: false, restore: readView(files) });
-  const file = etcdSnapshot(lessor, alarms);
+  // (In a function of its own, so that the entries read go with it.)
+  const restore = () => {
+    const entries = readView(files);
+    parentPort.postMessage({ read: true });
+    return new Lessor({ ...engine, autoTick: false, restore: entries });
+  };
+  const lessor = restore();
+  const file = etcdSnapshot(lessor, alarms); // (its records are a copy: the engine can go)
+  lessor.close();
   parentPort.postMessage({ size: file.size });
   const hash = createHash("sha256");
   let credit = AHEAD;
@@ -81,7 +95,6 @@ async function build({ files, engine, alarms }) {
     hash.update(piece);
     parentPort.postMessage({ piece }, [piece.buffer]);
   }
-  lessor.close();
   parentPort.off("message", more); // (so that the worker can end)
   parentPort.postMessage({ sha256: new Uint8Array(hash.digest()) });
 }

@@ -41,11 +41,12 @@ export class FileStore implements Storage {
   /** The stored entries, for `new Lessor({ storage, restore: store.entries() })`. */
   entries(): [string, Uint8Array][];
   /**
-   * The store as it is on disk now, to be read elsewhere (`readView`, in a
+   * The store's durable state now, to be read elsewhere (`readView`, in a
    * worker thread): its files, opened, so that a compaction that removes
-   * them meanwhile takes nothing away, and the live journal only up to its
-   * last appended record: the state after some write. `close()` it once
-   * read; `files` is plain data (file descriptors and sizes).
+   * them meanwhile takes nothing away, and the live journal only up to the
+   * last record an fsync covered: the state after some write, every
+   * acknowledged one included. `close()` it once read; `files` is plain
+   * data (file descriptors and sizes).
    */
   view(): { files: StoreViewFile[]; close(): void };
   write(batch: Batch): void | Promise<void>;

@@ -704,6 +704,8 @@ export class FileStore {
   #fd = null;
   #gen;
   #journalBytes;
+  // The live journal's bytes an fsync has covered (a record boundary).
+  #durableBytes;
   // The live journal file's size: its records and the space reserved after them.
   #allocated;
   #snapshotBytes;
@@ -794,6 +796,7 @@ export class FileStore {
     }
     if (changed || s.obsolete.length > 0) fsyncDir(dir);
     this.#journalBytes = s.live.good;
+    this.#durableBytes = s.live.good;
     this.#allocated = s.live.good;
     this.#snapshotBytes = s.snapshotBytes;
     this.#opened = [...s.map];
@@ -877,6 +880,7 @@ export class FileStore {
     const lone = round.length === 1 && this.#lastRound === 1 && !this.#slowSync;
     this.#lastRound = round.length;
     const start = performance.now();
+    const covers = { gen: this.#gen, bytes: this.#journalBytes };
     if (lone) {
       let err = null;
       try {
@@ -885,13 +889,13 @@ export class FileStore {
         err = e;
       }
       this.#timed(start);
-      return this.#synced(round, err);
+      return this.#synced(round, err, covers);
     }
     this.#syncing = true;
     fdatasyncCallback(this.#fd, (err) => {
       this.#syncing = false;
       this.#timed(start);
-      this.#synced(round, err);
+      this.#synced(round, err, covers);
     });
   }
 
@@ -909,8 +913,10 @@ export class FileStore {
     this.#onSync?.(ms);
   }
 
-  #synced(round, err) {
+  // `covers`: the journal and its length the fsync began with.
+  #synced(round, err, covers) {
     for (const fd of this.#retired.splice(0)) closeSync(fd);
+    if (!err && covers.gen === this.#gen) this.#durableBytes = covers.bytes;
     if (err) {
       // What the failed fsync covered may or may not be on disk: nothing
       // after it can be trusted to be, so the store takes no more writes.
@@ -941,6 +947,7 @@ export class FileStore {
       for (const w of round) w.reject(e);
       return;
     }
+    this.#durableBytes = this.#journalBytes;
     for (const w of round) w.resolve();
   }
 
@@ -988,6 +995,7 @@ export class FileStore {
       throw e;
     }
     this.#journalBytes += rec.length;
+    if (sync) this.#durableBytes = this.#journalBytes;
   }
 
   // Gives back the space reserved after the live journal's records. Best
@@ -1003,19 +1011,25 @@ export class FileStore {
   }
 
   /**
-   * The store as it is on disk now, to be read elsewhere (`readView`, in a
+   * The store's durable state now, to be read elsewhere (`readView`, in a
    * worker thread, say): its files, opened, so that a compaction removing
    * them meanwhile takes nothing away, and the live journal only up to its
-   * last appended record. That is the lessor's state after some write (the
-   * writes of this turn not yet appended are not in it). `close()` it once
-   * read; `files` is plain data a worker can be given.
+   * last record an fsync has covered. That is the lessor's state after some
+   * write, every acknowledged one included (writes whose fsync is still to
+   * come are not in it). `close()` it once read; `files` is plain data a
+   * worker can be given.
    */
   view() {
     this.#check();
     const dir = this.#dir;
     const part = (kind, gen, size = null) => {
       const fd = openSync(join(dir, `${kind}-${gen}`), "r");
-      return { kind, gen, fd, size: size ?? fstatSync(fd).size };
+      try {
+        return { kind, gen, fd, size: size ?? fstatSync(fd).size };
+      } catch (e) {
+        closeSync(fd);
+        throw e;
+      }
     };
     for (let attempt = 0; ; attempt++) {
       const S = gens(readdirSync(dir), "snapshot").at(-1) ?? 0;
@@ -1023,7 +1037,7 @@ export class FileStore {
       try {
         if (S > 0) files.push(part("snapshot", S));
         for (let g = Math.max(S, 1); g < this.#gen; g++) files.push(part("journal", g));
-        files.push(part("journal", this.#gen, this.#journalBytes));
+        files.push(part("journal", this.#gen, this.#durableBytes));
       } catch (e) {
         for (const f of files) closeSync(f.fd);
         // A compaction finished between the listing and the opens.
@@ -1106,6 +1120,7 @@ export class FileStore {
     this.#fd = fd;
     this.#gen = gen;
     this.#journalBytes = FILE_HEADER;
+    this.#durableBytes = FILE_HEADER;
     this.#allocated = FILE_HEADER;
   }
 

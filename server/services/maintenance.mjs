@@ -18,9 +18,10 @@ const SNAPSHOT_CHUNK = 32 * 1024;
 export const MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 
 /**
- * `snapshot(alarms)`: the host's source of etcd's snapshot file (the Node
- * server builds it off the event loop from its store's files), an async
- * iterable of `{ size }`, the file's bytes in pieces, then `{ sha256 }`;
+ * `snapshot(alarms, signal)`: the host's source of etcd's snapshot file (the
+ * Node server builds it off the event loop from its store's files), an
+ * async iterable of `{ size }`, the file's bytes in pieces, then
+ * `{ sha256 }`, which ends early once `signal` (the call's) aborts;
  * without one, the file is built here from `lessor` when its data is at most
  * `maxSnapshotBytes` (a Worker's isolate has less memory).
  */
@@ -62,13 +63,13 @@ export function maintenanceService({ lessor, store, member, header, alarms, maxS
       return { header: header(), hash, compact_revision: lessor.compactRevision };
     },
     Snapshot: {
-      async *stream() {
+      async *stream(req, call) {
         if (sending) throw new GrpcError(Code.Unavailable, "edge-lease: another snapshot is being sent: try again once it is done");
         sending = true;
         try {
           const list = alarms.get("NONE");
           let left = 0;
-          for await (const m of evenly(snapshot ? snapshot(list) : inMemory(list))) {
+          for await (const m of evenly(snapshot ? snapshot(list, call?.signal) : inMemory(list))) {
             if (m instanceof Uint8Array) {
               left -= m.length;
               yield { remaining_bytes: String(left), blob: m };
@@ -102,6 +103,7 @@ async function* evenly(source) {
   for await (const m of source) {
     if (!(m instanceof Uint8Array)) {
       if (m.sha256 && carry.length > 0) yield carry;
+      if (m.sha256) carry = new Uint8Array(0);
       yield m;
       continue;
     }
@@ -118,4 +120,5 @@ async function* evenly(source) {
     for (; at + SNAPSHOT_CHUNK <= m.length; at += SNAPSHOT_CHUNK) yield m.subarray(at, at + SNAPSHOT_CHUNK);
     carry = m.slice(at);
   }
+  if (carry.length > 0) yield carry; // (a source that gave no SHA-256)
 }

@@ -159,6 +159,44 @@ test("a 72 MiB snapshot: built off the event loop while the server answers, save
   assert.equal(hash(h2.stdout), hash(h1.stdout), "HashKV of the same history, values included");
 });
 
+// The file is one revision's state, whatever is written while it is taken:
+// the restored etcd, at its revision R, holds what edge-lease held at R
+// (its history at R, and its HashKV up to R).
+test("a snapshot taken under writes is the state at one revision: the restored etcd at R equals edge-lease read at R", async (t) => {
+  const edge = await startEdge(t);
+  const b64 = (s) => Buffer.from(s).toString("base64");
+  const lease = (await post(edge.url, "/v3/lease/grant", { TTL: 600 })).body.ID;
+  for (let i = 0; i < 12; i++) assert.equal((await post(edge.url, "/v3/kv/put", { key: b64(`big/${i}`), value: Buffer.alloc(1 << 20, i).toString("base64") })).status, 200);
+  const first = Number((await post(edge.url, "/v3/kv/range", { key: b64("big/0") })).body.header.revision);
+  const dir = tempDir(t);
+  const file = join(dir, "edge.db");
+  let done = false;
+  const save = etcdctl(edge.url, ["snapshot", "save", file], { timeout: 60_000 }).finally(() => (done = true));
+  let writes = 0;
+  for (let i = 0; !done && i < 20_000; i++) {
+    const k = b64(`k/${i % 40}`);
+    const r =
+      i % 5 === 3
+        ? await post(edge.url, "/v3/kv/deleterange", { key: k })
+        : i % 5 === 4
+          ? await post(edge.url, "/v3/kv/txn", { success: [{ request_put: { key: k, value: b64(`t${i}`) } }, { request_put: { key: b64(`k/x${i % 7}`), value: b64(`u${i}`), lease } }] })
+          : await post(edge.url, "/v3/kv/put", { key: k, value: b64(`v${i}`), lease: i % 2 ? lease : undefined });
+    assert.equal(r.status, 200);
+    writes++;
+  }
+  const saved = await save;
+  assert.equal(saved.code, 0, saved.stderr);
+  const last = Number((await post(edge.url, "/v3/kv/range", { key: b64("big/0") })).body.header.revision);
+  const etcd = await restored(t, file, dir);
+  const at = JSON.parse((await etcdctl(etcd.url, ["get", "big/0", "-w", "json"])).stdout).header.revision;
+  t.diagnostic(`${writes} writes during the snapshot (revisions ${first + 1}-${last}); the file is revision ${at}`);
+  assert.ok(at >= first && at <= last, `revision ${at} in [${first}, ${last}]`);
+  const kvs = async (url, rev) => JSON.parse((await etcdctl(url, ["get", "", "--from-key", "--keys-only", "-w", "json", ...(rev ? [`--rev=${rev}`] : [])])).stdout).kvs;
+  assert.deepEqual(await kvs(edge.url, at), await kvs(etcd.url));
+  const hash = async (url, rev) => JSON.parse((await etcdctl(url, ["endpoint", "hashkv", "-w", "json", ...(rev ? [`--rev=${rev}`] : [])])).stdout)[0].HashKV.hash;
+  assert.equal(await hash(edge.url, at), await hash(etcd.url), "HashKV up to the file's revision");
+});
+
 test("a compaction at revision 0 goes through a snapshot: the restored etcd refuses 0 again", async (t) => {
   const edge = await startEdge(t);
   assert.equal((await etcdctl(edge.url, ["put", "a", "1"])).code, 0);

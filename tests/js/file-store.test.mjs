@@ -1270,25 +1270,52 @@ test("view(): the state on disk when taken, read elsewhere while writes and a co
   a.store.close();
 });
 
-test("view(): writes not yet appended (group commit, this turn) are not in it; a sealed journal is followed", async (t) => {
+test("view(): only what an fsync covered (group commit: writes whose sync is held are not in it); a sealed journal is followed", async (t) => {
   const dir = tempDir(t);
-  const store = FileStore.open(dir, { groupCommit: true });
+  const realSync = fs.fdatasync;
+  const held = [];
+  fs.fdatasync = (fd, cb) => held.push({ fd, cb });
+  syncBuiltinESMExports();
+  t.after(() => {
+    fs.fdatasync = realSync;
+    syncBuiltinESMExports();
+  });
+  const until = async (cond) => {
+    for (const end = Date.now() + 5000; !cond() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 1));
+    assert.ok(cond());
+  };
+  const store = FileStore.open(dir, { groupCommit: true, loopSyncMaxMs: -1 }); // (every sync on the pool: held here)
   const lessor = new Lessor({ storage: store, restore: store.entries(), now: () => T0, autoTick: false });
+  const read = (view) => new Lessor({ restore: readView(view.files), now: () => T0, autoTick: false });
   lessor.put("a", "1");
+  await until(() => held.length === 1);
+  held.shift().cb(null); // (a's sync done; not truly synced, which is not the point here)
   await lessor.flush();
-  const compaction = store.compact(lessor.snapshot()); // seals journal-1 at once; snapshot-2 is written after
-  lessor.put("b", "2"); // appended at the end of this turn
-  const view = store.view();
-  t.after(() => view.close());
-  assert.deepEqual(view.files.map((f) => `${f.kind}-${f.gen}`), ["journal-1", "journal-2"]);
-  const entries = new Map(readView(view.files));
+  lessor.put("b", "2");
+  await until(() => held.length === 1); // b appended, its sync under way
+  const v1 = store.view();
+  t.after(() => v1.close());
+  const r1 = read(v1);
+  assert.equal(r1.get("a").value, "1");
+  assert.equal(r1.get("b"), undefined, "appended, not yet synced");
+  r1.close();
+  const { fd, cb } = held.shift();
+  realSync(fd, cb);
+  await lessor.flush();
+  const compaction = store.compact(lessor.snapshot()); // seals journal-1 (synced at once); snapshot-2 is written after
+  lessor.put("c", "3"); // appended at the end of this turn
+  const v2 = store.view();
+  t.after(() => v2.close());
+  assert.deepEqual(v2.files.map((f) => `${f.kind}-${f.gen}`), ["journal-1", "journal-2"]);
+  const r2 = read(v2);
+  assert.deepEqual([r2.get("a")?.value, r2.get("b")?.value, r2.get("c")], ["1", "2", undefined]);
+  r2.close();
+  fs.fdatasync = realSync;
+  syncBuiltinESMExports();
+  for (const h of held.splice(0)) realSync(h.fd, h.cb);
   await compaction;
   await lessor.flush();
-  const seen = new Lessor({ restore: [...entries], now: () => T0, autoTick: false });
-  t.after(() => seen.close());
-  assert.equal(seen.get("a").value, "1");
-  assert.equal(seen.get("b"), undefined);
-  assert.equal(lessor.get("b").value, "2");
+  assert.equal(lessor.get("c").value, "3");
   await store.close();
   lessor.close();
 });

@@ -1,0 +1,103 @@
+// The server's snapshot source (server/snapshot-thread.mjs), driven
+// directly: the file the worker builds from the store's files is the one
+// the engine would give, with its SHA-256; the worker lets the files go as
+// soon as it has read them; a caller that goes away before the first piece
+// ends the worker at once; a failure in the worker reaches the caller; and
+// nothing is left open after any of these. Every wait is bounded.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Lessor } from "../../js/node.mjs";
+import { FileStore } from "../../js/stores/file.mjs";
+import { storeSnapshot } from "../../server/snapshot-thread.mjs";
+import { etcdSnapshot, wholeFile } from "../../server/services/snapshot.mjs";
+
+const ENGINE = { quotaBytes: 1 << 30, maxValueBytes: 1 << 21 };
+
+// A store of `mib` values of 1 MiB and some history, with its lessor.
+function filled(t, mib) {
+  const dir = mkdtempSync(join(tmpdir(), "edge-lease-snap-"));
+  const store = FileStore.open(dir, { groupCommit: true });
+  const lessor = new Lessor({ ...ENGINE, storage: store, restore: store.entries(), autoTick: false });
+  t.after(async () => {
+    lessor.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  for (let i = 0; i < mib; i++) lessor.put(`big/${i}`, new Uint8Array(1 << 20).fill(i));
+  const lease = lessor.grant(600);
+  lessor.put("leased", "x", { lease: lease.id });
+  lessor.put("big/0", "again");
+  lessor.delete("big/1");
+  return { dir, store, lessor };
+}
+
+// What this process holds open under `dir`, and its threads.
+const held = (dir) => ({
+  files: readdirSync("/proc/self/fd")
+    .map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return "";
+      }
+    })
+    .filter((p) => p.startsWith(dir))
+    .sort(),
+  threads: readdirSync("/proc/self/task").length,
+});
+
+async function settles(dir, want) {
+  for (const end = Date.now() + 5000; Date.now() < end; await new Promise((ok) => setTimeout(ok, 20))) {
+    const now = held(dir);
+    if (now.files.join() === want.files.join() && now.threads === want.threads) return;
+  }
+  assert.deepEqual(held(dir), want);
+}
+
+test("the worker's file is the engine's, SHA-256 last; the store's files are let go once read", async (t) => {
+  const { dir, store, lessor } = filled(t, 24);
+  await lessor.flush();
+  const before = held(dir);
+  const want = wholeFile(etcdSnapshot(lessor, [{ memberID: "1", alarm: "NOSPACE" }]));
+  const it = storeSnapshot(store, ENGINE)([{ memberID: "1", alarm: "NOSPACE" }])[Symbol.asyncIterator]();
+  const first = await it.next();
+  assert.deepEqual(first.value, { size: want.length });
+  // Read before the size was sent: only the store's own journal is open.
+  assert.deepEqual(held(dir).files, before.files);
+  const pieces = [];
+  let last;
+  for (let r = await it.next(); !r.done; r = await it.next()) {
+    if (r.value instanceof Uint8Array) pieces.push(r.value);
+    else last = r.value;
+  }
+  const file = Buffer.concat(pieces);
+  assert.equal(file.length, want.length);
+  assert.ok(file.equals(want), "the same bytes");
+  assert.deepEqual(Buffer.from(last.sha256), createHash("sha256").update(file).digest());
+  await settles(dir, before);
+});
+
+test("a caller that goes away before the first piece ends the worker at once; a failure in the worker reaches the caller", async (t) => {
+  const { dir, store, lessor } = filled(t, 48);
+  await lessor.flush();
+  const before = held(dir);
+  const ac = new AbortController();
+  const it = storeSnapshot(store, ENGINE)([], ac.signal)[Symbol.asyncIterator]();
+  const pending = it.next();
+  setTimeout(() => ac.abort(), 10);
+  assert.deepEqual(await pending, { value: undefined, done: true });
+  await settles(dir, before);
+  // An engine the worker cannot make: its error, and nothing left open.
+  const bad = storeSnapshot(store, { ...ENGINE, quotaBytes: -1 })([]);
+  await assert.rejects(
+    (async () => {
+      for await (const m of bad) void m;
+    })(),
+    /edge-lease: the snapshot could not be built: .*quotaBytes/,
+  );
+  await settles(dir, before);
+});

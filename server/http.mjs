@@ -24,7 +24,9 @@ function toRequest(req, res) {
   return new Request(url, { method: req.method, headers, body, duplex: "half", signal: ac.signal });
 }
 
-async function send(res, response, head) {
+// `stallMs`: how long a response may wait for its client to read before
+// the connection is dropped (null: as long as it takes).
+async function send(res, response, head, stallMs) {
   const headers = { "x-content-type-options": "nosniff", "cache-control": "no-store" };
   response.headers.forEach((v, k) => (headers[k] = v));
   res.writeHead(response.status, headers);
@@ -39,9 +41,30 @@ async function send(res, response, head) {
   for (;;) {
     const { done, value } = await reader.read();
     if (done || res.destroyed) break;
-    if (!res.write(value)) await once(res, "drain").catch(() => {});
+    if (!res.write(value) && !(await drained(res, stallMs))) {
+      res.destroy(); // (its close cancels the reader above, if still open)
+      return;
+    }
   }
   res.end();
+}
+
+// Whether `res` drained within `ms` (null: whenever it does); false once
+// it closed.
+function drained(res, ms) {
+  return new Promise((ok) => {
+    const done = (v) => {
+      clearTimeout(timer);
+      res.off("drain", yes);
+      res.off("close", no);
+      ok(v);
+    };
+    const yes = () => done(true);
+    const no = () => done(false);
+    res.on("drain", yes);
+    res.on("close", no);
+    const timer = ms === null ? null : setTimeout(no, ms);
+  });
 }
 
 // The request a connection is answering, if any (see busy()).
@@ -58,7 +81,9 @@ export function busy(socket) {
 }
 
 // The gateway's streams, whose request body may carry messages for as long
-// as the stream lasts (a keepalive every TTL/3 s): no time limit on it.
+// as the stream lasts (a keepalive every TTL/3 s): no time limit on it, nor
+// on their client's reading (a watch session pauses its watchers while its
+// client does not read, as on gRPC).
 const STREAMING = /^\/v3(beta)?\/(watch|lease\/keepalive)$/;
 
 /** Answers `status` (if nothing was sent yet) and closes the connection, bounded. */
@@ -73,9 +98,12 @@ function refuse(socket, status) {
  * `hosts`: the Host names accepted (guard.mjs); `serveFile`: static.mjs's,
  * or null; `headersTimeoutMs`: how long a client has to send a request's
  * headers; `requestTimeoutMs`: then its body (except on the streaming
- * endpoints, whose bodies are bounded by the connection cap instead).
+ * endpoints, whose bodies are bounded by the connection cap instead);
+ * `stallMs`: how long any other answer (a Snapshot, an Observe) may wait
+ * for its client to read before the connection goes, so that what its
+ * handler holds goes too (the gRPC transport's stall time).
  */
-export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs = 5_000, requestTimeoutMs = 30_000 }) {
+export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs = 5_000, requestTimeoutMs = 30_000, stallMs = 60_000 }) {
   const server = createServer(
     {
       headersTimeout: headersTimeoutMs,
@@ -90,7 +118,8 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
       const inflight = { req, res };
       socket[INFLIGHT] = inflight;
       let bodyTimer = null;
-      if (!req.complete && !STREAMING.test(req.url.split("?")[0])) {
+      const streaming = STREAMING.test(req.url.split("?")[0]);
+      if (!req.complete && !streaming) {
         bodyTimer = setTimeout(() => req.complete || refuse(socket, "408 Request Timeout"), requestTimeoutMs);
       }
       res.once("close", () => {
@@ -117,7 +146,7 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
         else if (req.method === "GET" || req.method === "HEAD") response = await serveFile(pathname);
         else response = await gateway(request); // etcd's 404 for the rest
         if (req.readableEnded === false && !GATEWAY.test(pathname)) req.resume();
-        await send(res, response, req.method === "HEAD");
+        await send(res, response, req.method === "HEAD", streaming ? null : stallMs);
       } catch (e) {
         console.error(e);
         if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });

@@ -1,13 +1,17 @@
 // A server stream whose client stops reading is ended after the transport's
-// stall time (Unavailable), so what its handler holds goes: a Snapshot's
-// file and its one-at-a-time slot. Every wait is bounded.
+// stall time (gRPC: Unavailable; the gateway: the connection dropped), so
+// what its handler holds goes: a Snapshot's file and its one-at-a-time
+// slot. Every wait is bounded.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
+import { createServer, connect as netConnect } from "node:net";
 import { connect } from "node:http2";
 import { Lessor } from "../../js/node.mjs";
 import { createServices } from "../../server/services/index.mjs";
 import { createGrpcServer } from "../../server/grpc.mjs";
+import { createGateway } from "../../server/gateway.mjs";
+import { createHttpServer } from "../../server/http.mjs";
+import { allowedHosts } from "../../server/guard.mjs";
 import { rawCall } from "../etcd/grpc-client.mjs";
 
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
@@ -53,4 +57,58 @@ test("a Snapshot the client stops reading ends after the stall time and frees th
   const bytes = sent.messages.reduce((n, m) => n + m.length, 0);
   assert.ok(bytes > 8 << 20, `the whole file: ${bytes} bytes`);
   assert.ok(performance.now() - t0 < 3000, "within the stall time and some");
+});
+
+test("on the gateway too: a Snapshot whose client stops reading is dropped after the stall time, and the slot freed", async (t) => {
+  const lessor = new Lessor({ autoTick: false });
+  // More than the kernel's socket buffers on both sides take (~22 MiB of JSON).
+  for (let i = 0; i < 16; i++) lessor.put(`big/${i}`, "v".repeat(1 << 20));
+  const gateway = createGateway({ services: createServices({ lessor, member }) });
+  const http = createHttpServer({ gateway, hosts: allowedHosts(["127.0.0.1"]), serveFile: null, stallMs: 300 });
+  const server = createServer((socket) => http.emit("connection", socket));
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const { port } = server.address();
+  const url = `http://127.0.0.1:${port}`;
+  const stalled = netConnect(port, "127.0.0.1");
+  t.after(() => {
+    stalled.destroy();
+    server.close();
+    lessor.close();
+  });
+  // This client takes the first bytes, then reads nothing more.
+  stalled.write(`POST /v3/maintenance/snapshot HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 2\r\n\r\n{}`);
+  let received = 0;
+  stalled.on("data", (d) => {
+    received += d.length;
+    stalled.pause();
+  });
+  const closed = new Promise((ok) => stalled.once("close", ok));
+
+  const snapshot = async () => {
+    const r = await fetch(url + "/v3/maintenance/snapshot", { method: "POST", body: "{}" });
+    return { status: r.status, text: await r.text() };
+  };
+  // (A stream's error comes as its one chunk, after a 200, as grpc-gateway's.)
+  const refused = await snapshot();
+  assert.equal(refused.status, 200);
+  assert.equal(JSON.parse(refused.text).error?.message, "edge-lease: another snapshot is being sent: try again once it is done");
+  const t0 = performance.now();
+  let sent;
+  for (let i = 0; i < 40; i++) {
+    sent = await snapshot();
+    if (!sent.text.startsWith('{"error"')) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(sent.status, 200);
+  assert.ok(!sent.text.includes('"error"'), sent.text.slice(0, 200));
+  const lines = sent.text.trim().split("\n");
+  assert.ok(lines.length > 16 * 32, `the whole file: ${lines.length} messages`);
+  assert.ok(performance.now() - t0 < 3000, "within the stall time and some");
+  // Reading again, the stalled client finds its answer cut short and the
+  // connection closed.
+  stalled.removeAllListeners("data");
+  stalled.on("data", (d) => (received += d.length));
+  stalled.resume();
+  await Promise.race([closed, new Promise((_, no) => setTimeout(() => no(new Error("the stalled connection is still open")), 3000))]);
+  assert.ok(received < sent.text.length, `${received} of ${sent.text.length} bytes`);
 });

@@ -17,7 +17,7 @@
 
 import { spawn, execFileSync } from "node:child_process";
 import { connect as netConnect } from "node:net";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -167,6 +167,55 @@ async function runBoth() {
 
 const fmt = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : "-");
 
+// `etcdctl snapshot save` of SNAPSHOT_MIB values of 1 MiB, SNAPSHOT_ROUNDS
+// times on each server, taking turns: the median of its seconds and of how
+// far the server's resident memory peaked over what it held before (VmHWM,
+// reset before each save; worker threads included).
+const SNAPSHOT_MIB = 128;
+const SNAPSHOT_ROUNDS = 3;
+
+/** KiB of `key` (VmHWM, VmRSS) in /proc/<pid>/status. */
+function procKiB(pid, key) {
+  return Number(readFileSync(`/proc/${pid}/status`, "utf8").match(new RegExp(`^${key}:\\s+(\\d+)`, "m"))[1]);
+}
+
+export async function snapshotBench() {
+  const servers = { "edge-lease": await start("edge-lease"), etcd: await start("etcd") };
+  const dir = mkdtempSync(join(tmpdir(), "bench-snapshot-"));
+  const value = Buffer.alloc(1 << 20, "v").toString("base64");
+  const rows = {};
+  try {
+    for (const [kind, server] of Object.entries(servers)) {
+      for (let i = 0; i < SNAPSHOT_MIB; i++) {
+        const r = await fetch(server.url + "/v3/kv/put", { method: "POST", body: JSON.stringify({ key: Buffer.from(`big/${i}`).toString("base64"), value }) });
+        if (!r.ok) throw new Error(`${kind}: put ${i}: ${r.status} ${await r.text()}`);
+      }
+      rows[kind] = { secs: [], peakMiB: [], fileMiB: null };
+    }
+    for (let round = 0; round < SNAPSHOT_ROUNDS; round++) {
+      for (const kind of round % 2 === 0 ? ["edge-lease", "etcd"] : ["etcd", "edge-lease"]) {
+        const server = servers[kind];
+        const file = join(dir, `${kind}-${round}.db`);
+        writeFileSync(`/proc/${server.pid}/clear_refs`, "5"); // (VmHWM := VmRSS)
+        const rss = procKiB(server.pid, "VmRSS");
+        const t0 = performance.now();
+        execFileSync("etcdctl", [`--endpoints=${server.url}`, "snapshot", "save", file], { env: { ...process.env, ETCDCTL_API: "3" }, stdio: "ignore", timeout: 120_000 });
+        rows[kind].secs.push((performance.now() - t0) / 1000);
+        rows[kind].peakMiB.push((procKiB(server.pid, "VmHWM") - rss) / 1024);
+        rows[kind].fileMiB = statSync(file).size / 2 ** 20;
+        rmSync(file, { force: true });
+      }
+    }
+  } catch (e) {
+    return { error: e.message.slice(0, 200) };
+  } finally {
+    for (const server of Object.values(servers)) await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return Object.fromEntries(Object.entries(rows).map(([k, r]) => [k, { secs: med(r.secs), peakMiB: med(r.peakMiB), fileMiB: r.fileMiB }]));
+}
+
 /** Runs both systems; returns the markdown section. */
 export async function serverBench() {
   try {
@@ -176,6 +225,7 @@ export async function serverBench() {
   }
   execFileSync("cargo", ["build", "--release", "-p", "edge-lease-load"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
   const { "edge-lease": edge, etcd } = await runBoth();
+  const snapshots = await snapshotBench();
   const floor = await runFloor("http2-floor", "range", MAX_OPS);
   // An echo is ~30x cheaper than a call: more of them, for as long a run.
   const socket = await runFloor("socket-floor", "echo", 20 * MAX_OPS);
@@ -207,6 +257,11 @@ export async function serverBench() {
   lines.push(
     "",
     `Floors, measured with the same load generator. Sockets: what one Node thread can serve on ${MAX_CLIENTS} loopback connections at all (benches/socket-floor.mjs: a bare TCP server writing back what it reads; the generator's echo case, ${MAX_CLIENTS} connections each writing 96 bytes and waiting for them, no HTTP/2): ${rate(socket, "exchanges")}. node:http2, on which the server's gRPC ran before it moved to its own HTTP/2 (benches/http2-floor.mjs: bare node:http2 answering each call with one fixed message, no work): ${rate(floor, "calls")}.`,
+  );
+  const snap = (k) => (snapshots.error ? `error: ${snapshots.error}` : `${fmt(snapshots[k].secs, 2)} s, a ${fmt(snapshots[k].fileMiB, 0)} MiB file, peak memory +${fmt(snapshots[k].peakMiB, 0)} MiB`);
+  lines.push(
+    "",
+    `Snapshot: \`etcdctl snapshot save\` of ${SNAPSHOT_MIB} values of 1 MiB, ${SNAPSHOT_ROUNDS} times on each (taking turns; the medians of the time and of how far the server's resident memory peaked over what it held before). edge-lease: ${snap("edge-lease")} (built in a worker thread from the store's files; the event loop goes on serving). etcd: ${snap("etcd")} (its backend file, read as it is).`,
   );
   return lines.join("\n") + "\n";
 }

@@ -41,29 +41,42 @@ async function send(res, response, head, stallMs) {
   for (;;) {
     const { done, value } = await reader.read();
     if (done || res.destroyed) break;
-    if (!res.write(value) && !(await drained(res, stallMs))) {
-      res.destroy(); // (its close cancels the reader above, if still open)
-      return;
+    // In slices, so that each wait for 'drain' is for a slice, and a client
+    // that reads slowly but steadily is never taken for one that stopped.
+    for (let at = 0; at < value.length; at += SLICE) {
+      if (!res.write(value.subarray(at, at + SLICE)) && !(await drained(res, stallMs))) {
+        res.destroy(); // (its close cancels the reader above, if still open)
+        return;
+      }
     }
   }
   res.end();
 }
 
+const SLICE = 64 * 1024;
+
 // Whether `res` drained within `ms` (null: whenever it does); false once
-// it closed.
+// it closed. A pipelined answer waits for the one before it without a
+// socket: its clock starts once it has one.
 function drained(res, ms) {
   return new Promise((ok) => {
+    let timer = null;
+    const arm = () => {
+      if (ms !== null) timer = setTimeout(no, ms);
+    };
     const done = (v) => {
       clearTimeout(timer);
       res.off("drain", yes);
       res.off("close", no);
+      res.off("socket", arm);
       ok(v);
     };
     const yes = () => done(true);
     const no = () => done(false);
     res.on("drain", yes);
     res.on("close", no);
-    const timer = ms === null ? null : setTimeout(no, ms);
+    if (res.socket) arm();
+    else res.once("socket", arm);
   });
 }
 
@@ -85,6 +98,16 @@ export function busy(socket) {
 // on their client's reading (a watch session pauses its watchers while its
 // client does not read, as on gRPC).
 const STREAMING = /^\/v3(beta)?\/(watch|lease\/keepalive)$/;
+
+// A request target's path as the gateway routes it (URL-normalised), or
+// "" if it has none.
+function pathOf(target) {
+  try {
+    return new URL("http://localhost" + target).pathname;
+  } catch {
+    return "";
+  }
+}
 
 /** Answers `status` (if nothing was sent yet) and closes the connection, bounded. */
 function refuse(socket, status) {
@@ -118,7 +141,8 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
       const inflight = { req, res };
       socket[INFLIGHT] = inflight;
       let bodyTimer = null;
-      const streaming = STREAMING.test(req.url.split("?")[0]);
+      // (As the gateway routes it: "/v3/./watch" is a watch.)
+      const streaming = STREAMING.test(pathOf(req.url));
       if (!req.complete && !streaming) {
         bodyTimer = setTimeout(() => req.complete || refuse(socket, "408 Request Timeout"), requestTimeoutMs);
       }

@@ -112,3 +112,46 @@ test("on the gateway too: a Snapshot whose client stops reading is dropped after
   await Promise.race([closed, new Promise((_, no) => setTimeout(() => no(new Error("the stalled connection is still open")), 3000))]);
   assert.ok(received < sent.text.length, `${received} of ${sent.text.length} bytes`);
 });
+
+test("on the gateway, a client that reads slowly but steadily is never cut off, nor is a pipelined answer waiting its turn", async (t) => {
+  const lessor = new Lessor({ autoTick: false });
+  for (let i = 0; i < 16; i++) lessor.put(`big/${i}`, "v".repeat(1 << 20));
+  const gateway = createGateway({ services: createServices({ lessor, member }) });
+  // (A reader paced as below sees single waits of up to ~0.4 s on loopback,
+  // TCP's window opening late; the snapshot takes ~4 s.)
+  const http = createHttpServer({ gateway, hosts: allowedHosts(["127.0.0.1"]), serveFile: null, stallMs: 2000 });
+  const server = createServer((socket) => http.emit("connection", socket));
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const { port } = server.address();
+  const client = netConnect(port, "127.0.0.1");
+  t.after(() => {
+    client.destroy();
+    server.close();
+    lessor.close();
+  });
+  const host = `Host: 127.0.0.1:${port}\r\n`;
+  const range = JSON.stringify({ key: Buffer.from("big/3").toString("base64") }); // one 1 MiB value: ~1.4 MB in one answer
+  // Three requests at once: a ~22 MiB snapshot, a range answered after it,
+  // and /version, after which the server closes the connection.
+  client.write(
+    `POST /v3/maintenance/snapshot HTTP/1.1\r\n${host}Content-Length: 2\r\n\r\n{}` +
+      `POST /v3/kv/range HTTP/1.1\r\n${host}Content-Length: ${range.length}\r\n\r\n${range}` +
+      `GET /version HTTP/1.1\r\n${host}Connection: close\r\n\r\n`,
+  );
+  // A reader that pauses 15 ms after each read: the answers take seconds,
+  // the range waiting for the snapshot without a socket all that time.
+  const chunks = [];
+  client.on("data", (d) => {
+    chunks.push(d);
+    client.pause();
+    setTimeout(() => client.resume(), 15);
+  });
+  await Promise.race([
+    new Promise((ok) => client.once("close", ok)),
+    new Promise((_, no) => setTimeout(() => no(new Error("the three answers did not come within 30 s")), 30_000)),
+  ]);
+  const text = Buffer.concat(chunks).toString("latin1");
+  assert.equal(text.match(/^HTTP\/1\.1 200 OK\r\n/gm)?.length, 3, text.slice(0, 300));
+  assert.match(text, /"etcdserver":"3\.4\.\d+","etcdcluster":"3\.4\.0"}$/, "the last answer, whole");
+  assert.match(text, /"count":"1"}/, "the range's answer to its end (after its 1 MiB value)");
+});

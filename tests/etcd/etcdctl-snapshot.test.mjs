@@ -118,7 +118,15 @@ test("a 72 MiB snapshot: built off the event loop while the server answers, save
       .join("\n");
   const c = grpcClient(edge.url, "etcdserverpb.Maintenance", { bytes: Buffer });
   t.after(() => c.close());
-  const before = fds();
+  // (The writes above may have started a store compaction, whose files
+  // come and go: the count once two readings 200 ms apart agree.)
+  let before = fds();
+  for (const end = Date.now() + 10_000; Date.now() < end; ) {
+    await new Promise((ok) => setTimeout(ok, 200));
+    const now = fds();
+    if (now === before) break;
+    before = now;
+  }
   await new Promise((ok, fail) => {
     const s = c.Snapshot({}, { deadline: Date.now() + 30_000 });
     s.once("data", () => {

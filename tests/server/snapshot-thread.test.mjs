@@ -8,6 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Lessor } from "../../js/node.mjs";
@@ -18,7 +19,7 @@ import { etcdSnapshot, wholeFile } from "../../server/services/snapshot.mjs";
 const ENGINE = { quotaBytes: 1 << 30, maxValueBytes: 1 << 21 };
 
 // A store of `mib` values of 1 MiB and some history, with its lessor.
-function filled(t, mib) {
+async function filled(t, mib) {
   const dir = mkdtempSync(join(tmpdir(), "edge-lease-snap-"));
   const store = FileStore.open(dir, { groupCommit: true });
   const lessor = new Lessor({ ...ENGINE, storage: store, restore: store.entries(), autoTick: false });
@@ -27,6 +28,9 @@ function filled(t, mib) {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
+  // (libuv's thread pool started now, so that its threads are counted
+  // before as after.)
+  await stat(dir);
   for (let i = 0; i < mib; i++) lessor.put(`big/${i}`, new Uint8Array(1 << 20).fill(i));
   const lease = lessor.grant(600);
   lessor.put("leased", "x", { lease: lease.id });
@@ -59,7 +63,7 @@ async function settles(dir, want) {
 }
 
 test("the worker's file is the engine's, SHA-256 last; the store's files are let go once read", async (t) => {
-  const { dir, store, lessor } = filled(t, 24);
+  const { dir, store, lessor } = await filled(t, 24);
   await lessor.flush();
   const before = held(dir);
   const want = wholeFile(etcdSnapshot(lessor, [{ memberID: "1", alarm: "NOSPACE" }]));
@@ -82,7 +86,7 @@ test("the worker's file is the engine's, SHA-256 last; the store's files are let
 });
 
 test("a caller that goes away before the first piece ends the worker at once; a failure in the worker reaches the caller", async (t) => {
-  const { dir, store, lessor } = filled(t, 48);
+  const { dir, store, lessor } = await filled(t, 48);
   await lessor.flush();
   const before = held(dir);
   const ac = new AbortController();

@@ -35,7 +35,7 @@ const WATCH_PUTS = 1_000;
 // Puts the writer keeps in flight in the second watch fan-out row.
 const WATCH_WINDOW = 8;
 // Each case is run this many times on each server, the servers taking
-// turns (edge-lease first in odd rounds, etcd first in even ones); the
+// turns (edge-lease first in rounds 0, 2, 4, etcd in rounds 1, 3); the
 // table has each server's median run. This machine drifts by up to 30%
 // over minutes: runs of the two measured side by side compare them more
 // fairly than one suite after the other.
@@ -116,6 +116,9 @@ function measured(pid, run) {
 
 const failure = (e) => (JSON.parse(e.stdout?.trim() || "null")?.error ?? e.message).slice(0, 200);
 
+// Who goes first in round `round` (from 0): edge-lease in even ones.
+const turns = (round) => (round % 2 === 0 ? ["edge-lease", "etcd"] : ["etcd", "edge-lease"]);
+
 // One case on one server: its row, or the generator's error.
 function runCase(server, kind, name, loadCase, n, maxOps, extra = {}) {
   try {
@@ -154,8 +157,7 @@ async function runBoth() {
     for (const [name, loadCase, n, maxOps, extra] of cases) {
       const runs = { "edge-lease": [], etcd: [] };
       for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 === 0 ? ["edge-lease", "etcd"] : ["etcd", "edge-lease"];
-        for (const kind of order) runs[kind].push(runCase(servers[kind], kind, name, loadCase, n, maxOps, extra));
+        for (const kind of turns(round)) runs[kind].push(runCase(servers[kind], kind, name, loadCase, n, maxOps, extra));
       }
       for (const kind of Object.keys(rows)) rows[kind].push(median(runs[kind]));
     }
@@ -193,7 +195,7 @@ export async function snapshotBench() {
       rows[kind] = { secs: [], peakMiB: [], fileMiB: null };
     }
     for (let round = 0; round < SNAPSHOT_ROUNDS; round++) {
-      for (const kind of round % 2 === 0 ? ["edge-lease", "etcd"] : ["etcd", "edge-lease"]) {
+      for (const kind of turns(round)) {
         const server = servers[kind];
         const file = join(dir, `${kind}-${round}.db`);
         writeFileSync(`/proc/${server.pid}/clear_refs`, "5"); // (VmHWM := VmRSS)

@@ -3,7 +3,6 @@
 // request target or header gets a 400, never an exception.
 import { createServer } from "node:http";
 import { Readable } from "node:stream";
-import { once } from "node:events";
 import { guard } from "./guard.mjs";
 
 const GATEWAY = /^\/(v3|v3beta|v3alpha)\/|^\/(version|health|metrics)$/;
@@ -99,8 +98,8 @@ export function busy(socket) {
 // client does not read, as on gRPC).
 const STREAMING = /^\/v3(beta)?\/(watch|lease\/keepalive)$/;
 
-// A request target's path as the gateway routes it (URL-normalised), or
-// "" if it has none.
+// A request target's path, URL-normalised as the Request built from it
+// (toRequest), or "" if it has none.
 function pathOf(target) {
   try {
     return new URL("http://localhost" + target).pathname;
@@ -141,8 +140,10 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
       const inflight = { req, res };
       socket[INFLIGHT] = inflight;
       let bodyTimer = null;
-      // (As the gateway routes it: "/v3/./watch" is a watch.)
-      const streaming = STREAMING.test(pathOf(req.url));
+      // The path the request is routed by (URL-normalised: "/v3/./watch"
+      // is a watch).
+      const pathname = pathOf(req.url);
+      const streaming = STREAMING.test(pathname);
       if (!req.complete && !streaming) {
         bodyTimer = setTimeout(() => req.complete || refuse(socket, "408 Request Timeout"), requestTimeoutMs);
       }
@@ -163,7 +164,6 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
           return;
         }
         const refused = guard(request, hosts);
-        const { pathname } = new URL(request.url);
         let response;
         if (refused) response = refused;
         else if (GATEWAY.test(pathname) || !serveFile) response = await gateway(request);

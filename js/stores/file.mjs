@@ -331,25 +331,36 @@ function isTornTail(r, o, size, h) {
   return false;
 }
 
-// Opens file `name` in `dir`, passes read(fd, size) its fd and size, and
-// closes it.
-function withFile(dir, name, read) {
-  const fd = openSync(join(dir, name), "r");
+// Opens `<kind>-<gen>` in `dir`: { kind, gen, fd, size }, `size` the
+// file's unless given (the bytes of it that count).
+function openPart(dir, kind, gen, size = null) {
+  const fd = openSync(join(dir, `${kind}-${gen}`), "r");
   try {
-    return read(fd, fstatSync(fd).size);
-  } finally {
+    return { kind, gen, fd, size: size ?? fstatSync(fd).size };
+  } catch (e) {
     closeSync(fd);
+    throw e;
+  }
+}
+
+// replay(part, map) of `<kind>-<gen>` in `dir`, which it then closes.
+function readPart(dir, kind, gen, replay, map) {
+  const part = openPart(dir, kind, gen);
+  try {
+    return replay(part, map);
+  } finally {
+    closeSync(part.fd);
   }
 }
 
 // Replays journal-<gen> into `map`. Returns { sealed, good, size }: good is
 // the length of the valid prefix (less than size if the tail is torn).
 function readJournal(dir, gen, map) {
-  return withFile(dir, `journal-${gen}`, (fd, size) => replayJournal(fd, size, gen, map));
+  return readPart(dir, "journal", gen, replayJournal, map);
 }
 
-// readJournal of the first `size` bytes of open file `fd`.
-function replayJournal(fd, size, gen, map) {
+// readJournal of an open part (openPart): its first `size` bytes.
+function replayJournal({ fd, size, gen }, map) {
   const name = `journal-${gen}`;
   const r = new Reader(fd);
   readHeader(r, name, JOURNAL, gen);
@@ -378,11 +389,11 @@ function replayJournal(fd, size, gen, map) {
 // Reads snapshot-<gen> into `map`. Snapshots are renamed into place only
 // once complete, so any defect, a missing END included, is corruption.
 function readSnapshot(dir, gen, map) {
-  return withFile(dir, `snapshot-${gen}`, (fd, size) => replaySnapshot(fd, size, gen, map));
+  return readPart(dir, "snapshot", gen, replaySnapshot, map);
 }
 
-// readSnapshot of open file `fd` of `size` bytes.
-function replaySnapshot(fd, size, gen, map) {
+// readSnapshot of an open part (openPart) of `size` bytes.
+function replaySnapshot({ fd, size, gen }, map) {
   const name = `snapshot-${gen}`;
   const r = new Reader(fd);
   readHeader(r, name, SNAPSHOT, gen);
@@ -460,8 +471,8 @@ function readStore(dir, names) {
 export function readView(files) {
   const map = new Map();
   files.forEach((f, i) => {
-    if (f.kind === "snapshot") return void replaySnapshot(f.fd, f.size, f.gen, map);
-    const j = replayJournal(f.fd, f.size, f.gen, map);
+    if (f.kind === "snapshot") return void replaySnapshot(f, map);
+    const j = replayJournal(f, map);
     const last = i === files.length - 1;
     if (last ? j.good !== f.size : !j.sealed) throw corrupt(`journal-${f.gen}@${j.good}`, last ? "the view ends inside a record" : "not sealed, yet continued");
   });
@@ -1022,22 +1033,13 @@ export class FileStore {
   view() {
     this.#check();
     const dir = this.#dir;
-    const part = (kind, gen, size = null) => {
-      const fd = openSync(join(dir, `${kind}-${gen}`), "r");
-      try {
-        return { kind, gen, fd, size: size ?? fstatSync(fd).size };
-      } catch (e) {
-        closeSync(fd);
-        throw e;
-      }
-    };
     for (let attempt = 0; ; attempt++) {
       const S = gens(readdirSync(dir), "snapshot").at(-1) ?? 0;
       const files = [];
       try {
-        if (S > 0) files.push(part("snapshot", S));
-        for (let g = Math.max(S, 1); g < this.#gen; g++) files.push(part("journal", g));
-        files.push(part("journal", this.#gen, this.#durableBytes));
+        if (S > 0) files.push(openPart(dir, "snapshot", S));
+        for (let g = Math.max(S, 1); g < this.#gen; g++) files.push(openPart(dir, "journal", g));
+        files.push(openPart(dir, "journal", this.#gen, this.#durableBytes));
       } catch (e) {
         for (const f of files) closeSync(f.fd);
         // A compaction finished between the listing and the opens.

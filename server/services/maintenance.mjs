@@ -102,8 +102,10 @@ async function* evenly(source) {
   let carry = new Uint8Array(0);
   for await (const m of source) {
     if (!(m instanceof Uint8Array)) {
-      if (m.sha256 && carry.length > 0) yield carry;
-      if (m.sha256) carry = new Uint8Array(0);
+      if (m.sha256 && carry.length > 0) {
+        yield carry;
+        carry = new Uint8Array(0);
+      }
       yield m;
       continue;
     }

@@ -56,6 +56,28 @@ function state(lessor) {
   };
 }
 
+// Holds each journal sync (fdatasync) until the test lets it finish (the
+// store's named import follows the patch once syncBuiltinESMExports has
+// run): { held: [{ fd, cb }], real, restore() }; restored after the test.
+function holdSyncs(t) {
+  const real = fs.fdatasync;
+  const held = [];
+  const restore = () => {
+    fs.fdatasync = real;
+    syncBuiltinESMExports();
+  };
+  fs.fdatasync = (fd, cb) => held.push({ fd, cb });
+  syncBuiltinESMExports();
+  t.after(restore);
+  return { held, real, restore };
+}
+
+// Waits (up to 5 s) until `cond()` holds, and asserts it.
+async function until(cond) {
+  for (const end = Date.now() + 5000; !cond() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 1));
+  assert.ok(cond());
+}
+
 // The state a fresh open of `dir` restores (closing it again).
 function restored(dir, clock) {
   const { store, lessor } = open(dir, clock);
@@ -906,25 +928,12 @@ test("a version 1 store is converted on first open, zero-filled tail included", 
 
 test("groupCommit: one fsync covers what was appended while the last ran; flush waits for its own writes; a failed fsync fails the lessor", async (t) => {
   const dir = tempDir(t);
-  // Hold each journal sync (fdatasync) until the test lets it finish (the
-  // store's named import follows the patch once syncBuiltinESMExports has run).
-  const realSync = fs.fdatasync;
-  const held = [];
-  fs.fdatasync = (fd, cb) => held.push({ fd, cb });
-  syncBuiltinESMExports();
-  t.after(() => {
-    fs.fdatasync = realSync;
-    syncBuiltinESMExports();
-  });
+  const { held, real: realSync, restore } = holdSyncs(t);
   const settled = async (p) => (await Promise.race([p.then(() => "done", () => "failed"), new Promise((r) => setImmediate(() => r("waiting")))]));
   const finish = (err = null) => {
     const { fd, cb } = held.shift();
     if (err) return cb(err);
     realSync(fd, cb);
-  };
-  const until = async (cond) => {
-    for (const end = Date.now() + 5000; !cond() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 1));
-    assert.ok(cond());
   };
 
   const { store, lessor } = open(dir, undefined, { groupCommit: true });
@@ -986,8 +995,7 @@ test("groupCommit: one fsync covers what was appended while the last ran; flush 
   finish(); // the held one finishes after the close (its fd closes only then)
   await flushed;
   two.lessor.close();
-  fs.fdatasync = realSync;
-  syncBuiltinESMExports();
+  restore();
   const back = open(dir2);
   assert.deepEqual([back.lessor.get("x")?.value, back.lessor.get("y")?.value], ["1", "1"]);
   await back.store.close();
@@ -1272,18 +1280,7 @@ test("view(): the state on disk when taken, read elsewhere while writes and a co
 
 test("view(): only what an fsync covered (group commit: writes whose sync is held are not in it); a sealed journal is followed", async (t) => {
   const dir = tempDir(t);
-  const realSync = fs.fdatasync;
-  const held = [];
-  fs.fdatasync = (fd, cb) => held.push({ fd, cb });
-  syncBuiltinESMExports();
-  t.after(() => {
-    fs.fdatasync = realSync;
-    syncBuiltinESMExports();
-  });
-  const until = async (cond) => {
-    for (const end = Date.now() + 5000; !cond() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 1));
-    assert.ok(cond());
-  };
+  const { held, real: realSync, restore } = holdSyncs(t);
   const store = FileStore.open(dir, { groupCommit: true, loopSyncMaxMs: -1 }); // (every sync on the pool: held here)
   const lessor = new Lessor({ storage: store, restore: store.entries(), now: () => T0, autoTick: false });
   const read = (view) => new Lessor({ restore: readView(view.files), now: () => T0, autoTick: false });
@@ -1310,8 +1307,7 @@ test("view(): only what an fsync covered (group commit: writes whose sync is hel
   const r2 = read(v2);
   assert.deepEqual([r2.get("a")?.value, r2.get("b")?.value, r2.get("c")], ["1", "2", undefined]);
   r2.close();
-  fs.fdatasync = realSync;
-  syncBuiltinESMExports();
+  restore();
   for (const h of held.splice(0)) realSync(h.fd, h.cb);
   await compaction;
   await lessor.flush();

@@ -59,22 +59,28 @@ test("a Snapshot the client stops reading ends after the stall time and frees th
   assert.ok(performance.now() - t0 < 3000, "within the stall time and some");
 });
 
-test("on the gateway too: a Snapshot whose client stops reading is dropped after the stall time, and the slot freed", async (t) => {
+// The gateway over an engine holding 16 values of 1 MiB (~22 MiB of JSON in
+// a snapshot: more than the kernel's socket buffers on both sides take),
+// with `stallMs`, on a free loopback port, and a raw TCP client of it.
+async function gatewayWithClient(t, stallMs) {
   const lessor = new Lessor({ autoTick: false });
-  // More than the kernel's socket buffers on both sides take (~22 MiB of JSON).
   for (let i = 0; i < 16; i++) lessor.put(`big/${i}`, "v".repeat(1 << 20));
   const gateway = createGateway({ services: createServices({ lessor, member }) });
-  const http = createHttpServer({ gateway, hosts: allowedHosts(["127.0.0.1"]), serveFile: null, stallMs: 300 });
+  const http = createHttpServer({ gateway, hosts: allowedHosts(["127.0.0.1"]), serveFile: null, stallMs });
   const server = createServer((socket) => http.emit("connection", socket));
   await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
   const { port } = server.address();
-  const url = `http://127.0.0.1:${port}`;
-  const stalled = netConnect(port, "127.0.0.1");
+  const client = netConnect(port, "127.0.0.1");
   t.after(() => {
-    stalled.destroy();
+    client.destroy();
     server.close();
     lessor.close();
   });
+  return { port, url: `http://127.0.0.1:${port}`, client };
+}
+
+test("on the gateway too: a Snapshot whose client stops reading is dropped after the stall time, and the slot freed", async (t) => {
+  const { port, url, client: stalled } = await gatewayWithClient(t, 300);
   // This client takes the first bytes, then reads nothing more.
   stalled.write(`POST /v3/maintenance/snapshot HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 2\r\n\r\n{}`);
   let received = 0;
@@ -114,21 +120,9 @@ test("on the gateway too: a Snapshot whose client stops reading is dropped after
 });
 
 test("on the gateway, a client that reads slowly but steadily is never cut off, nor is a pipelined answer waiting its turn", async (t) => {
-  const lessor = new Lessor({ autoTick: false });
-  for (let i = 0; i < 16; i++) lessor.put(`big/${i}`, "v".repeat(1 << 20));
-  const gateway = createGateway({ services: createServices({ lessor, member }) });
   // (A reader paced as below sees single waits of up to ~0.4 s on loopback,
   // TCP's window opening late; the snapshot takes ~4 s.)
-  const http = createHttpServer({ gateway, hosts: allowedHosts(["127.0.0.1"]), serveFile: null, stallMs: 2000 });
-  const server = createServer((socket) => http.emit("connection", socket));
-  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
-  const { port } = server.address();
-  const client = netConnect(port, "127.0.0.1");
-  t.after(() => {
-    client.destroy();
-    server.close();
-    lessor.close();
-  });
+  const { port, client } = await gatewayWithClient(t, 2000);
   const host = `Host: 127.0.0.1:${port}\r\n`;
   const range = JSON.stringify({ key: Buffer.from("big/3").toString("base64") }); // one 1 MiB value: ~1.4 MB in one answer
   // Three requests at once: a ~22 MiB snapshot, a range answered after it,

@@ -225,8 +225,13 @@ export class Binding {
     return this.#call(() => this.#raw.compact(revision));
   }
 
-  etcdKeyBucket() {
-    return this.#raw.etcd_key_bucket();
+  /** The key bucket in pieces: `etcdKeyBucketNext(cursor, max)` until it gives none; then `cursor.free()`. */
+  etcdKeyBucketCursor() {
+    return this.#raw.etcd_key_bucket_cursor();
+  }
+
+  etcdKeyBucketNext(cursor, max) {
+    return this.#call(() => this.#raw.etcd_key_bucket_next(cursor, max));
   }
 
   hostEntry(name) {

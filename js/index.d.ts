@@ -297,6 +297,16 @@ export interface TxnResult {
  * a txn that writes reads its compares in a transaction of its own; a
  * lease's end deletes each of its keys), `txns` those with more than one.
  */
+/** etcd's key bucket read in pieces (`Lessor.etcdKeyBucket`). */
+export interface KeyBucketReader {
+  /** Each record's key and its value's length, in order: u32 LE length, key, u32 LE length. */
+  readonly heads: Uint8Array;
+  /** The next records (u32 LE length, key, u32 LE length, value), about `maxBytes` (default 1 MiB), at least one; empty once done. */
+  next(maxBytes?: number): Uint8Array;
+  /** Frees the reader before its end (its end frees it). */
+  close(): void;
+}
+
 export interface Counts {
   ranges: number;
   puts: number;
@@ -410,8 +420,13 @@ export class Lessor extends EventTarget {
   compact(revision: number): { revision: number };
   /** etcd's HashKV of the history up to `revision` (default: the current one), a uint32. */
   hashKv(revision?: number): number;
-  /** The history as etcd 3.4's backend key bucket holds it, packed (u32 LE length, key, u32 LE length, value per record), for etcd's snapshot file. */
-  etcdKeyBucket(): Uint8Array;
+  /**
+   * The history as etcd 3.4's backend key bucket holds it, for etcd's snapshot file, read in pieces: `heads` gives each
+   * record's key and value length (u32 LE length, key, u32 LE length); `next()` the records themselves (u32 LE length,
+   * key, u32 LE length, value), about `maxBytes` (default 1 MiB) at a time, empty once done. Throws code "Compacted" if
+   * a compaction dropped a record not yet read.
+   */
+  etcdKeyBucket(): KeyBucketReader;
   /** A host entry (a small named record kept in the store beside the state): a copy, or undefined. */
   hostEntry(name: string): Uint8Array | undefined;
   /** Sets (at most 1 MiB) or removes (null) host entry `name` (1 to 64 of A-Z a-z 0-9 . _ -); durable once `flush()` resolves. */

@@ -245,15 +245,43 @@ export class Lessor extends EventTarget {
 
   /**
    * The history as etcd 3.4's backend holds it in its key bucket, for a
-   * snapshot file etcd can restore (the server's Snapshot): per record, a
-   * u32 LE length, the key (the revision, "_", the sub-revision, 8 bytes
-   * big-endian each; "t" after a deletion's), a u32 LE length, the value
-   * (the version's mvccpb.KeyValue), in revision order. One copy of the
-   * whole history.
+   * snapshot file etcd can restore (the server's Snapshot), read in pieces
+   * so that a large history is never copied whole: `{ heads, next(maxBytes),
+   * close() }`. A record's key is its revision ("_" between the revision and
+   * the sub-revision, 8 bytes big-endian each; "t" after a deletion's), its
+   * value the version's mvccpb.KeyValue; records come in revision order.
+   * `heads`: each record's key and its value's length (u32 LE length, key,
+   * u32 LE length), to lay a file out before reading it. `next(maxBytes)`:
+   * the next records (u32 LE length, key, u32 LE length, value), about
+   * `maxBytes` (default 1 MiB) and at least one; empty once done, which
+   * frees the reader, as `close()` does. The lessor may change meanwhile (a
+   * record is read as its version was); a compaction that drops a record
+   * not yet read makes `next` throw code "Compacted".
    */
   etcdKeyBucket() {
     this.#enter();
-    return this.#b.etcdKeyBucket();
+    const b = this.#b;
+    const cursor = b.etcdKeyBucketCursor();
+    let open = true;
+    const close = () => {
+      if (open) {
+        open = false;
+        cursor.free();
+      }
+    };
+    const next = (maxBytes = 1 << 20) => {
+      if (!open) return new Uint8Array(0);
+      try {
+        this.#enter();
+        const piece = b.etcdKeyBucketNext(cursor, Math.min(Math.max(1, Math.floor(maxBytes) || 1), 0xffffffff));
+        if (piece.length === 0) close();
+        return piece;
+      } catch (e) {
+        close();
+        throw e;
+      }
+    };
+    return { heads: cursor.take_heads(), next, close };
   }
 
   /**

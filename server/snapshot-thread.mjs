@@ -82,21 +82,26 @@ async function build({ files, engine, alarms }) {
     return new Lessor({ ...engine, autoTick: false, restore: entries });
   };
   const lessor = restore();
-  const file = etcdSnapshot(lessor, alarms); // (its records are a copy: the engine can go)
-  lessor.close();
-  parentPort.postMessage({ size: file.size });
-  const hash = createHash("sha256");
-  let credit = AHEAD;
-  const more = () => credit++;
-  parentPort.on("message", more);
-  for (const piece of file.pieces(PIECE)) {
-    while (credit === 0) await once(parentPort, "message");
-    credit--;
-    hash.update(piece);
-    parentPort.postMessage({ piece }, [piece.buffer]);
+  try {
+    // (The history is read from the engine as the pieces are written: one
+    // copy of it, not two.)
+    const file = etcdSnapshot(lessor, alarms);
+    parentPort.postMessage({ size: file.size });
+    const hash = createHash("sha256");
+    let credit = AHEAD;
+    const more = () => credit++;
+    parentPort.on("message", more);
+    for (const piece of file.pieces(PIECE)) {
+      while (credit === 0) await once(parentPort, "message");
+      credit--;
+      hash.update(piece);
+      parentPort.postMessage({ piece }, [piece.buffer]);
+    }
+    parentPort.off("message", more); // (so that the worker can end)
+    parentPort.postMessage({ sha256: new Uint8Array(hash.digest()) });
+  } finally {
+    lessor.close();
   }
-  parentPort.off("message", more); // (so that the worker can end)
-  parentPort.postMessage({ sha256: new Uint8Array(hash.digest()) });
 }
 
 if (!isMainThread && workerData?.files) {

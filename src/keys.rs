@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::counts::Tally;
 use crate::error::{Error, Result};
-use crate::kv::{cost, Bound, Entry, Key, RangeRequest, RangeResponse};
+use crate::kv::{cost, Bound, Entry, Key, KeyBucketCursor, RangeRequest, RangeResponse};
 use crate::lessor::Lessor;
 use crate::ops::{
     Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, DeleteResult, Op,
@@ -231,6 +231,24 @@ impl Lessor {
     /// value` per record, in revision order (`kv/backend.rs`).
     pub fn etcd_key_bucket(&self) -> Vec<u8> {
         self.kv.etcd_key_bucket()
+    }
+
+    /// Starts reading the key bucket in pieces (`etcd_key_bucket_next`), for
+    /// a history too large to copy whole; its records' heads come with it
+    /// (`KeyBucketCursor::take_heads`).
+    pub fn etcd_key_bucket_cursor(&self) -> KeyBucketCursor {
+        self.kv.key_bucket_cursor()
+    }
+
+    /// The key bucket's next records, about `max` bytes (at least one),
+    /// packed as `etcd_key_bucket` packs them; empty once done. Fails with
+    /// `Compacted` if a compaction since the cursor began dropped one.
+    pub fn etcd_key_bucket_next(
+        &self,
+        cursor: &mut KeyBucketCursor,
+        max: usize,
+    ) -> Result<Vec<u8>> {
+        self.kv.key_bucket_next(cursor, max)
     }
 
     /// Bytes of keys, values and history, as the quota counts them.

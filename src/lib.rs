@@ -27,7 +27,9 @@ mod write;
 pub use config::Config;
 pub use counts::Counts;
 pub use error::{Error, Result};
-pub use kv::{Entry, Event, Key, RangeRequest, RangeResponse, SortOrder, SortTarget};
+pub use kv::{
+    Entry, Event, Key, KeyBucketCursor, RangeRequest, RangeResponse, SortOrder, SortTarget,
+};
 pub use lease::{LeaseId, MAX_LEASE_TTL};
 pub use lessor::Lessor;
 pub use ops::{

@@ -15,7 +15,10 @@ use wasm_bindgen::JsCast;
 mod codec;
 
 use crate::storage::Batch;
-use crate::{Config, Entry, Error, LeaseId, Lessor, PutOptions, Revoked, SnapshotCursor, Storage};
+use crate::{
+    Config, Entry, Error, KeyBucketCursor, LeaseId, Lessor, PutOptions, Revoked, SnapshotCursor,
+    Storage,
+};
 use codec::{Reader, Writer};
 
 /// Positions in the scratch array (see `RawLessor::scratch`).
@@ -644,9 +647,21 @@ impl RawLessor {
         self.inner.hash_kv(upto as i64).map_err(|e| js_error(&e))
     }
 
-    /// etcd's key bucket for this history, packed (`Lessor::etcd_key_bucket`).
-    pub fn etcd_key_bucket(&self) -> Vec<u8> {
-        self.inner.etcd_key_bucket()
+    /// etcd's key bucket for this history, read in pieces
+    /// (`Lessor::etcd_key_bucket_cursor`).
+    pub fn etcd_key_bucket_cursor(&self) -> RawKeyBucket {
+        RawKeyBucket(self.inner.etcd_key_bucket_cursor())
+    }
+
+    /// The key bucket's next records, about `max` bytes; empty once done.
+    pub fn etcd_key_bucket_next(
+        &self,
+        cursor: &mut RawKeyBucket,
+        max: u32,
+    ) -> Result<Vec<u8>, JsValue> {
+        self.inner
+            .etcd_key_bucket_next(&mut cursor.0, max as usize)
+            .map_err(|e| js_error(&e))
     }
 
     /// The host entry `name` (a copy), or undefined.
@@ -708,3 +723,15 @@ impl RawLessor {
 /// A snapshot in progress (`RawLessor::snapshot_cursor`).
 #[wasm_bindgen]
 pub struct RawSnapshot(SnapshotCursor);
+
+/// The key bucket read in pieces (`RawLessor::etcd_key_bucket_cursor`).
+#[wasm_bindgen]
+pub struct RawKeyBucket(KeyBucketCursor);
+
+#[wasm_bindgen]
+impl RawKeyBucket {
+    /// Each record's key and value length (`KeyBucketCursor::take_heads`).
+    pub fn take_heads(&mut self) -> Vec<u8> {
+        self.0.take_heads()
+    }
+}

@@ -569,11 +569,61 @@ proptest! {
         }).collect();
         prop_assert_eq!(&got, &want);
         // The same, read back from etcd's key bucket layout.
-        prop_assert_eq!(etcd_records(&l.etcd_key_bucket()), want);
+        let whole = l.etcd_key_bucket();
+        prop_assert_eq!(etcd_records(&whole), want);
+        // Read in pieces: the same bytes, each piece within its bound
+        // unless a single record, and the heads naming each record's key and
+        // value length.
+        for max in [1, 100, 4096] {
+            let mut cursor = l.etcd_key_bucket_cursor();
+            let heads = cursor.take_heads();
+            let mut read = Vec::new();
+            loop {
+                let piece = l.etcd_key_bucket_next(&mut cursor, max).unwrap();
+                if piece.is_empty() {
+                    break;
+                }
+                prop_assert!(piece.len() <= max || records(&piece).len() == 1);
+                read.extend_from_slice(&piece);
+            }
+            prop_assert_eq!(&read, &whole);
+            let want_heads: Vec<_> = records(&whole).into_iter().map(|(k, v)| (k.to_vec(), v.len())).collect();
+            let got_heads: Vec<_> = heads_of(&heads);
+            prop_assert_eq!(got_heads, want_heads);
+        }
     }
 }
 
 type Version = (i64, u32, Vec<u8>, Option<(Vec<u8>, i64, i64, i64, i64)>);
+
+fn u32_at(b: &[u8], at: usize) -> usize {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize
+}
+
+/// The (key, value) records of a packed key bucket piece.
+fn records(b: &[u8]) -> Vec<(&[u8], &[u8])> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < b.len() {
+        let k = u32_at(b, at);
+        let n = u32_at(b, at + 4 + k);
+        out.push((&b[at + 4..at + 4 + k], &b[at + 8 + k..at + 8 + k + n]));
+        at += 8 + k + n;
+    }
+    out
+}
+
+/// The (key, value length) of each record of the key bucket's heads.
+fn heads_of(b: &[u8]) -> Vec<(Vec<u8>, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < b.len() {
+        let k = u32_at(b, at);
+        out.push((b[at + 4..at + 4 + k].to_vec(), u32_at(b, at + 4 + k)));
+        at += 8 + k;
+    }
+    out
+}
 
 /// The records of etcd's key bucket, packed (`etcd_key_bucket`), decoded:
 /// the key is `rev_sub` (8 bytes big-endian each, "t" after a deletion),
@@ -1195,4 +1245,44 @@ fn filtered_and_far_behind_watchers() {
     };
     assert_eq!(got(far), want(4..1004));
     assert_eq!(got(near), want(rev - 9..rev + 1));
+}
+
+// The key bucket read in pieces while the lessor goes on: records are read
+// as their versions are (a later put or delete of the key changes nothing
+// read), and a compaction that drops a version not yet read fails the read
+// rather than leave a record out.
+#[test]
+fn the_key_bucket_read_in_pieces_while_writes_go_on() {
+    let mut l = Lessor::new(Config::default()).unwrap();
+    for k in [b"a", b"b", b"c"] {
+        l.put(T0, k, b"1", PutOptions::default()).unwrap();
+    }
+    let whole = l.etcd_key_bucket();
+    let mut cursor = l.etcd_key_bucket_cursor();
+    let first = l.etcd_key_bucket_next(&mut cursor, 1).unwrap();
+    assert_eq!(records(&first).len(), 1);
+    // The versions not yet read are superseded and deleted meanwhile.
+    l.put(T0, b"b", b"2", PutOptions::default()).unwrap();
+    l.delete_range(
+        T0,
+        &edge_lease::DeleteRequest {
+            key: b"c".to_vec(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let rest = l.etcd_key_bucket_next(&mut cursor, usize::MAX).unwrap();
+    assert_eq!([first, rest].concat(), whole);
+    assert!(l
+        .etcd_key_bucket_next(&mut cursor, usize::MAX)
+        .unwrap()
+        .is_empty());
+    // A compaction past the versions a cursor has yet to read.
+    let mut cursor = l.etcd_key_bucket_cursor();
+    l.etcd_key_bucket_next(&mut cursor, 1).unwrap();
+    l.compact(l.revision()).unwrap();
+    assert_eq!(
+        l.etcd_key_bucket_next(&mut cursor, usize::MAX),
+        Err(Error::Compacted(6))
+    );
 }

@@ -23,6 +23,8 @@ const META = 0x04;
 const FREELIST = 0x10;
 const BUCKET_LEAF = 0x01; // a leaf element that is a bucket
 const MAGIC = 0xed0cdaed;
+// What the key bucket is read from the engine in.
+const PIECE = 1 << 20;
 
 const encoder = new TextEncoder();
 const bytes = (s) => encoder.encode(s);
@@ -49,13 +51,21 @@ function varint(out, field, v) {
   out.push(Number(n));
 }
 
-// Records packed as the engine gives its key bucket: per record, a u32 LE
-// length, the key, a u32 LE length, the value; sorted by key. Read in place.
-// `of` packs [key, value] pairs, sorting them.
+// A bucket's records, sorted by key, as the pages are laid out and then
+// filled: `heads` (bytes, with `hv` their DataView) give each record's key
+// and value length for the layout, with the value itself when `values`;
+// `next()` then gives the records in order, each as the offset in `rb`
+// (with `rv` its DataView) of a u32 LE length, the key, a u32 LE length,
+// the value.
+
+// Records held packed in one buffer (heads and records at once). `of`
+// packs [key, value] pairs, sorting them.
 class Packed {
   constructor(buf) {
-    this.b = buf;
-    this.v = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.hb = this.rb = buf;
+    this.hv = this.rv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.values = true;
+    this.at = 0;
   }
   static of(unsorted) {
     const pairs = [...unsorted].sort((a, b) => compareBytes(a[0], b[0]));
@@ -73,6 +83,46 @@ class Packed {
       at += 4 + v.length;
     }
     return new Packed(b);
+  }
+  next() {
+    const at = this.at;
+    const k = this.rv.getUint32(at, true);
+    this.at += 8 + k + this.rv.getUint32(at + 4 + k, true);
+    return at;
+  }
+}
+
+// The engine's key bucket, read a piece at a time as the pages are filled
+// (Lessor.etcdKeyBucket), so the whole history is never copied at once.
+class Streamed {
+  constructor(reader) {
+    this.reader = reader;
+    this.hb = reader.heads;
+    this.hv = new DataView(this.hb.buffer, this.hb.byteOffset, this.hb.byteLength);
+    this.values = false;
+    this.head = 0;
+    this.rb = new Uint8Array(0);
+    this.at = 0;
+  }
+  next() {
+    if (this.at >= this.rb.length) {
+      this.rb = this.reader.next(PIECE);
+      this.rv = new DataView(this.rb.buffer, this.rb.byteOffset, this.rb.byteLength);
+      this.at = 0;
+    }
+    const at = this.at;
+    const k = this.rb.length ? this.rv.getUint32(at, true) : -1;
+    const n = this.rb.length ? this.rv.getUint32(at + 4 + k, true) : -1;
+    // (The layout was made from the heads: a record that differs would
+    // corrupt the file.)
+    const hk = this.hv.getUint32(this.head, true);
+    if (k !== hk || n !== this.hv.getUint32(this.head + 4 + hk, true)) {
+      this.reader.close();
+      throw new Error("edge-lease: the key bucket's records differ from its heads");
+    }
+    this.head += 8 + hk;
+    this.at += 8 + k + n;
+    return at;
   }
 }
 
@@ -106,28 +156,28 @@ class Writer {
     return id;
   }
 
-  // A leaf page of the `count` records of `src` from byte `from` on
-  // (`flags` on each element); [its id, its first key].
+  // A leaf page of the next `count` records of `src`, whose heads start at
+  // byte `from` (`flags` on each element); [its id, its first key].
   leaf(src, from, count, size, flags) {
     const id = this.alloc(size, LEAF, count, (p, v) => {
       let data = HEADER + count * ELEMENT;
-      let at = from;
       for (let i = 0; i < count; i++) {
+        const at = src.next();
+        const [b, rv] = [src.rb, src.rv];
         const e = HEADER + i * ELEMENT;
-        const k = src.v.getUint32(at, true);
-        const n = src.v.getUint32(at + 4 + k, true);
+        const k = rv.getUint32(at, true);
+        const n = rv.getUint32(at + 4 + k, true);
         v.setUint32(e, flags, true);
         v.setUint32(e + 4, data - e, true);
         v.setUint32(e + 8, k, true);
         v.setUint32(e + 12, n, true);
-        p.set(src.b.subarray(at + 4, at + 4 + k), data);
-        p.set(src.b.subarray(at + 8 + k, at + 8 + k + n), data + k);
+        p.set(b.subarray(at + 4, at + 4 + k), data);
+        p.set(b.subarray(at + 8 + k, at + 8 + k + n), data + k);
         data += k + n;
-        at += 8 + k + n;
       }
     });
-    const k = count ? src.v.getUint32(from, true) : 0;
-    return [id, src.b.subarray(from + 4, from + 4 + k)];
+    const k = count ? src.hv.getUint32(from, true) : 0;
+    return [id, src.hb.subarray(from + 4, from + 4 + k)];
   }
 
   // A branch page over `children` ([pgid, first key]); its id.
@@ -147,7 +197,7 @@ class Writer {
     });
   }
 
-  // The B+tree of the records of `src` (a Packed, sorted by key): its root
+  // The B+tree of the records of `src` (Packed or Streamed): its root
   // page's id. Leaves are filled in order; each level of branches names
   // the first key of each page below, until one page is left.
   tree(src, flags = 0) {
@@ -155,9 +205,9 @@ class Writer {
     let from = 0;
     let count = 0;
     let size = HEADER;
-    for (let at = 0; at < src.b.length; ) {
-      const k = src.v.getUint32(at, true);
-      const n = src.v.getUint32(at + 4 + k, true);
+    for (let at = 0; at < src.hb.length; ) {
+      const k = src.hv.getUint32(at, true);
+      const n = src.hv.getUint32(at + 4 + k, true);
       const grow = ELEMENT + k + n;
       if (count > 0 && size + grow > PAGE) {
         level.push(this.leaf(src, from, count, size, flags));
@@ -165,7 +215,7 @@ class Writer {
       }
       count++;
       size += grow;
-      at += 8 + k + n;
+      at += 8 + k + (src.values ? n : 0);
     }
     if (count > 0 || level.length === 0) level.push(this.leaf(src, from, count, size, flags));
     while (level.length > 1) {
@@ -229,15 +279,16 @@ class Writer {
 }
 
 /**
- * A bbolt database file of `buckets` ({ name: records }, each a Packed,
- * sorted, or an array of [key, value] Uint8Arrays; keys distinct), laid
+ * A bbolt database file of `buckets` ({ name: records }, each a record
+ * source as above, or an array of [key, value] Uint8Arrays; keys distinct), laid
  * out: `{ size, pieces(bytes) }`, its size and a generator of its bytes in
- * pieces of about `bytes` each (default 1 MiB), in order.
+ * pieces of about `bytes` each (default 1 MiB), in order, taken once (a
+ * streamed source is read as the pages are written).
  */
 export function boltFile(buckets) {
   const w = new Writer();
   const root = Object.keys(buckets).map((name) => {
-    const records = buckets[name] instanceof Packed ? buckets[name] : Packed.of(buckets[name]);
+    const records = Array.isArray(buckets[name]) ? Packed.of(buckets[name]) : buckets[name];
     const value = new Uint8Array(16); // { root pgid u64, sequence u64 }
     new DataView(value.buffer).setBigUint64(0, BigInt(w.tree(records)), true);
     return [bytes(name), value];
@@ -279,8 +330,9 @@ const u64 = (n) => {
  * leaves it), the lease bucket (each lease's id and granted TTL), the meta
  * bucket (the compaction point), the alarm bucket (`alarms`: { memberID,
  * alarm } entries), and the empty member buckets a restore clears; laid
- * out as `boltFile` gives it. Copies the history once (the engine's key
- * bucket) at once; the pages are written as they are taken.
+ * out as `boltFile` gives it. The history is read from the engine a piece
+ * at a time as the pages are taken, so `lessor` must stay open (and not be
+ * compacted) until the last piece is.
  */
 export function etcdSnapshot(lessor, alarms) {
   const lease = [];
@@ -308,7 +360,7 @@ export function etcdSnapshot(lessor, alarms) {
     })
     .filter(([k]) => k.length > 0);
   return boltFile({
-    key: new Packed(lessor.etcdKeyBucket()),
+    key: new Streamed(lessor.etcdKeyBucket()),
     lease,
     meta: meta.map(([k, v]) => [bytes(k), v]),
     alarm,

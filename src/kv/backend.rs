@@ -5,7 +5,8 @@
 //! version's mvccpb.KeyValue as gogoproto marshals it (fields in number
 //! order, zero ones left out; a deletion's holds the key alone).
 
-use super::{Entry, Keyspace};
+use super::{Entry, Key, Keyspace};
+use crate::error::{Error, Result};
 
 /// Appends protobuf field `field` as a varint (left out when 0).
 fn varint(out: &mut Vec<u8>, field: u8, v: i64) {
@@ -79,33 +80,99 @@ pub(crate) fn record_value_len(key: &[u8], e: Option<&Entry>) -> usize {
         })
 }
 
+/// Where a read of the key bucket in pieces is (`Keyspace::key_bucket_cursor`):
+/// the records' order, taken when it starts, and how many are read.
+pub struct KeyBucketCursor {
+    order: Vec<(i64, u32, Key)>,
+    at: usize,
+    heads: Vec<u8>,
+}
+
+impl KeyBucketCursor {
+    /// Each record's key and its value's length, in order, packed as `u32
+    /// LE length, key, u32 LE value length` (the values left out), so that a
+    /// host can lay the records out before it reads them; taken once.
+    pub fn take_heads(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.heads)
+    }
+}
+
+/// A version's backend record length, key and value with their u32s.
+fn record_len(key: &[u8], e: Option<&Entry>) -> usize {
+    8 + 17 + e.is_none() as usize + record_value_len(key, e)
+}
+
 impl Keyspace {
     /// The key bucket etcd's backend would hold for this history (the
     /// versions held: see `versions`), in its order (revision, then
     /// sub-revision), packed as `u32 LE length, key, u32 LE length, value`
-    /// per record.
+    /// per record: one copy of the whole history.
     pub fn etcd_key_bucket(&self) -> Vec<u8> {
+        let mut c = self.key_bucket_cursor();
+        self.key_bucket_next(&mut c, usize::MAX)
+            .expect("the keyspace did not change since the cursor began")
+    }
+
+    /// Starts reading the key bucket (`etcd_key_bucket`) in pieces
+    /// (`key_bucket_next`), so that a large history is never copied whole.
+    pub fn key_bucket_cursor(&self) -> KeyBucketCursor {
         let versions = self.versions(self.revision());
-        // (Sized first: a bucket as large as the data, grown by doubling,
-        // would take up to twice that.)
-        let size = versions
-            .iter()
-            .map(|&(_, _, k, e)| 8 + 17 + e.is_none() as usize + record_value_len(k, e))
-            .sum();
-        let mut out = Vec::with_capacity(size);
-        let mut buf = Vec::new();
+        let mut heads = Vec::with_capacity(
+            versions
+                .iter()
+                .map(|&(.., e)| 8 + 17 + e.is_none() as usize)
+                .sum(),
+        );
+        let mut order = Vec::with_capacity(versions.len());
         for (rev, sub, k, e) in versions {
-            buf.clear();
-            record_key(&mut buf, rev, sub, e.is_none());
-            out.extend_from_slice(&(buf.len() as u32).to_le_bytes());
-            out.extend_from_slice(&buf);
-            buf.clear();
-            record_value(&mut buf, k, e);
-            out.extend_from_slice(&(buf.len() as u32).to_le_bytes());
-            out.extend_from_slice(&buf);
+            heads.extend_from_slice(&(17 + e.is_none() as u32).to_le_bytes());
+            record_key(&mut heads, rev, sub, e.is_none());
+            heads.extend_from_slice(&(record_value_len(k, e) as u32).to_le_bytes());
+            order.push((rev, sub, k.clone()));
+        }
+        KeyBucketCursor {
+            order,
+            at: 0,
+            heads,
+        }
+    }
+
+    /// The next records of the key bucket, packed as `etcd_key_bucket`
+    /// packs them: about `max` bytes, at least one record; empty once done.
+    /// The keyspace may change between pieces (a record is read as its
+    /// version is, and versions do not change); a compaction that drops a
+    /// version not yet read fails the read with `Compacted`.
+    pub fn key_bucket_next(&self, c: &mut KeyBucketCursor, max: usize) -> Result<Vec<u8>> {
+        // (Sized first, so a piece is allocated once, whole.)
+        let mut size = 0;
+        let mut end = c.at;
+        for (rev, sub, key) in &c.order[c.at..] {
+            let e = self
+                .version(key, *rev, *sub)
+                .ok_or(Error::Compacted(self.compacted))?;
+            let n = record_len(key, e);
+            if end > c.at && size + n > max {
+                break;
+            }
+            size += n;
+            end += 1;
+        }
+        let mut out = Vec::with_capacity(size);
+        for (rev, sub, key) in &c.order[c.at..end] {
+            let e = self.version(key, *rev, *sub).expect("looked up above");
+            out.extend_from_slice(&(17 + e.is_none() as u32).to_le_bytes());
+            record_key(&mut out, *rev, *sub, e.is_none());
+            out.extend_from_slice(&(record_value_len(key, e) as u32).to_le_bytes());
+            record_value(&mut out, key, e);
         }
         debug_assert_eq!(out.len(), size);
-        out
+        c.at = end;
+        if c.at == c.order.len() {
+            // (Done: the keys it held go.)
+            c.order = Vec::new();
+            c.at = 0;
+        }
+        Ok(out)
     }
 }
 

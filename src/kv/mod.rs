@@ -21,6 +21,7 @@ mod backend;
 mod hash;
 mod range;
 
+pub use backend::KeyBucketCursor;
 pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
 
 use std::collections::{btree_map, BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
@@ -164,6 +165,21 @@ impl Keyspace {
             }
         }
         state_at(self.index.get(key)?, revision)
+    }
+
+    /// The version of `key` written by change `sub` of `revision`, if it is
+    /// held: Some(entry), or Some(None) for a deletion.
+    pub fn version(&self, key: &[u8], revision: i64, sub: u32) -> Option<Option<&Entry>> {
+        if let Some(e) = self.live.get(key) {
+            if (e.mod_revision, e.sub) == (revision, sub) {
+                return Some(Some(e));
+            }
+        }
+        let past = self.index.get(key)?;
+        let i = past
+            .binary_search_by(|v| (v.revision, v.sub).cmp(&(revision, sub)))
+            .ok()?;
+        Some(past[i].entry.as_ref())
     }
 
     /// The key as the keyspace shares it: the stored copy if there is one,

@@ -95,6 +95,53 @@ test("hashKv: etcd's hash of the same history, before and after a compaction; et
   assert.equal(lessor.hashKv(), 2980382566);
 });
 
+test("etcdKeyBucket: etcd's key bucket in pieces, each record's head first; Compacted once a record not read is dropped", () => {
+  const { lessor } = setup();
+  lessor.put("a", "1"); // 2
+  lessor.put("a", "2"); // 3
+  lessor.txn({ success: [{ deleteRange: { key: "a" } }, { put: { key: "b", value: "x".repeat(5000) } }] }); // 4
+  const records = (b) => {
+    const out = [];
+    const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    for (let at = 0; at < b.length; ) {
+      const k = v.getUint32(at, true);
+      const n = v.getUint32(at + 4 + k, true);
+      out.push([Buffer.from(b.subarray(at + 4, at + 4 + k)).toString("hex"), n]);
+      at += 8 + k + n;
+    }
+    return out;
+  };
+  const reader = lessor.etcdKeyBucket();
+  const heads = [];
+  const hv = new DataView(reader.heads.buffer, reader.heads.byteOffset, reader.heads.byteLength);
+  for (let at = 0; at < reader.heads.length; ) {
+    const k = hv.getUint32(at, true);
+    heads.push([Buffer.from(reader.heads.subarray(at + 4, at + 4 + k)).toString("hex"), hv.getUint32(at + 4 + k, true)]);
+    at += 8 + k;
+  }
+  const rev = (main, sub, t = "") => main.toString(16).padStart(16, "0") + "5f" + sub.toString(16).padStart(16, "0") + t;
+  assert.deepEqual(heads.map(([k]) => k), [rev(2, 0), rev(3, 0), rev(4, 0, "74"), rev(4, 1)]);
+  // One record a piece at a 1-byte bound; the 5 KB value in a piece of its own.
+  const pieces = [];
+  for (let p; (p = reader.next(1)).length > 0; ) pieces.push(records(p));
+  assert.deepEqual(pieces.flat(), heads);
+  assert.deepEqual(pieces.map((p) => p.length), [1, 1, 1, 1]);
+  assert.equal(reader.next().length, 0);
+  // Read whole: the same records.
+  const whole = lessor.etcdKeyBucket();
+  assert.deepEqual(records(whole.next(1 << 30)), heads);
+  // A compaction past records not yet read.
+  const late = lessor.etcdKeyBucket();
+  late.next(1);
+  lessor.compact(4);
+  assert.equal(code(() => late.next()), "Compacted");
+  assert.equal(late.next().length, 0); // (freed by the failure)
+  lessor.etcdKeyBucket().close();
+  const open = lessor.etcdKeyBucket();
+  lessor.close();
+  assert.equal(code(() => open.next()), "Closed");
+});
+
 test("range at past revisions reads history; compaction and the future are typed errors", () => {
   const { lessor } = setup();
   for (let v = 0; v < 5; v++) lessor.put("k", String(v)); // revisions 2..6

@@ -5,11 +5,11 @@
 // changes after load, except `ready`, set once by the entry that
 // instantiated the wasm.
 
-import { defaults as coreDefaults, RangeRow, RawLessor, RevokedRow, Slot } from "../pkg/edge_lease.js";
+import { defaults as coreDefaults, RangeRow, RawLessor, RawRestore, RevokedRow, Slot } from "../pkg/edge_lease.js";
 import { invalid, LeaseError, leaseError } from "./errors.js";
 import {
   Batch,
-  packEntries,
+  packEntryParts,
   unpackEntries,
   Reader,
   Writer,
@@ -153,6 +153,23 @@ const NO_BYTES = new Uint8Array(0);
  * One RawLessor, called with JS values: ids as hex or bigint, entries and
  * lists as objects. Every method takes the host time `now` (epoch ms) first.
  */
+// A restore handed its entries a piece at a time, so that they are never in
+// wasm memory whole beside the engine built from them (which keeps that
+// high-water mark).
+const RESTORE_PART_BYTES = 1 << 20;
+
+function restoreRaw(config, { entries, now, write }) {
+  const r = new RawRestore();
+  try {
+    for (const part of packEntryParts(entries, RESTORE_PART_BYTES)) r.add(part);
+  } catch (e) {
+    r.free();
+    throw e;
+  }
+  // (The restore is consumed, on success or not.)
+  return RawLessor.restore(config, r, now, write && ((bytes) => write(new Batch(bytes))));
+}
+
 export class Binding {
   #raw;
   #scratch;
@@ -175,9 +192,7 @@ export class Binding {
    */
   constructor(config, restore) {
     try {
-      this.#raw = restore
-        ? RawLessor.restore(config, packEntries(restore.entries), restore.now, restore.write && ((bytes) => restore.write(new Batch(bytes))))
-        : new RawLessor(config);
+      this.#raw = restore ? restoreRaw(config, restore) : new RawLessor(config);
     } catch (e) {
       throw leaseError(e);
     }

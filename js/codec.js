@@ -129,17 +129,34 @@ export class Reader {
 }
 
 /**
- * Stored `[key, value]` entries as one buffer for the binding's restore:
- * each string or bytes as a u32 (little-endian) length, then its UTF-8 or
- * bytes. Written in place: a restore packs hundreds of thousands of them.
+ * Stored `[key, value]` entries packed for the binding's restore, in parts
+ * of about `bytes` each (at least one entry), in order: each string or
+ * bytes as a u32 (little-endian) length, then its UTF-8 or bytes. Written in
+ * place: a restore packs hundreds of thousands of them.
  */
-export function packEntries(entries) {
+export function* packEntryParts(entries, bytes) {
   const list = Array.isArray(entries) ? entries : [...entries];
+  for (let from = 0; from < list.length; ) {
+    let to = from;
+    let size = 0;
+    do {
+      const [k, v] = list[to++];
+      size += 8 + k.length + v.length;
+    } while (to < list.length && size < bytes);
+    yield packList(list, from, to);
+    from = to;
+  }
+}
+
+function packList(list, from, to) {
   // One buffer, sized up front (a string takes at most 3 bytes per UTF-16
   // unit), written without a DataView or a set() per short field: this runs
   // once per entry of a restore (200k for 100k leases with a key each).
   let size = 0;
-  for (const [k, v] of list) size += 8 + k.length * 3 + (typeof v === "string" ? v.length * 3 : v.length);
+  for (let i = from; i < to; i++) {
+    const [k, v] = list[i];
+    size += 8 + k.length * 3 + (typeof v === "string" ? v.length * 3 : v.length);
+  }
   const buf = new Uint8Array(size);
   let at = 0;
   const put = (v) => {
@@ -168,9 +185,9 @@ export function packEntries(entries) {
     buf[at + 3] = n >>> 24;
     at = end;
   };
-  for (const [k, v] of list) {
-    put(k);
-    put(v);
+  for (let i = from; i < to; i++) {
+    put(list[i][0]);
+    put(list[i][1]);
   }
   return buf.subarray(0, at);
 }
@@ -192,7 +209,7 @@ function name(buf, at, n) {
 }
 
 /**
- * The `[key, Uint8Array]` entries of a buffer packed as packEntries packs
+ * The `[key, Uint8Array]` entries of a buffer packed as packEntryParts packs
  * them (the core's snapshot steps come so), appended to `out`. Values are
  * views on `buf`, which the caller owns.
  */

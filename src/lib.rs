@@ -37,6 +37,6 @@ pub use ops::{
     Op, OpResponse, PutOptions, PutRequest, PutResult, Revoked, Tick, TimeToLive, TxnRequest,
     TxnResponse,
 };
-pub use snapshot::SnapshotCursor;
+pub use snapshot::{Restore, SnapshotCursor};
 pub use storage::{Batch, Storage};
 pub use watch::{Polled, WatchEvents, WatchRequest};

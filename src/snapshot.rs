@@ -32,7 +32,19 @@ impl Lessor {
         now: i64,
         storage: Option<Box<dyn Storage>>,
     ) -> Result<Lessor> {
-        let snap = codec::decode(entries)?;
+        let mut r = Restore::default();
+        for (k, v) in entries {
+            r.add(k.as_ref(), v.as_ref())?;
+        }
+        r.finish(config, now, storage)
+    }
+
+    fn restore_decoded(
+        config: Config,
+        snap: codec::Snapshot,
+        now: i64,
+        storage: Option<Box<dyn Storage>>,
+    ) -> Result<Lessor> {
         let mut l = Lessor::new(config)?;
         let now = l.observe(now);
         l.leases.reserve(snap.leases.len());
@@ -216,6 +228,29 @@ impl Lessor {
                 Stage::Done => return false,
             }
         }
+    }
+}
+
+/// A restore handed its stored entries a few at a time (`add`, then
+/// `finish`), where `Lessor::restore` takes them at once: a host reading a
+/// large store need not hold every entry in two forms at once.
+#[derive(Default)]
+pub struct Restore(codec::Decoder);
+
+impl Restore {
+    /// One stored entry; a corrupt one fails here.
+    pub fn add(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        self.0.add(key, value)
+    }
+
+    /// The lessor of every entry added (`Lessor::restore`).
+    pub fn finish(
+        self,
+        config: Config,
+        now: i64,
+        storage: Option<Box<dyn Storage>>,
+    ) -> Result<Lessor> {
+        Lessor::restore_decoded(config, self.0.finish()?, now, storage)
     }
 }
 

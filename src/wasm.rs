@@ -16,8 +16,8 @@ mod codec;
 
 use crate::storage::Batch;
 use crate::{
-    Config, Entry, Error, KeyBucketCursor, LeaseId, Lessor, PutOptions, Revoked, SnapshotCursor,
-    Storage,
+    Config, Entry, Error, KeyBucketCursor, LeaseId, Lessor, PutOptions, Restore, Revoked,
+    SnapshotCursor, Storage,
 };
 use codec::{Reader, Writer};
 
@@ -270,23 +270,23 @@ impl RawLessor {
         Ok(RawLessor::wrap(inner))
     }
 
-    /// Rebuilds from stored entries, packed in one buffer by the JS half
-    /// (`packEntries` in js/codec.js: one copy in, instead of two JS calls
-    /// per entry); with `write`, every later change is first handed to it.
+    /// Rebuilds from the stored entries handed to `restore` (`RawRestore`);
+    /// with `write`, every later change is first handed to it.
     pub fn restore(
         config: &Object,
-        packed: &[u8],
+        restore: RawRestore,
         now: f64,
         write: Option<Function>,
     ) -> Result<RawLessor, JsValue> {
-        let pairs = codec::entries(packed).map_err(|e| js_error(&e))?;
         let storage = write.map(|write| {
             Box::new(JsStorage {
                 write,
                 packed: Vec::new(),
             }) as Box<dyn Storage>
         });
-        let inner = Lessor::restore(config_of(config), pairs, now as i64, storage)
+        let inner = restore
+            .0
+            .finish(config_of(config), now as i64, storage)
             .map_err(|e| js_error(&e))?;
         Ok(RawLessor::wrap(inner))
     }
@@ -723,6 +723,28 @@ impl RawLessor {
 /// A snapshot in progress (`RawLessor::snapshot_cursor`).
 #[wasm_bindgen]
 pub struct RawSnapshot(SnapshotCursor);
+
+/// A restore's stored entries, handed over in pieces (`Restore`).
+#[wasm_bindgen]
+#[derive(Default)]
+pub struct RawRestore(Restore);
+
+#[wasm_bindgen]
+impl RawRestore {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> RawRestore {
+        RawRestore::default()
+    }
+
+    /// Entries packed in one buffer by the JS half (`packEntryParts` in
+    /// js/codec.js: one copy in, instead of two JS calls per entry).
+    pub fn add(&mut self, packed: &[u8]) -> Result<(), JsValue> {
+        for (k, v) in codec::entries(packed).map_err(|e| js_error(&e))? {
+            self.0.add(k, v).map_err(|e| js_error(&e))?;
+        }
+        Ok(())
+    }
+}
 
 /// The key bucket read in pieces (`RawLessor::etcd_key_bucket_cursor`).
 #[wasm_bindgen]

@@ -311,23 +311,27 @@ fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
     Ok(entry)
 }
 
-/// Reads a whole store back. Every entry must be one this version wrote.
-pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
-    entries: impl IntoIterator<Item = (K, V)>,
-) -> Result<Snapshot> {
-    let mut snap = Snapshot::default();
-    let mut have_revision = false;
-    for (k, v) in entries {
-        let (key, value) = (k.as_ref(), v.as_ref());
+/// Reads a store back an entry at a time (`add`), then checks the whole
+/// (`finish`): a host can hand over a large store in pieces. Every entry
+/// must be one this version wrote.
+#[derive(Default)]
+pub struct Decoder {
+    snap: Snapshot,
+    have_revision: bool,
+}
+
+impl Decoder {
+    /// Decodes one stored entry.
+    pub fn add(&mut self, key: &str, value: &[u8]) -> Result<()> {
         if key == REVISION_KEY {
-            if have_revision {
+            if self.have_revision {
                 return Err(corrupt(key, "duplicate entry"));
             }
-            snap.revision = num(key, "revision", utf8(key, value)?)?;
-            if !(1..=MAX_COUNTER).contains(&snap.revision) {
+            self.snap.revision = num(key, "revision", utf8(key, value)?)?;
+            if !(1..=MAX_COUNTER).contains(&self.snap.revision) {
                 return Err(corrupt(key, "revision out of range"));
             }
-            have_revision = true;
+            self.have_revision = true;
         } else if let Some(hex) = key.strip_prefix(LEASE_PREFIX) {
             let id = parse_hex_id(key, hex)?;
             if id == 0 {
@@ -347,10 +351,10 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
             if lease.ttl < 1 || lease.ttl > MAX_LEASE_TTL || lease.remaining < 0 {
                 return Err(corrupt(key, "ttl or remaining out of range"));
             }
-            snap.leases.push((id, lease));
+            self.snap.leases.push((id, lease));
         } else if let Some(name) = key.strip_prefix(KEY_PREFIX) {
             let name = decode_key_name(key, name)?;
-            snap.keys.push((name, decode_entry(key, value)?));
+            self.snap.keys.push((name, decode_entry(key, value)?));
         } else if let Some(rest) = key.strip_prefix(OLD_PREFIX) {
             let (rev, name) = rest
                 .split_once('/')
@@ -373,51 +377,71 @@ pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
                 }
                 Some(e)
             };
-            snap.old.push((rev, sub, name, entry));
+            self.snap.old.push((rev, sub, name, entry));
         } else if key == COMPACTED_KEY {
-            if snap.compacted_stored {
+            if self.snap.compacted_stored {
                 return Err(corrupt(key, "duplicate entry"));
             }
-            snap.compacted_stored = true;
-            snap.compacted = num(key, "compacted", utf8(key, value)?)?;
-            if !(-1..=MAX_COUNTER).contains(&snap.compacted) {
+            self.snap.compacted_stored = true;
+            self.snap.compacted = num(key, "compacted", utf8(key, value)?)?;
+            if !(-1..=MAX_COUNTER).contains(&self.snap.compacted) {
                 return Err(corrupt(key, "compaction point out of range"));
             }
         } else if let Some(name) = key.strip_prefix(HOST_PREFIX) {
             if !valid_host_name(name) || value.len() > MAX_HOST_VALUE {
                 return Err(corrupt(key, "host entry name or size out of range"));
             }
-            if snap.host.len() >= MAX_HOST_ENTRIES {
+            if self.snap.host.len() >= MAX_HOST_ENTRIES {
                 return Err(corrupt(key, "more host entries than the limit"));
             }
-            snap.host.push((name.to_string(), value.to_vec()));
+            self.snap.host.push((name.to_string(), value.to_vec()));
         } else {
             return Err(corrupt(key, "unknown entry (not written by edge-lease v1)"));
         }
+        Ok(())
     }
-    // Grants write no revision, but every key change does.
-    let changed_keys = !snap.keys.is_empty() || !snap.old.is_empty();
-    if !have_revision && changed_keys {
-        return Err(corrupt(REVISION_KEY, "missing"));
-    }
-    if !have_revision {
-        snap.revision = 1;
-    }
-    if snap.compacted > snap.revision {
-        return Err(corrupt(
-            COMPACTED_KEY,
-            "compaction point is above the stored revision",
-        ));
-    }
-    for (rev, sub, name, _) in &snap.old {
-        if *rev > snap.revision {
+
+    /// The snapshot, once every entry is in.
+    pub fn finish(self) -> Result<Snapshot> {
+        let Decoder {
+            mut snap,
+            have_revision,
+        } = self;
+        // Grants write no revision, but every key change does.
+        let changed_keys = !snap.keys.is_empty() || !snap.old.is_empty();
+        if !have_revision && changed_keys {
+            return Err(corrupt(REVISION_KEY, "missing"));
+        }
+        if !have_revision {
+            snap.revision = 1;
+        }
+        if snap.compacted > snap.revision {
             return Err(corrupt(
-                &old_key(*rev, *sub, name),
-                "revision is above the stored revision",
+                COMPACTED_KEY,
+                "compaction point is above the stored revision",
             ));
         }
+        for (rev, sub, name, _) in &snap.old {
+            if *rev > snap.revision {
+                return Err(corrupt(
+                    &old_key(*rev, *sub, name),
+                    "revision is above the stored revision",
+                ));
+            }
+        }
+        Ok(snap)
     }
-    Ok(snap)
+}
+
+/// Reads a whole store back (`Decoder`).
+pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
+    entries: impl IntoIterator<Item = (K, V)>,
+) -> Result<Snapshot> {
+    let mut d = Decoder::default();
+    for (k, v) in entries {
+        d.add(k.as_ref(), v.as_ref())?;
+    }
+    d.finish()
 }
 
 #[cfg(test)]

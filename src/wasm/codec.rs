@@ -235,7 +235,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Stored entries as packed by `packEntries` (key, value; each a u32
+/// Stored entries as packed by `packEntryParts` (key, value; each a u32
 /// little-endian length, then the bytes), borrowed from the buffer.
 pub fn entries(packed: &[u8]) -> Result<Vec<(&str, &[u8])>> {
     fn next<'a>(rest: &mut &'a [u8]) -> Result<&'a [u8]> {

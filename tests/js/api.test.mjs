@@ -404,6 +404,28 @@ test("restore refuses corrupt entries with a typed error naming the entry", () =
   }
 });
 
+test("restore of a store larger than one part (1 MiB): every entry crosses; a corrupt one in a later part is refused", () => {
+  const store = memoryStore();
+  const { clock, lessor } = setup({ storage: store });
+  const value = new Uint8Array(10_000).fill(7);
+  for (let i = 0; i < 300; i++) lessor.put(`k${String(i).padStart(3, "0")}`, value); // ~3 MB
+  const entries = [...store.map.entries()];
+  const again = new Lessor({ now: () => clock.t, autoTick: false, restore: entries });
+  assert.equal(again.revision, lessor.revision);
+  assert.equal(again.range().length, 300);
+  assert.deepEqual(again.get("k299").value, value);
+  assert.equal(again.hashKv(), lessor.hashKv());
+  // The bad entry last, in the third part.
+  const bad = [...entries, ["v1/key/zz", new Uint8Array([1])]];
+  try {
+    new Lessor({ restore: bad, autoTick: false });
+    assert.fail("expected a throw");
+  } catch (e) {
+    assert.equal(e.code, "CorruptEntry");
+    assert.equal(e.entry, "v1/key/zz");
+  }
+});
+
 test("autoTick: a tick refused by the store is reported and retried, so expiry does not stall", () => {
   mock.timers.enable({ apis: ["setTimeout"], now: 0 });
   try {

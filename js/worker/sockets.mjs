@@ -17,10 +17,11 @@
 // JSON values, as the gateway's /v3/watch body; every WatchResponse comes as
 // one text message `{"result":{...}}`, etcd's sequencing (created, events,
 // cancels, progress). The socket's attachment records each watcher's create
-// request and the revision it has been sent up to, so an object woken from
-// hibernation re-creates the watchers from the engine's history: nothing is
-// lost or sent twice, and a watcher whose revision was compacted meanwhile
-// is canceled with `compact_revision`, as etcd does. An attachment holds at
+// request and the revision it has been sent up to, and the stream's next
+// watcher id, so an object woken from hibernation re-creates the watchers
+// from the engine's history: nothing is lost or sent twice, a watcher whose
+// revision was compacted meanwhile is canceled with `compact_revision`, as
+// etcd does, and no id is handed out twice. An attachment holds at
 // most 2 KiB: a create that would not fit is created and at once canceled
 // (it could not be resumed); open another socket for more watchers.
 import { services as schema } from "../../server/proto/schema.mjs";
@@ -134,6 +135,9 @@ export class Sockets {
           const start = Number(state.pending.start_revision ?? 0);
           const next = start > 0 ? start : Number(msg.header?.revision ?? 0) + 1;
           w[id] = { c: state.pending, n: next };
+          // The stream's next id, so that a woken stream does not hand out
+          // again the id of a watcher canceled before it slept.
+          state.a.next = s.session.nextId;
           if (JSON.stringify(state.a).length > MAX_ATTACHMENT_BYTES) {
             delete w[id];
             state.tooBig = id;
@@ -152,7 +156,9 @@ export class Sockets {
     };
     s = { session: this.#watchService().open(send), state };
     this.#sessions.set(ws, s);
-    // Resume: each recorded watcher from where it was.
+    // Resume: each recorded watcher from where it was (in id order, so that
+    // watcher 0, re-created by asking for id 0, which means "any", gets 0),
+    // then the ids from where they were.
     for (const [id, w] of Object.entries({ ...a.watches })) {
       state.replaying = Number(id);
       state.pending = w.c;
@@ -160,6 +166,7 @@ export class Sockets {
     }
     state.replaying = null;
     state.pending = null;
+    s.session.nextId = Math.max(s.session.nextId, a.next ?? 0);
     return s;
   }
 

@@ -143,6 +143,19 @@ class Session {
     return revision === undefined ? h : { ...h, revision };
   }
 
+  /**
+   * The id the next watcher created with id 0 gets, unless in use (etcd's
+   * nextID: ids a stream has used are not handed out again). Set by a host
+   * that resumes a stream (js/worker/sockets.mjs), after re-creating its
+   * watchers.
+   */
+  get nextId() {
+    return this.#nextId;
+  }
+  set nextId(n) {
+    this.#nextId = n;
+  }
+
   request(req) {
     if (this.#closed) return;
     if (req.create_request) this.#create(req.create_request);

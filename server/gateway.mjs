@@ -165,7 +165,10 @@ function counting(counters, name) {
     ended = true;
   };
   return {
-    start: () => c.started++,
+    start() {
+      c.started++;
+      c.client(null);
+    },
     received(size) {
       c.received++;
       c.bytesIn += size;

@@ -282,6 +282,7 @@ function started(call, m) {
   if (!m.counts) return;
   call.counts = m.counts;
   m.counts.started++;
+  m.counts.client(call.clientVersion);
 }
 function received(call, bytes) {
   if (!call.counts) return;

@@ -82,7 +82,7 @@ function toScratch(x, mem, bytes) {
 
 /** A gRPC call as the h2 module reports it. grpc.mjs sets the on* hooks. */
 export class H2Call {
-  constructor(session, id, path, timeoutMs, encoding) {
+  constructor(session, id, path, timeoutMs, encoding, clientVersion) {
     this.session = session;
     this.id = id;
     this.path = path;
@@ -90,6 +90,8 @@ export class H2Call {
     this.timeoutMs = timeoutMs;
     /** grpc-encoding ("identity" if none). */
     this.encoding = encoding;
+    /** The client-api-version header (etcd's Go client sends it), or null. */
+    this.clientVersion = clientVersion;
     this.done = false;
     this.onMessage = null; // (bytes: Buffer, compressed: boolean)
     this.onEnd = null; // the client half-closed
@@ -262,9 +264,12 @@ export class H2Session {
       }
       if (kind === EV_CALL) {
         const timeoutMs = body.readDoubleLE(0);
-        const encoding = body.toString("latin1", 9, 9 + body[8]);
-        const path = body.toString("latin1", 9 + body[8]);
-        const call = new H2Call(this, id, path, timeoutMs, encoding);
+        let p = 9 + body[8];
+        const encoding = body.toString("latin1", 9, p);
+        const n = body[p++];
+        const clientVersion = n === 255 ? null : body.toString("latin1", p, (p += n));
+        const path = body.toString("latin1", p);
+        const call = new H2Call(this, id, path, timeoutMs, encoding, clientVersion);
         this.calls.set(id, call);
         this.lastActive = performance.now();
         this.onCall(call);

@@ -9,8 +9,7 @@ import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "./services/index.mjs";
 import { isEngineFailure } from "./services/common.mjs";
-import { createCallCounters, createHistogram, createMetrics } from "./services/metrics.mjs";
-import { createWatchStats } from "./services/watch.mjs";
+import { createCallCounters, createHistogram, createMetrics, createServiceStats } from "./services/metrics.mjs";
 import { services as schema } from "./proto/schema.mjs";
 import { hostMetrics } from "./host-metrics.mjs";
 import { createGateway } from "./gateway.mjs";
@@ -135,8 +134,8 @@ process.on("uncaughtException", (e) => {
   console.error(e);
   process.exit(1);
 });
-const watches = createWatchStats();
-services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, watchStats: watches, onFatal: engineFailed });
+const stats = createServiceStats();
+services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, stats, onFatal: engineFailed });
 const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
 // (Alarm too: each change rewrites the alarm list, a host entry.)
@@ -151,7 +150,7 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
 }
 const calls = createCallCounters(schema);
 const health = { success: 0, failures: 0 };
-gateway = createGateway({ services, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs, watches, health }) });
+gateway = createGateway({ services, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs, stats, health }) });
 grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, counters: calls });
 
 for (const s of servers) {

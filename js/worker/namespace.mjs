@@ -15,8 +15,7 @@
 import { DurableLessor } from "../stores/durable-object.mjs";
 import { createServices, memberIds } from "../../server/services/index.mjs";
 import { createGateway } from "../../server/gateway.mjs";
-import { createCallCounters, createMetrics } from "../../server/services/metrics.mjs";
-import { createWatchStats } from "../../server/services/watch.mjs";
+import { createCallCounters, createMetrics, createServiceStats } from "../../server/services/metrics.mjs";
 import { services as schema } from "../../server/proto/schema.mjs";
 import { BASE_HEADER, DEFAULT_NAMESPACE, NAMESPACE_HEADER } from "./router.mjs";
 import { Sockets } from "./sockets.mjs";
@@ -117,12 +116,12 @@ export class LeaseNamespace {
     const onFatal = (e) => this.#ctx.abort?.(`edge-lease: the engine failed: ${e?.message ?? e}`);
     // (Snapshots: an isolate has 128 MB, which the engine's data, its copy
     // of the history and the file must fit in.)
-    const watches = createWatchStats();
-    const services = createServices({ lessor, store, member, maxSnapshotBytes: 8 * 1024 * 1024, watchStats: watches, onFatal });
+    const stats = createServiceStats();
+    const services = createServices({ lessor, store, member, maxSnapshotBytes: 8 * 1024 * 1024, stats, onFatal });
     // Calls counted since the object woke (its /metrics' gRPC counters: the gateway's calls).
     const calls = createCallCounters(schema);
     const health = { success: 0, failures: 0 };
-    this.#gateway = createGateway({ services, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes: options.quotaBytes, calls, watches, health }) });
+    this.#gateway = createGateway({ services, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes: options.quotaBytes, calls, stats, health }) });
     this.#sockets = new Sockets({ ctx: this.#ctx, services, dl: this.#dl, named: (n, u) => this.#named(n, u) });
   }
 

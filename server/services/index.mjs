@@ -19,6 +19,7 @@ import { lockService } from "./lock.mjs";
 import { electionService } from "./election.mjs";
 import { createAlarms } from "./alarms.mjs";
 import { healthService } from "./health.mjs";
+import { createServiceStats } from "./metrics.mjs";
 
 export { memberIds } from "./cluster.mjs";
 
@@ -27,13 +28,14 @@ export { memberIds } from "./cluster.mjs";
  * clusterId (uint64 decimal strings), name, peerURLs, clientURLs, raftTerm };
  * `maxTxnOps` (etcd's --max-txn-ops, also the engine's), `progressIntervalMs`
  * (etcd's --experimental-watch-progress-notify-interval), `maxSnapshotBytes`
- * and `snapshot` (maintenance.mjs); `watchStats` (watch.mjs's createWatchStats, for
- * /metrics); `onFatal(error)` hears the first call that finds the
- * engine failed (below).
+ * and `snapshot` (maintenance.mjs); `stats` (metrics.mjs's
+ * createServiceStats: what the services record for /metrics);
+ * `onFatal(error)` hears the first call that finds the engine failed
+ * (below).
  */
-export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, watchStats, onFatal = null }) {
+export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, stats = createServiceStats(), onFatal = null }) {
   const alarms = createAlarms(member, lessor);
-  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, watchStats, alarms, ...headers(lessor, member) };
+  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, stats, alarms, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),
     "etcdserverpb.Watch": watchService(ctx),

@@ -164,7 +164,7 @@ function txnOut(r, header, req) {
   };
 }
 
-export function kvService({ lessor, header, maxTxnOps = 128 }) {
+export function kvService({ lessor, header, stats, maxTxnOps = 128 }) {
   const top = (revision) => ({ ...header(), revision });
   return {
     Range(req) {
@@ -198,7 +198,13 @@ export function kvService({ lessor, header, maxTxnOps = 128 }) {
 
     Compact(req, call) {
       checkSize(call);
+      const t0 = performance.now();
       engine(() => lessor.compact(int(req.revision)));
+      stats.compaction.observe(performance.now() - t0);
+      lessor.flush().then(
+        () => stats.compactionDurable.observe(performance.now() - t0),
+        () => {}, // (the store failed: the server stops on it)
+      );
       return { header: header() };
     },
   };

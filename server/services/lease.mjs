@@ -3,12 +3,13 @@ import { checkSize, engine, leaseIn, leaseOut } from "./common.mjs";
 
 const id = (v) => leaseIn(v) ?? 0n;
 
-export function leaseService({ lessor, header }) {
+export function leaseService({ lessor, header, stats }) {
   return {
     LeaseGrant(req, call) {
       checkSize(call);
       const want = leaseIn(req.ID);
       const g = engine(() => lessor.grant(Number(req.TTL ?? 0), want === null ? {} : { id: want }));
+      stats.leaseTtl.observe(g.ttl);
       return { header: header(), ID: leaseOut(g.id), TTL: g.ttl };
     },
 

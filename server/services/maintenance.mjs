@@ -6,6 +6,7 @@ import { Code, GrpcError } from "../errors.mjs";
 import { SERVER_VERSION, dbSizes, engine, int } from "./common.mjs";
 import { alarmRpc } from "./alarms.mjs";
 import { etcdSnapshot, wholeFile } from "./snapshot.mjs";
+import { secondsSince } from "./metrics.mjs";
 
 // etcd sends its file in pieces of this size, then its SHA-256 (which
 // `etcdctl snapshot restore` checks); no header.
@@ -25,7 +26,7 @@ export const MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024;
  * without one, the file is built here from `lessor` when its data is at most
  * `maxSnapshotBytes` (a Worker's isolate has less memory).
  */
-export function maintenanceService({ lessor, store, member, header, alarms, maxSnapshotBytes = MAX_SNAPSHOT_BYTES, snapshot = null }) {
+export function maintenanceService({ lessor, store, member, header, alarms, stats, maxSnapshotBytes = MAX_SNAPSHOT_BYTES, snapshot = null }) {
   // One at a time, so that slow readers cannot pile copies up.
   let sending = false;
   const mb = (n) => (n / 2 ** 20).toFixed(1);
@@ -59,7 +60,9 @@ export function maintenanceService({ lessor, store, member, header, alarms, maxS
       return alarmRpc(alarms, req);
     },
     HashKV(req) {
+      const t0 = performance.now();
       const hash = engine(() => lessor.hashKv(int(req.revision)));
+      stats.hashKv.observe(secondsSince(t0));
       return { header: header(), hash, compact_revision: lessor.compactRevision };
     },
     Snapshot: {
@@ -68,13 +71,17 @@ export function maintenanceService({ lessor, store, member, header, alarms, maxS
         sending = true;
         try {
           const list = alarms.get("NONE");
+          const t0 = performance.now();
           let left = 0;
           for await (const m of evenly(snapshot ? snapshot(list, call?.signal) : inMemory(list))) {
             if (m instanceof Uint8Array) {
               left -= m.length;
               yield { remaining_bytes: String(left), blob: m };
             } else if (m.sha256) yield { remaining_bytes: "0", blob: m.sha256 };
-            else left = m.size;
+            else {
+              left = m.size;
+              stats.snapshot.observe(secondsSince(t0));
+            }
           }
         } finally {
           sending = false;
@@ -88,8 +95,17 @@ export function maintenanceService({ lessor, store, member, header, alarms, maxS
       if (String(req.targetID ?? "0") === String(member.id)) return {};
       throw new GrpcError(Code.FailedPrecondition, "etcdserver: bad leader transferee");
     },
-    Defragment() {
-      store?.compactFrom(lessor, { force: true });
+    // The store's journal compacted into a snapshot now (etcd rewrites its
+    // bolt file): answered once it is done, as etcd's is, or with its error.
+    async Defragment() {
+      const t0 = performance.now();
+      stats.defragging++;
+      try {
+        await store?.compactFrom(lessor, { force: true });
+      } finally {
+        stats.defragging--;
+      }
+      stats.defrag.observe(secondsSince(t0));
       return { header: header() };
     },
   };

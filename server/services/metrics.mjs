@@ -6,8 +6,9 @@
 // transactions and lease grants, renewals and ends (counted as etcd's store
 // and lessor count them), writes (as raft proposals: the
 // revision, as Status's raft index), the gRPC transport's calls, messages
-// and bytes, and the process's own figures when the host gives them (Node;
-// not a Worker). (etcd's gateway calls its own gRPC server, so etcd counts
+// and bytes (and calls per client version), the TTLs granted, how long
+// compactions, defragmentations, snapshots and HashKV took, and the
+// process's own figures when the host gives them (Node; not a Worker). (etcd's gateway calls its own gRPC server, so etcd counts
 // gateway calls as gRPC calls too; so does gateway.mjs.) Values are
 // written as Go's Prometheus client writes them (exponent form from 1e6
 // and below 1e-4).
@@ -18,6 +19,8 @@ const TYPES = { "": "unary", c: "client_stream", s: "server_stream", cs: "bidi_s
 // Code names as grpc-go spells them in labels ("Canceled" is its name for
 // 1), with their numbers, in the order the labels sort.
 const CODES = Object.entries(Code).sort(([a], [b]) => (a < b ? -1 : 1));
+// Client versions counted apart in etcd_server_client_requests_total.
+const MAX_CLIENT_VERSIONS = 64;
 const byLabels = (a, b) => (a.labels < b.labels ? -1 : a.labels > b.labels ? 1 : 0);
 // The code etcd 3.4.23 counts a call the client cancels with (measured):
 // LeaseKeepAlive ends with its "no leader" error; v3lock's Lock,
@@ -34,22 +37,26 @@ const CANCELLED = {
 /** A metric family's text: its help, its type, then its samples' lines. */
 const family = (name, type, help, samples) => [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples].join("\n");
 
+/** Prometheus's exponential buckets: `count` bounds from `start`, each `factor` times the last. */
+const exponential = (start, factor, count) => Array.from({ length: count }, (_, i) => start * factor ** i);
+
 /**
- * A Prometheus histogram of durations in seconds over etcd's buckets for
- * its disk syncs (1 ms doubling to 8.192 s): `observe(seconds)`,
- * `text(name, help)`.
+ * A Prometheus histogram over `bounds` (default: etcd's for its disk syncs,
+ * 1 ms doubling to 8.192 s): `observe(value)`, `text(name, help)`.
  */
-export function createHistogram() {
-  const bounds = Array.from({ length: 14 }, (_, i) => 0.001 * 2 ** i);
+export function createHistogram(bounds = exponential(0.001, 2, 14)) {
   const counts = new Array(bounds.length).fill(0);
   let n = 0;
   let sum = 0;
   return {
-    observe(seconds) {
+    observe(value) {
       n++;
-      sum += seconds;
-      const i = bounds.findIndex((b) => seconds <= b);
+      sum += value;
+      const i = bounds.findIndex((b) => value <= b);
       if (i >= 0) counts[i]++;
+    },
+    get count() {
+      return n;
     },
     text(name, help) {
       let below = 0;
@@ -58,6 +65,36 @@ export function createHistogram() {
     },
   };
 }
+
+/**
+ * What the services record for /metrics beside the engine's own counts,
+ * each under etcd 3.4's buckets: `watch`, the open watch sessions and the
+ * events handed to them (services/watch.mjs); `leaseTtl`, the TTL of each
+ * lease granted (after the minimum); the durations of HashKV (`hashKv`; and
+ * `hash`, for Hash, which is not served), of Defragment (`defrag`, and
+ * `defragging` while one runs), of making a snapshot (`snapshot`: until its
+ * file is laid out and its size known), and of a compaction (`compaction`:
+ * the engine's, in ms; `compactionDurable`: until it is on disk, in ms).
+ */
+export function createServiceStats() {
+  return {
+    watch: { sessions: new Set(), events: 0 },
+    leaseTtl: createHistogram(exponential(1, 2, 24)),
+    hashKv: createHistogram(exponential(0.01, 2, 15)),
+    hash: createHistogram(exponential(0.01, 2, 15)),
+    defrag: createHistogram(exponential(0.1, 2, 13)),
+    defragging: 0,
+    snapshot: createHistogram(exponential(0.01, 2, 17)),
+    compaction: createHistogram(exponential(0.5, 2, 14)),
+    compactionDurable: createHistogram(exponential(100, 2, 14)),
+    // (etcd observes this per batch of 1000 keys its backend deletes; the
+    // engine compacts in one step, so it stays empty.)
+    compactionPause: createHistogram(exponential(1, 2, 13)),
+  };
+}
+
+/** Milliseconds since `t0` (performance.now()), in seconds. */
+export const secondsSince = (t0) => (performance.now() - t0) / 1000;
 
 /**
  * Counts of the gRPC transport's calls per method, as go-grpc-prometheus
@@ -69,9 +106,30 @@ export function createHistogram() {
  * each count once it is not 0 (as etcd's). `cancelled` is the code a call
  * the client cancels is counted with. `of("/package.Service/Method")` is
  * the method's counts (null for a path with none): the transport adds to
- * them; `bytes()` is [received, sent] over all methods.
+ * them, and calls `client(version)` as a call starts (the client's
+ * client-api-version header, null without one: etcd's gateway sends none);
+ * `bytes()` is [received, sent] over all methods.
  */
 export function createCallCounters(schema) {
+  // etcd_server_client_requests_total: calls per type and the version the
+  // client names in its client-api-version header ("unknown" without one).
+  const requests = new Map();
+  const client = (type) => {
+    const keys = new Map(); // version -> its key in `requests`
+    return (version) => {
+      const v = version ?? "unknown";
+      let k = keys.get(v);
+      if (k === undefined) {
+        // (A label value is the client's text: kept short and plain, and
+        // only so many kept apart, so no client can grow /metrics without
+        // bound.)
+        const own = /^[\w.+-]{0,32}$/.test(v) && (requests.has(`${type} ${v}`) || requests.size < MAX_CLIENT_VERSIONS);
+        k = `${type} ${own ? v : "other"}`;
+        if (keys.size < MAX_CLIENT_VERSIONS) keys.set(v, k);
+      }
+      requests.set(k, (requests.get(k) ?? 0) + 1);
+    };
+  };
   const methods = new Map();
   for (const [service, rpcs] of Object.entries(schema)) {
     for (const [method, [, , streaming]] of Object.entries(rpcs)) {
@@ -80,7 +138,7 @@ export function createCallCounters(schema) {
       const path = `/${service}/${method}`;
       const cancelled = CANCELLED[path] ?? Code.Canceled;
       const handled = new Array(CODES.length).fill(0);
-      methods.set(path, { labels, listed, cancelled, started: 0, received: 0, sent: 0, handled, bytesIn: 0, bytesOut: 0 });
+      methods.set(path, { labels, listed, cancelled, started: 0, received: 0, sent: 0, handled, bytesIn: 0, bytesOut: 0, client: client(streaming ? "stream" : "unary") });
     }
   }
   const all = [...methods.values()].sort(byLabels);
@@ -89,17 +147,27 @@ export function createCallCounters(schema) {
   return {
     of: (path) => methods.get(path) ?? null,
     bytes: () => [sum("bytesIn"), sum("bytesOut")],
-    text() {
+    /** The metric families' texts. */
+    families() {
       const handled = [];
       for (const [code, i] of CODES) {
         for (const m of all) if (m.listed || m.handled[i] > 0) handled.push(`grpc_server_handled_total{grpc_code="${code}",${m.labels}} ${goFloat(m.handled[i])}`);
       }
-      return [
+      const out = [
         family("grpc_server_handled_total", "counter", "gRPC calls completed, by status code.", handled),
         counter("grpc_server_msg_received_total", "gRPC messages received.", "received"),
         counter("grpc_server_msg_sent_total", "gRPC messages sent.", "sent"),
         counter("grpc_server_started_total", "gRPC calls started.", "started"),
-      ].join("\n");
+      ];
+      if (requests.size > 0) {
+        const name = "etcd_server_client_requests_total";
+        const samples = [...requests].map(([k, n]) => {
+          const [type, version] = k.split(" ");
+          return `${name}{client_api_version="${version}",type="${type}"} ${goFloat(n)}`;
+        });
+        out.push(family(name, "counter", "Calls started, by type and the client's API version (its client-api-version header).", samples.sort()));
+      }
+      return out;
     },
   };
 }
@@ -121,11 +189,11 @@ export function goFloat(v) {
  * ({ residentBytes, virtualBytes, cpuSeconds, startSeconds, openFds,
  * maxFds }, any of them left out) or is null; `calls`, the gRPC
  * transport's counts (createCallCounters), or null; `syncs`, a histogram of
- * the journal's syncs (createHistogram), or null; `watches`, the watch
- * service's (services/watch.mjs createWatchStats), or null; `health`, the
- * gateway's { success, failures } count of /health answers, or null.
+ * the journal's syncs (createHistogram), or null; `stats`, the services'
+ * (createServiceStats), or null; `health`, the gateway's { success,
+ * failures } count of /health answers, or null.
  */
-export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null, calls = null, syncs = null, watches = null, health = null }) {
+export function createMetrics({ lessor, store = null, member, quotaBytes = null, host = null, calls = null, syncs = null, stats = null, health = null }) {
   return () => {
     const out = [];
     const metric = (name, type, help, value, labels = "") => {
@@ -151,6 +219,7 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     }
     metric("etcd_debugging_mvcc_total_put_size_in_bytes", "gauge", "Bytes of the keys and values put.", c.putBytes);
     metric("etcd_debugging_server_lease_expired_total", "counter", "Leases ended by their deadline.", c.expired);
+    const watches = stats?.watch;
     if (watches) {
       let watchers = 0;
       let slow = 0;
@@ -168,6 +237,17 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     // and its backend commit in one.)
     if (syncs) out.push(syncs.text("etcd_disk_backend_commit_duration_seconds", "How long the journal's syncs took (fdatasync): the store's commits."));
     if (syncs) out.push(syncs.text("etcd_disk_wal_fsync_duration_seconds", "How long the journal's syncs took (fdatasync), as etcd's WAL fsyncs."));
+    if (stats) {
+      out.push(stats.leaseTtl.text("etcd_debugging_lease_ttl_total", "The TTLs of the leases granted, in seconds."));
+      out.push(stats.compactionPause.text("etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds", "etcd's pauses between batches of a compaction's deletes: none here (one step)."));
+      out.push(stats.compactionDurable.text("etcd_debugging_mvcc_db_compaction_total_duration_milliseconds", "How long compactions took until on disk, in ms."));
+      out.push(stats.compaction.text("etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds", "How long the engine's compactions took, in ms."));
+      out.push(stats.defrag.text("etcd_disk_backend_defrag_duration_seconds", "How long defragmentations took."));
+      out.push(stats.snapshot.text("etcd_disk_backend_snapshot_duration_seconds", "How long snapshots took to make, until their size was known."));
+      metric("etcd_disk_defrag_inflight", "gauge", "Whether a defragmentation runs: 1 or 0.", Math.min(1, stats.defragging));
+      out.push(stats.hash.text("etcd_mvcc_hash_duration_seconds", "How long Hash took (not served: none)."));
+      out.push(stats.hashKv.text("etcd_mvcc_hash_rev_duration_seconds", "How long HashKV took."));
+    }
     metric("etcd_disk_wal_write_bytes_total", "gauge", "Bytes of records appended to the journal since start.", store?.bytesWritten);
     metric("etcd_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_mvcc_db_total_size_in_use_in_bytes", "gauge", "The bytes of the store in use.", dbSizeInUse);
@@ -194,7 +274,7 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_server_proposals_pending", "gauge", "Writes waiting for the disk.", lessor.pendingWrites);
     metric("etcd_server_quota_backend_bytes", "gauge", "The quota on the store's data, in bytes.", quotaBytes);
     metric("etcd_server_version", "gauge", "The server version: 1 for the server_version label.", 1, `{server_version="${SERVER_VERSION}"}`);
-    if (calls) out.push(calls.text());
+    if (calls) out.push(...calls.families());
     const p = host?.() ?? {};
     metric("os_fd_limit", "gauge", "The most open file descriptors allowed.", p.maxFds);
     metric("os_fd_used", "gauge", "Open file descriptors.", p.openFds);

@@ -76,14 +76,6 @@ function fragments(resp, limit = FRAGMENT_BYTES) {
   }
 }
 
-/**
- * What /metrics reports of watching (services/metrics.mjs): the open
- * sessions, and the events handed to their watchers since start.
- */
-export function createWatchStats() {
-  return { sessions: new Set(), events: 0 };
-}
-
 class Session {
   #lessor;
   #stats;
@@ -308,9 +300,12 @@ class Session {
   }
 }
 
-/** `stats`: createWatchStats()'s, which /metrics reads. */
-export function watchService({ lessor, header, progressIntervalMs = PROGRESS_INTERVAL_MS, watchStats = createWatchStats() }) {
-  const ctx = { lessor, header, progressIntervalMs: Math.max(MIN_PROGRESS_INTERVAL_MS, progressIntervalMs), stats: watchStats };
+/**
+ * `stats.watch` (services/metrics.mjs createServiceStats), which /metrics
+ * reads: the open sessions, and the events handed to their watchers.
+ */
+export function watchService({ lessor, header, progressIntervalMs = PROGRESS_INTERVAL_MS, stats }) {
+  const ctx = { lessor, header, progressIntervalMs: Math.max(MIN_PROGRESS_INTERVAL_MS, progressIntervalMs), stats: stats.watch };
   return {
     Watch: {
       open: (send) => new Session(ctx, send),

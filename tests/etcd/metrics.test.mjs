@@ -37,6 +37,20 @@ const SAME_VALUE = [
   "etcd_server_leader_changes_seen_total",
   "etcd_server_quota_backend_bytes",
   "etcd_server_version",
+  // (TTLs granted, and calls started per client version: the gateway's
+  // are "unknown" on both)
+  "etcd_debugging_lease_ttl_total",
+  "etcd_server_client_requests_total",
+];
+// Histograms of durations: the same number of each, whatever they took.
+const SAME_COUNT = [
+  "etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds",
+  "etcd_debugging_mvcc_db_compaction_total_duration_milliseconds",
+  "etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds",
+  "etcd_disk_backend_defrag_duration_seconds",
+  "etcd_disk_backend_snapshot_duration_seconds",
+  "etcd_mvcc_hash_duration_seconds",
+  "etcd_mvcc_hash_rev_duration_seconds",
 ];
 
 test("/metrics: etcd's names, types and labels, and its values for the data", async (t) => {
@@ -46,6 +60,15 @@ test("/metrics: etcd's names, types and labels, and its values for the data", as
     for (const k of ["a", "b", "c"]) assert.equal((await post(side.url, "/v3/kv/put", { key: b64(k), value: b64("v") })).status, 200);
     await post(side.url, "/v3/kv/deleterange", { key: b64("b") });
     await post(side.url, "/v3/kv/compaction", { revision: 3 });
+    // Leases (one under the minimum TTL, counted at the minimum), a HashKV
+    // (etcdctl: a gRPC client naming its version), a defragmentation and a
+    // snapshot.
+    for (const TTL of [7, 1, 3000]) assert.equal((await post(side.url, "/v3/lease/grant", { TTL })).status, 200);
+    assert.equal((await etcdctl(side.url, ["endpoint", "hashkv"])).code, 0); // (not on 3.4's gateway)
+    assert.equal((await post(side.url, "/v3/maintenance/defragment", {})).status, 200);
+    const snap = await fetch(side.url + "/v3/maintenance/snapshot", { method: "POST", body: "{}" });
+    assert.equal(snap.status, 200);
+    await snap.text();
     const r = await fetch(side.url + "/metrics");
     assert.equal(r.status, 200);
     got.push({ type: r.headers.get("content-type"), metrics: parse(await r.text()) });
@@ -53,6 +76,7 @@ test("/metrics: etcd's names, types and labels, and its values for the data", as
   const [want, have] = got;
   assert.equal(have.type, want.type);
   assert.ok(Object.keys(have.metrics).length >= 20, Object.keys(have.metrics).join(" "));
+  for (const name of [...SAME_VALUE, ...SAME_COUNT]) assert.ok(have.metrics[name], `${name} is given`);
   for (const [name, m] of Object.entries(have.metrics)) {
     const w = want.metrics[name];
     assert.ok(w, `${name} is one of etcd's`);
@@ -60,6 +84,7 @@ test("/metrics: etcd's names, types and labels, and its values for the data", as
     const labels = (s) => s.map(([l]) => l.replace(/="[^"]*"/g, '=""'));
     assert.deepEqual(labels(m.samples), labels(w.samples), `${name}: labels`);
     if (SAME_VALUE.includes(name)) assert.deepEqual(m.samples, w.samples, name);
+    if (SAME_COUNT.includes(name)) assert.deepEqual(m.samples.at(-1), w.samples.at(-1), `${name}: count`);
     if (name === "etcd_server_id") {
       const id = (await post(edge.url, "/v3/cluster/member/list", {})).body.members[0].ID;
       assert.equal(m.samples[0][0], `{server_id="${BigInt(id).toString(16)}"}`);
@@ -98,9 +123,10 @@ test("/metrics: the gRPC calls counted as etcd counts them, per method and statu
     w.cancel();
     await new Promise((r) => setTimeout(r, 300));
     const m = parse(await (await fetch(side.url + "/metrics")).text());
-    grpc.push(Object.fromEntries(Object.entries(m).filter(([name]) => name.startsWith("grpc_server_") || name === "etcd_network_client_grpc_received_bytes_total")));
+    const kept = ["etcd_network_client_grpc_received_bytes_total", "etcd_server_client_requests_total"];
+    grpc.push(Object.fromEntries(Object.entries(m).filter(([name]) => name.startsWith("grpc_server_") || kept.includes(name))));
   }
-  assert.deepEqual(Object.keys(grpc[1]).sort(), ["etcd_network_client_grpc_received_bytes_total", "grpc_server_handled_total", "grpc_server_msg_received_total", "grpc_server_msg_sent_total", "grpc_server_started_total"]);
+  assert.deepEqual(Object.keys(grpc[1]).sort(), ["etcd_network_client_grpc_received_bytes_total", "etcd_server_client_requests_total", "grpc_server_handled_total", "grpc_server_msg_received_total", "grpc_server_msg_sent_total", "grpc_server_started_total"]);
   // Message bytes: the requests are the same but for the lease ids each
   // server chose (their varints differ in length); answers differ more.
   const bytes = grpc.map((g) => Number(g.etcd_network_client_grpc_received_bytes_total.samples[0][1]));
@@ -111,6 +137,9 @@ test("/metrics: the gRPC calls counted as etcd counts them, per method and statu
   assert.equal(handled['{grpc_code="OutOfRange",grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"}'], "1", JSON.stringify(handled));
   assert.equal(handled['{grpc_code="OK",grpc_method="Lock",grpc_service="v3lockpb.Lock",grpc_type="unary"}'], "1", JSON.stringify(handled));
   assert.equal(handled['{grpc_code="Canceled",grpc_method="Watch",grpc_service="etcdserverpb.Watch",grpc_type="bidi_stream"}'], "1", JSON.stringify(handled));
+  // etcdctl names its API version; grpc-js, here, does not.
+  const clients = Object.fromEntries(grpc[1].etcd_server_client_requests_total.samples);
+  assert.deepEqual(Object.keys(clients), ['{client_api_version="3.4",type="stream"}', '{client_api_version="3.4",type="unary"}', '{client_api_version="unknown",type="stream"}', '{client_api_version="unknown",type="unary"}']);
 });
 
 test("/metrics: calls through the JSON gateway counted as the gRPC calls etcd's gateway makes", async (t) => {

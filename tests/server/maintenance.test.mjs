@@ -9,6 +9,7 @@ import { Lessor } from "../../js/node.mjs";
 import { createServices } from "../../server/services/index.mjs";
 import { createAlarms } from "../../server/services/alarms.mjs";
 import { Code } from "../../server/errors.mjs";
+import { createMetrics, createServiceStats } from "../../server/services/metrics.mjs";
 
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
 
@@ -123,4 +124,35 @@ test("a call that finds the engine failed (a wasm trap) tells the host once; eve
   };
   assert.throws(() => keepAlive.each({ ID: "7" }), /recursive use/);
   assert.equal(failures.length, 1);
+});
+
+test("Defragment answers once the store's compaction is done, with its error if it fails; /metrics shows it in flight meanwhile", async (t) => {
+  const lessor = new Lessor({ autoTick: false });
+  t.after(() => lessor.close());
+  let finish;
+  let fail = false;
+  const store = {
+    sizes: { journal: 0, snapshot: 0, header: 0 },
+    compactFrom: () => new Promise((ok, no) => (finish = () => (fail ? no(new Error("disk full")) : ok(true)))),
+  };
+  const stats = createServiceStats();
+  const services = createServices({ lessor, store, member, stats });
+  const metrics = createMetrics({ lessor, store, member, stats });
+  const gauge = () => /^etcd_disk_defrag_inflight (\d)$/m.exec(metrics())[1];
+  const defrag = services.get("etcdserverpb.Maintenance/Defragment");
+  let answered = false;
+  const first = Promise.resolve(defrag({}, call())).then((r) => ((answered = true), r));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(answered, false, "not before the compaction is done");
+  assert.equal(gauge(), "1");
+  finish();
+  assert.ok((await first).header);
+  assert.equal(gauge(), "0");
+  assert.equal(stats.defrag.count, 1);
+  fail = true;
+  const second = defrag({}, call());
+  finish();
+  await assert.rejects(Promise.resolve(second), /disk full/);
+  assert.equal(gauge(), "0");
+  assert.equal(stats.defrag.count, 1, "a failed one is not timed");
 });

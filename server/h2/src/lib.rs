@@ -346,11 +346,21 @@ impl Conn {
             .get("grpc-encoding")
             .map(|v| v.as_bytes())
             .unwrap_or(b"identity");
+        // (etcd counts calls per client version, which its Go client sends.)
+        let version = headers.get("client-api-version").map(|v| v.as_bytes());
         let path = req.uri().path().as_bytes();
-        let mut payload = Vec::with_capacity(9 + encoding.len() + path.len());
+        let mut payload =
+            Vec::with_capacity(10 + encoding.len() + version.map_or(0, <[u8]>::len) + path.len());
         payload.extend_from_slice(&timeout.to_le_bytes());
         payload.push(encoding.len().min(255) as u8);
         payload.extend_from_slice(&encoding[..encoding.len().min(255)]);
+        match version {
+            Some(v) => {
+                payload.push(v.len().min(254) as u8);
+                payload.extend_from_slice(&v[..v.len().min(254)]);
+            }
+            None => payload.push(255),
+        }
         payload.extend_from_slice(path);
         self.events.push(Event::Call, id, &payload);
         let recv = req.into_body();

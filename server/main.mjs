@@ -19,6 +19,7 @@ import { createStatic } from "./static.mjs";
 import { connectionPool, sniffingServer, limitsFrom } from "./listen.mjs";
 import { allowedHosts } from "./guard.mjs";
 import { periodicCompactor } from "./compactor.mjs";
+import { compact } from "./services/kv.mjs";
 import { storeSnapshot } from "./snapshot-thread.mjs";
 
 // The most the engine holds (wasm's 4 GiB must fit the data and a snapshot
@@ -136,7 +137,7 @@ process.on("uncaughtException", (e) => {
 });
 const stats = createServiceStats();
 services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, stats, onFatal: engineFailed });
-const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs) : () => {};
+const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs, { compact: (rev) => compact(lessor, stats, rev) }) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
 // (Alarm too: each change rewrites the alarm list, a host entry.)
 for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcdserverpb.KV/Txn", "etcdserverpb.KV/Compact", "etcdserverpb.Lease/LeaseRevoke", "etcdserverpb.Maintenance/Alarm"]) {

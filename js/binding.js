@@ -149,10 +149,6 @@ const NO_BYTES = new Uint8Array(0);
 
 // ---- one lessor's binding ----------------------------------------------------
 
-/**
- * One RawLessor, called with JS values: ids as hex or bigint, entries and
- * lists as objects. Every method takes the host time `now` (epoch ms) first.
- */
 // A restore handed its entries a piece at a time, so that they are never in
 // wasm memory whole beside the engine built from them (which keeps that
 // high-water mark).
@@ -170,6 +166,10 @@ function restoreRaw(config, { entries, now, write }) {
   return RawLessor.restore(config, r, now, write && ((bytes) => write(new Batch(bytes))));
 }
 
+/**
+ * One RawLessor, called with JS values: ids as hex or bigint, entries and
+ * lists as objects. Every method takes the host time `now` (epoch ms) first.
+ */
 export class Binding {
   #raw;
   #scratch;

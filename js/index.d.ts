@@ -290,6 +290,16 @@ export interface TxnResult {
   responses: TxnOpResult[];
 }
 
+/** etcd's key bucket read in pieces (`Lessor.etcdKeyBucket`). */
+export interface KeyBucketReader {
+  /** Each record's key and its value's length, in order: u32 LE length, key, u32 LE length. */
+  readonly heads: Uint8Array;
+  /** The next records (u32 LE length, key, u32 LE length, value), about `maxBytes` (default 1 MiB), at least one; empty once done. */
+  next(maxBytes?: number): Uint8Array;
+  /** Frees the reader; the read that comes back empty frees it too. */
+  close(): void;
+}
+
 /**
  * What a lessor has done, as etcd 3.4 counts it (`etcd_debugging_mvcc_*`,
  * `etcd_debugging_lease_*`): reads, puts and deletes per store transaction
@@ -297,16 +307,6 @@ export interface TxnResult {
  * a txn that writes reads its compares in a transaction of its own; a
  * lease's end deletes each of its keys), `txns` those with more than one.
  */
-/** etcd's key bucket read in pieces (`Lessor.etcdKeyBucket`). */
-export interface KeyBucketReader {
-  /** Each record's key and its value's length, in order: u32 LE length, key, u32 LE length. */
-  readonly heads: Uint8Array;
-  /** The next records (u32 LE length, key, u32 LE length, value), about `maxBytes` (default 1 MiB), at least one; empty once done. */
-  next(maxBytes?: number): Uint8Array;
-  /** Frees the reader before its end (its end frees it). */
-  close(): void;
-}
-
 export interface Counts {
   ranges: number;
   puts: number;

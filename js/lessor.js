@@ -269,6 +269,13 @@ export class Lessor extends EventTarget {
         cursor.free();
       }
     };
+    let heads;
+    try {
+      heads = cursor.take_heads();
+    } catch (e) {
+      close();
+      throw e;
+    }
     const next = (maxBytes = 1 << 20) => {
       if (!open) return new Uint8Array(0);
       try {
@@ -281,7 +288,7 @@ export class Lessor extends EventTarget {
         throw e;
       }
     };
-    return { heads: cursor.take_heads(), next, close };
+    return { heads, next, close };
   }
 
   /**

@@ -114,8 +114,8 @@ export class LeaseNamespace {
     // A failed engine (a wasm trap) resets the object: the next request
     // reopens it from storage.
     const onFatal = (e) => this.#ctx.abort?.(`edge-lease: the engine failed: ${e?.message ?? e}`);
-    // (Snapshots: an isolate has 128 MB, which the engine's data, its copy
-    // of the history and the file must fit in.)
+    // (Snapshots: an isolate has 128 MB, which the engine's data and the
+    // file must fit in.)
     const stats = createServiceStats();
     const services = createServices({ lessor, store, member, maxSnapshotBytes: 8 * 1024 * 1024, stats, onFatal });
     // Calls counted since the object woke (its /metrics' gRPC counters: the gateway's calls).

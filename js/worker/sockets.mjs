@@ -156,9 +156,10 @@ export class Sockets {
     };
     s = { session: this.#watchService().open(send), state };
     this.#sessions.set(ws, s);
-    // Resume: each recorded watcher from where it was (in id order, so that
-    // watcher 0, re-created by asking for id 0, which means "any", gets 0),
-    // then the ids from where they were.
+    // Resume: each recorded watcher from where it was (watcher 0 first, as
+    // object keys that are small integers come in order, so that asking for
+    // id 0, which means "any", gives it 0 again), then the ids from where
+    // they were.
     for (const [id, w] of Object.entries({ ...a.watches })) {
       state.replaying = Number(id);
       state.pending = w.c;

@@ -12,7 +12,7 @@ import { secondsSince } from "./metrics.mjs";
 // `etcdctl snapshot restore` checks); no header.
 const SNAPSHOT_CHUNK = 32 * 1024;
 // Without a `snapshot` source from the host, a snapshot is built whole in
-// memory (the engine's copy of its history, then the file) while the
+// memory (the file, the history read into it from the engine) while the
 // server waits, so it is bounded by the data's size: so that it cannot run
 // the engine out of memory nor hold the server long enough for kept-alive
 // leases to expire (~0.4 s at 64 MiB here).

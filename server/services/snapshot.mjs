@@ -93,7 +93,8 @@ class Packed {
 }
 
 // The engine's key bucket, read a piece at a time as the pages are filled
-// (Lessor.etcdKeyBucket), so the whole history is never copied at once.
+// (Lessor.etcdKeyBucket), so the whole history is never copied at once;
+// the reader is closed once the last record is read.
 class Streamed {
   constructor(reader) {
     this.reader = reader;
@@ -103,6 +104,7 @@ class Streamed {
     this.head = 0;
     this.rb = new Uint8Array(0);
     this.at = 0;
+    if (this.hb.length === 0) reader.close();
   }
   next() {
     if (this.at >= this.rb.length) {
@@ -122,6 +124,7 @@ class Streamed {
     }
     this.head += 8 + hk;
     this.at += 8 + k + n;
+    if (this.head === this.hb.length) this.reader.close();
     return at;
   }
 }
@@ -279,8 +282,9 @@ class Writer {
 }
 
 /**
- * A bbolt database file of `buckets` ({ name: records }, each a record
- * source as above, or an array of [key, value] Uint8Arrays; keys distinct), laid
+ * A bbolt database file of `buckets` ({ name: records }, each an array of
+ * [key, value] Uint8Arrays, or a key bucket reader (Lessor.etcdKeyBucket),
+ * read as the pages are written; keys distinct, sorted in a reader), laid
  * out: `{ size, pieces(bytes) }`, its size and a generator of its bytes in
  * pieces of about `bytes` each (default 1 MiB), in order, taken once (a
  * streamed source is read as the pages are written).
@@ -288,7 +292,8 @@ class Writer {
 export function boltFile(buckets) {
   const w = new Writer();
   const root = Object.keys(buckets).map((name) => {
-    const records = Array.isArray(buckets[name]) ? Packed.of(buckets[name]) : buckets[name];
+    const b = buckets[name];
+    const records = Array.isArray(b) ? Packed.of(b) : b.heads ? new Streamed(b) : b;
     const value = new Uint8Array(16); // { root pgid u64, sequence u64 }
     new DataView(value.buffer).setBigUint64(0, BigInt(w.tree(records)), true);
     return [bytes(name), value];
@@ -359,12 +364,18 @@ export function etcdSnapshot(lessor, alarms) {
       return [Uint8Array.from(k), new Uint8Array(0)];
     })
     .filter(([k]) => k.length > 0);
-  return boltFile({
-    key: new Streamed(lessor.etcdKeyBucket()),
-    lease,
-    meta: meta.map(([k, v]) => [bytes(k), v]),
-    alarm,
-    members: [],
-    members_removed: [],
-  });
+  const reader = lessor.etcdKeyBucket();
+  try {
+    return boltFile({
+      key: reader,
+      lease,
+      meta: meta.map(([k, v]) => [bytes(k), v]),
+      alarm,
+      members: [],
+      members_removed: [],
+    });
+  } catch (e) {
+    reader.close();
+    throw e;
+  }
 }

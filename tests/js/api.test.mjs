@@ -2,6 +2,7 @@
 import { test, mock } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor, LeaseError, leaseId } from "edge-lease";
+import { packEntryParts, unpackEntries } from "../../js/codec.js";
 
 const T0 = 1_700_000_000_000;
 
@@ -424,6 +425,21 @@ test("restore of a store larger than one part (1 MiB): every entry crosses; a co
     assert.equal(e.code, "CorruptEntry");
     assert.equal(e.entry, "v1/key/zz");
   }
+});
+
+test("packEntryParts: a restore's entries in parts of about the bound, at least one entry each, in order", () => {
+  const entries = [];
+  for (let i = 0; i < 300; i++) entries.push([`v1/key/k${i}`, new Uint8Array(10_000).fill(i)]);
+  entries.push(["v1/key/big", new Uint8Array(3 << 20)]); // over the bound alone
+  entries.push(["v1/revision", "302"]);
+  const parts = [...packEntryParts(entries, 1 << 20)];
+  assert.ok(parts.length >= 4, `${parts.length} parts`);
+  for (const p of parts.slice(0, -2)) assert.ok(p.length <= (1 << 20) + 10_100, `${p.length}`);
+  const back = parts.flatMap((p) => unpackEntries(p));
+  assert.deepEqual(back.map(([k]) => k), entries.map(([k]) => k));
+  assert.deepEqual(back[299][1], entries[299][1]);
+  assert.equal(new TextDecoder().decode(back.at(-1)[1]), "302");
+  assert.deepEqual([...packEntryParts([], 1 << 20)], []);
 });
 
 test("autoTick: a tick refused by the store is reported and retried, so expiry does not stall", () => {

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { Lessor } from "../../js/node.mjs";
 import { FileStore } from "../../js/stores/file.mjs";
 import { storeSnapshot } from "../../server/snapshot-thread.mjs";
-import { etcdSnapshot, wholeFile } from "../../server/services/snapshot.mjs";
+import { boltFile, etcdSnapshot, wholeFile } from "../../server/services/snapshot.mjs";
 
 const ENGINE = { quotaBytes: 1 << 30, maxValueBytes: 1 << 21 };
 
@@ -104,4 +104,42 @@ test("a caller that goes away before the first piece ends the worker at once; a 
     /edge-lease: the snapshot could not be built: .*quotaBytes/,
   );
   await settles(dir, before);
+});
+
+test("the key bucket streamed from the engine across its 1 MiB pieces lays out the same file as the whole bucket, and its reader is let go", () => {
+  const lessor = new Lessor({ ...ENGINE, history: Infinity, autoTick: false });
+  // ~2.6 MiB of small records (pieces end inside leaf pages), with
+  // deletions ("t" keys) and a record of 5 KB (an overflow page).
+  for (let i = 0; i < 20_000; i++) lessor.put(`k/${i % 7000}`, "v".repeat(90));
+  for (let i = 0; i < 500; i++) lessor.delete(`k/${i * 3}`);
+  lessor.put("big", "b".repeat(5000));
+  const whole = lessor.etcdKeyBucket().next(1 << 30);
+  const pairs = [];
+  const v = new DataView(whole.buffer, whole.byteOffset, whole.byteLength);
+  for (let at = 0; at < whole.length; ) {
+    const k = v.getUint32(at, true);
+    const n = v.getUint32(at + 4 + k, true);
+    pairs.push([whole.subarray(at + 4, at + 4 + k), whole.subarray(at + 8 + k, at + 8 + k + n)]);
+    at += 8 + k + n;
+  }
+  assert.ok(whole.length > 2 * (1 << 20) && pairs.length > 20_000, `${whole.length} bytes, ${pairs.length} records`);
+  const reader = lessor.etcdKeyBucket();
+  let closed = 0;
+  const close = reader.close;
+  reader.close = () => (closed++, close());
+  const streamed = wholeFile(boltFile({ key: reader, other: [[Uint8Array.of(1), Uint8Array.of(2)]] }));
+  const packed = wholeFile(boltFile({ key: pairs, other: [[Uint8Array.of(1), Uint8Array.of(2)]] }));
+  assert.equal(streamed.length, packed.length);
+  assert.ok(Buffer.from(streamed).equals(Buffer.from(packed)), "the same bytes");
+  assert.equal(closed, 1, "closed once its last record was read");
+  // An empty history: closed at once.
+  const empty = new Lessor({ ...ENGINE, autoTick: false });
+  const r = empty.etcdKeyBucket();
+  let emptyClosed = 0;
+  const c = r.close;
+  r.close = () => (emptyClosed++, c());
+  wholeFile(boltFile({ key: r }));
+  assert.equal(emptyClosed, 1);
+  lessor.close();
+  empty.close();
 });

@@ -20,7 +20,7 @@ import { connectionPool, sniffingServer, limitsFrom } from "./listen.mjs";
 import { allowedHosts } from "./guard.mjs";
 import { periodicCompactor } from "./compactor.mjs";
 import { compact } from "./services/kv.mjs";
-import { storeSnapshot } from "./snapshot-thread.mjs";
+import { storeHashKv, storeSnapshot } from "./snapshot-thread.mjs";
 
 // The most the engine holds (wasm's 4 GiB must fit the data and a snapshot
 // of it): etcd's default quota (2 GiB) and larger ones are clamped to this.
@@ -136,7 +136,7 @@ process.on("uncaughtException", (e) => {
   process.exit(1);
 });
 const stats = createServiceStats();
-services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, stats, onFatal: engineFailed });
+services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), hashKv: storeHashKv(store, engine), maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, stats, onFatal: engineFailed });
 const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs, { compact: (rev) => compact(lessor, stats, rev) }) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
 // (Alarm too: each change rewrites the alarm list, a host entry.)

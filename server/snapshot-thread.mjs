@@ -1,9 +1,11 @@
-// etcd's snapshot file built off the event loop: a worker thread reads the
-// store's files as they are when the snapshot starts (FileStore.view, which
-// the server opens for it), restores an engine from them, and sends the file
-// back in pieces with its SHA-256. The server goes on answering meanwhile,
-// whatever the data's size, and the worker's memory goes when it ends.
-// This module is both: `storeSnapshot` on the server, the build in the worker.
+// Work over the whole history done off the event loop: a worker thread
+// reads the store's files as they are when the call comes (FileStore.view,
+// which the server opens for it), restores an engine from them, and does
+// there what would otherwise stop the server for as long as the data is
+// large: etcd's snapshot file, sent back in pieces with its SHA-256
+// (`storeSnapshot`), or etcd's HashKV (`storeHashKv`). The worker's memory
+// goes when it ends. This module is both: the sources on the server, the
+// work in the worker.
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
 import { createHash } from "node:crypto";
 import { once } from "node:events";
@@ -69,19 +71,73 @@ export function storeSnapshot(store, engine) {
   };
 }
 
-async function build({ files, engine, alarms }) {
-  const [{ Lessor }, { readView }, { etcdSnapshot }] = await Promise.all([
-    import("../js/node.mjs"),
-    import("../js/stores/file.mjs"),
-    import("./services/snapshot.mjs"),
-  ]);
-  // (In a function of its own, so that the entries read go with it.)
-  const restore = () => {
-    const entries = readView(files);
-    parentPort.postMessage({ read: true });
-    return new Lessor({ ...engine, autoTick: false, restore: entries });
+/**
+ * A Maintenance `hashKv` source for a server on `store` (a FileStore):
+ * `(upto, signal) => Promise<{ hash, compactRevision }>`, etcd's HashKV at
+ * revision `upto` of the store's durable state (so every write up to
+ * `upto` must be durable first); it rejects with the engine's error (code
+ * "Compacted" if a compaction took `upto`), or once `signal` aborts. One
+ * at a time: a call waits for the one before it, so callers cannot pile
+ * engines up.
+ */
+export function storeHashKv(store, engine) {
+  let last = Promise.resolve();
+  return (upto, signal) => {
+    const run = last.then(() => hashKvOnce(store, engine, upto, signal));
+    last = run.catch(() => {});
+    return run;
   };
-  const lessor = restore();
+}
+
+async function hashKvOnce(store, engine, upto, signal) {
+  signal?.throwIfAborted();
+  const view = store.view();
+  let worker = null;
+  let abort = null;
+  try {
+    worker = new Worker(new URL(import.meta.url), { workerData: { files: view.files, engine, hashKv: upto } });
+    return await new Promise((resolve, reject) => {
+      abort = () => reject(signal.reason ?? new Error("edge-lease: HashKV cancelled"));
+      signal?.addEventListener("abort", abort);
+      worker.on("message", (m) => {
+        if (m.read) view.close();
+        else if (m.error) reject(Object.assign(new Error(m.error), { code: m.code }));
+        else resolve(m.hashKv);
+      });
+      worker.on("error", reject);
+      worker.on("exit", (code) => reject(new Error(`edge-lease: the HashKV worker exited with code ${code}`)));
+    });
+  } finally {
+    if (abort) signal?.removeEventListener("abort", abort);
+    if (worker) await worker.terminate();
+    view.close();
+  }
+}
+
+// An engine restored from the store's files (the entries read go once it
+// is made); `read` is posted once the files are read, so the server can let
+// them go.
+async function restoreFrom(files, engine) {
+  const [{ Lessor }, { readView }] = await Promise.all([import("../js/node.mjs"), import("../js/stores/file.mjs")]);
+  const entries = readView(files);
+  parentPort.postMessage({ read: true });
+  return new Lessor({ ...engine, autoTick: false, restore: entries });
+}
+
+async function hashKv({ files, engine, hashKv: upto }) {
+  const lessor = await restoreFrom(files, engine);
+  try {
+    parentPort.postMessage({ hashKv: { hash: lessor.hashKv(upto), compactRevision: lessor.compactRevision } });
+  } catch (e) {
+    parentPort.postMessage({ error: e.message, code: e.code });
+  } finally {
+    lessor.close();
+  }
+}
+
+async function build({ files, engine, alarms }) {
+  const { etcdSnapshot } = await import("./services/snapshot.mjs");
+  const lessor = await restoreFrom(files, engine);
   try {
     // (The history is read from the engine as the pieces are written: one
     // copy of it, not two.)
@@ -105,7 +161,7 @@ async function build({ files, engine, alarms }) {
 }
 
 if (!isMainThread && workerData?.files) {
-  build(workerData).catch((e) => {
+  (workerData.hashKv !== undefined ? hashKv : build)(workerData).catch((e) => {
     parentPort.postMessage({ error: e.message });
     process.exitCode = 1;
   });

@@ -28,14 +28,14 @@ export { memberIds } from "./cluster.mjs";
  * clusterId (uint64 decimal strings), name, peerURLs, clientURLs, raftTerm };
  * `maxTxnOps` (etcd's --max-txn-ops, also the engine's), `progressIntervalMs`
  * (etcd's --experimental-watch-progress-notify-interval), `maxSnapshotBytes`
- * and `snapshot` (maintenance.mjs); `stats` (metrics.mjs's
+ * `snapshot` and `hashKv` (maintenance.mjs); `stats` (metrics.mjs's
  * createServiceStats: what the services record for /metrics);
  * `onFatal(error)` hears the first call that finds the engine failed
  * (below).
  */
-export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, stats = createServiceStats(), onFatal = null }) {
+export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats = createServiceStats(), onFatal = null }) {
   const alarms = createAlarms(member, lessor);
-  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, stats, alarms, ...headers(lessor, member) };
+  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats, alarms, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),
     "etcdserverpb.Watch": watchService(ctx),

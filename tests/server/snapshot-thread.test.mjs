@@ -13,7 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Lessor } from "../../js/node.mjs";
 import { FileStore } from "../../js/stores/file.mjs";
-import { storeSnapshot } from "../../server/snapshot-thread.mjs";
+import { storeHashKv, storeSnapshot } from "../../server/snapshot-thread.mjs";
+import { createServices } from "../../server/services/index.mjs";
 import { boltFile, etcdSnapshot, wholeFile } from "../../server/services/snapshot.mjs";
 
 const ENGINE = { quotaBytes: 1 << 30, maxValueBytes: 1 << 21 };
@@ -142,4 +143,43 @@ test("the key bucket streamed from the engine across its 1 MiB pieces lays out t
   assert.equal(emptyClosed, 1);
   lessor.close();
   empty.close();
+});
+
+test("HashKV in the worker: the engine's hash at every revision asked for, etcd's errors, one at a time; a caller that goes away ends it", async (t) => {
+  const { dir, store, lessor } = await filled(t, 12);
+  for (let i = 0; i < 2000; i++) lessor.put(`k/${i % 300}`, `v${i}`);
+  await lessor.flush();
+  const before = held(dir);
+  const hashKv = storeHashKv(store, ENGINE);
+  const mid = lessor.revision - 500;
+  const compacted = lessor.compactRevision; // (the engine keeps the last 1000 revisions)
+  // Two at once: each its own revision's hash, the second after the first.
+  const [now, past] = await Promise.all([hashKv(lessor.revision), hashKv(mid)]);
+  assert.deepEqual(now, { hash: lessor.hashKv(), compactRevision: compacted });
+  assert.deepEqual(past, { hash: lessor.hashKv(mid), compactRevision: compacted });
+  lessor.compact(mid);
+  await lessor.flush();
+  await assert.rejects(hashKv(mid - 1), (e) => e.code === "Compacted");
+  assert.deepEqual(await hashKv(lessor.revision), { hash: lessor.hashKv(), compactRevision: mid });
+  await settles(dir, before);
+  const ac = new AbortController();
+  const going = hashKv(lessor.revision, ac.signal);
+  setTimeout(() => ac.abort(), 5);
+  await assert.rejects(going);
+  await settles(dir, before);
+
+  // Through the service, past its inline bound: the answer the engine gives
+  // inline, the header naming the revision hashed; refusals as etcd's.
+  const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
+  const call = { size: 0, signal: new AbortController().signal };
+  const inline = createServices({ lessor, member }).get("etcdserverpb.Maintenance/HashKV");
+  const worker = createServices({ lessor, member, hashKv, hashKvInlineBytes: 0 }).get("etcdserverpb.Maintenance/HashKV");
+  for (const revision of [0, lessor.revision, mid + 1, -1]) {
+    const want = inline({ revision }, call);
+    const got = await worker({ revision }, call);
+    assert.deepEqual(got, want, `revision ${revision}`);
+  }
+  await assert.rejects(Promise.resolve().then(() => worker({ revision: mid - 1 }, call)), /required revision has been compacted/);
+  await assert.rejects(Promise.resolve().then(() => worker({ revision: lessor.revision + 1 }, call)), /required revision is a future revision/);
+  await settles(dir, before);
 });

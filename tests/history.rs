@@ -1286,3 +1286,61 @@ fn the_key_bucket_read_in_pieces_while_writes_go_on() {
         Err(Error::Compacted(6))
     );
 }
+
+// A key changed many times, compacted at several points: what a read at or
+// after each point needs stays (etcd's keyIndex.compact: the state at the
+// point, and every version after it), the rest goes with its bytes, and a
+// key written as many times since reads the same.
+#[test]
+fn compacting_a_key_changed_many_times_keeps_exactly_what_reads_after_the_point_need() {
+    let config = Config {
+        history: i64::MAX,
+        ..Config::default()
+    };
+    let mut l = Lessor::new(config.clone()).unwrap();
+    for v in 0..3000u32 {
+        l.put(T0, b"hot", &v.to_be_bytes(), PutOptions::default())
+            .unwrap();
+        if v % 7 == 0 {
+            l.put(T0, b"cold", &v.to_be_bytes(), PutOptions::default())
+                .unwrap();
+        }
+    }
+    let get = |l: &mut Lessor, key: &[u8], rev: i64| {
+        let req = RangeRequest {
+            key: key.to_vec(),
+            revision: rev,
+            ..Default::default()
+        };
+        l.range_kv(T0, &req)
+            .map(|r| r.kvs.first().map(|(_, e)| e.value.to_vec()))
+    };
+    let end = l.revision();
+    let want: Vec<_> = (2..=end)
+        .map(|rev| (get(&mut l, b"hot", rev), get(&mut l, b"cold", rev)))
+        .collect();
+    for point in [100, 101, 1700, end - 1] {
+        l.compact(point).unwrap();
+        for rev in point..=end {
+            let at = (rev - 2) as usize;
+            assert_eq!(
+                (get(&mut l, b"hot", rev), get(&mut l, b"cold", rev)),
+                want[at],
+                "at {rev} after compacting at {point}"
+            );
+        }
+        assert_eq!(get(&mut l, b"hot", point - 1), Err(Error::Compacted(point)));
+    }
+    // Compacted at the last revision, only the live entries are left: as
+    // much as a lessor that wrote them alone.
+    l.compact(end).unwrap();
+    let mut fresh = Lessor::new(config).unwrap();
+    fresh
+        .put(T0, b"hot", &2999u32.to_be_bytes(), PutOptions::default())
+        .unwrap();
+    fresh
+        .put(T0, b"cold", &2996u32.to_be_bytes(), PutOptions::default())
+        .unwrap();
+    assert_eq!(l.versions(end).len(), 2);
+    assert_eq!(l.size_bytes(), fresh.size_bytes());
+}

@@ -422,15 +422,36 @@ impl Keyspace {
             return;
         }
         self.compacted = revision;
-        for (rev, sub, key) in dropped {
+        // Each key's dropped versions go in one pass over its versions: one
+        // at a time, each removal would move the rest, and a key changed a
+        // million times would take hours to compact.
+        let mut from = 0;
+        while from < dropped.len() {
+            let key = &dropped[from].2;
+            let to = from
+                + dropped[from..]
+                    .iter()
+                    .take_while(|(.., k)| k == key)
+                    .count();
+            let mut gone: Vec<(i64, u32)> =
+                dropped[from..to].iter().map(|&(r, s, _)| (r, s)).collect();
+            gone.sort_unstable();
+            from = to;
             let Some(past) = self.index.get_mut(&**key) else {
                 continue;
             };
-            let Ok(at) = past.binary_search_by_key(&(*rev, *sub), |v| (v.revision, v.sub)) else {
-                continue;
-            };
-            let gone = past.remove(at);
-            self.bytes -= version_cost(key, gone.entry.as_ref());
+            let mut next = gone.iter().peekable();
+            let mut freed = 0;
+            past.retain(|v| {
+                let at = (v.revision, v.sub);
+                while next.next_if(|&&g| g < at).is_some() {}
+                let drop = next.next_if(|&&g| g == at).is_some();
+                if drop {
+                    freed += version_cost(key, v.entry.as_ref());
+                }
+                !drop
+            });
+            self.bytes -= freed;
             if past.is_empty() && !self.live.contains_key(&**key) {
                 self.index.remove(&**key);
             }

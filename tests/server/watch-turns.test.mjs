@@ -1,0 +1,47 @@
+// A watch stream catching up on a long history hands over at most about
+// TURN_EVENTS events per turn of the event loop, so other clients are
+// answered in between; every event still comes once and in order, and
+// watchers created or cancelled while the stream pauses behave as at any
+// other time.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Lessor } from "../../js/node.mjs";
+import { createServices } from "../../server/services/index.mjs";
+import { TURN_EVENTS } from "../../server/services/watch.mjs";
+
+const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
+const key = (s) => new TextEncoder().encode(s);
+const turn = () => new Promise((ok) => setImmediate(ok));
+
+test("a long catch-up is handed over a turn at a time, every event once and in order", async (t) => {
+  const lessor = new Lessor({ autoTick: false, history: Infinity });
+  t.after(() => lessor.close());
+  const writes = 10 * TURN_EVENTS;
+  for (let i = 0; i < writes; i++) lessor.put(`k/${i % 100}`, `v${i}`);
+  const sent = [];
+  const session = createServices({ lessor, member }).get("etcdserverpb.Watch/Watch").open((m) => (sent.push(m), true));
+  t.after(() => session.close());
+  session.request({ create_request: { key: key("k/"), range_end: key("k0"), start_revision: 2 } });
+  const events = () => sent.reduce((n, m) => n + (m.events?.length ?? 0), 0);
+  // Within the turn of the create (its microtasks included): one turn's worth.
+  await Promise.resolve();
+  await new Promise((ok) => queueMicrotask(ok));
+  const first = events();
+  assert.ok(first > 0 && first < 2 * TURN_EVENTS, `${first} events in the first turn`);
+  // A second watcher created while the first is paused, and one cancelled.
+  session.request({ create_request: { key: key("k/1"), start_revision: 2, watch_id: 7 } });
+  session.request({ create_request: { key: key("k/2"), start_revision: 2, watch_id: 8 } });
+  session.request({ cancel_request: { watch_id: 8 } });
+  let turns = 0;
+  for (const end = Date.now() + 10_000; events() < writes + writes / 100 && Date.now() < end; turns++) await turn();
+  assert.ok(turns >= 5, `${turns} turns`);
+  const revs = (id) => sent.filter((m) => Number(m.watch_id ?? 0) === id).flatMap((m) => (m.events ?? []).map((e) => Number(e.kv.mod_revision)));
+  assert.deepEqual(revs(0), Array.from({ length: writes }, (_, i) => i + 2), "watcher 0: each revision once, in order");
+  assert.deepEqual(revs(7), Array.from({ length: writes / 100 }, (_, i) => 2 + 1 + i * 100), "watcher 7: its key's");
+  assert.ok(sent.some((m) => Number(m.watch_id) === 8 && m.canceled), "watcher 8 cancelled");
+  assert.deepEqual(revs(8), [], "watcher 8: cancelled before it started");
+  // Caught up: a new write comes at once.
+  lessor.put("k/5", "live");
+  await Promise.resolve();
+  assert.equal(revs(0).at(-1), writes + 2);
+});

@@ -32,11 +32,7 @@ impl Lessor {
         now: i64,
         storage: Option<Box<dyn Storage>>,
     ) -> Result<Lessor> {
-        let mut r = Restore::default();
-        for (k, v) in entries {
-            r.add(k.as_ref(), v.as_ref())?;
-        }
-        r.finish(config, now, storage)
+        Lessor::restore_decoded(config, codec::decode(entries)?, now, storage)
     }
 
     fn restore_decoded(

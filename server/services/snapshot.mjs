@@ -293,7 +293,7 @@ export function boltFile(buckets) {
   const w = new Writer();
   const root = Object.keys(buckets).map((name) => {
     const b = buckets[name];
-    const records = Array.isArray(b) ? Packed.of(b) : b.heads ? new Streamed(b) : b;
+    const records = Array.isArray(b) ? Packed.of(b) : new Streamed(b);
     const value = new Uint8Array(16); // { root pgid u64, sequence u64 }
     new DataView(value.buffer).setBigUint64(0, BigInt(w.tree(records)), true);
     return [bytes(name), value];

@@ -243,18 +243,24 @@ class Session {
   }
 
   // Stops the engine watchers where they are, and starts them again from
-  // there in the next turn, so that others are answered in between.
+  // there in the next turn (its count starts afresh: #batch), so that
+  // others are answered in between.
   #pauseForTurn() {
     this.#pausedForTurn = true;
+    this.#stopWatchers();
+    setImmediate(() => {
+      this.#pausedForTurn = false;
+      this.#restart();
+    });
+  }
+
+  // Each engine watcher stopped where it is (`st.next`), to be started
+  // again from there (#restart).
+  #stopWatchers() {
     for (const st of this.#watchers.values()) {
       st.w?.cancel();
       st.w = null;
     }
-    setImmediate(() => {
-      this.#pausedForTurn = false;
-      this.#turnEvents = 0;
-      this.#restart();
-    });
   }
 
   #restart() {
@@ -277,10 +283,7 @@ class Session {
   // The transport is full: stop the engine watchers where they are.
   #block() {
     this.#blocked = true;
-    for (const st of this.#watchers.values()) {
-      st.w?.cancel();
-      st.w = null;
-    }
+    this.#stopWatchers();
   }
 
   /** The transport can take more: restart the watchers from where they stopped. */

@@ -102,6 +102,14 @@ fn record_len(key: &[u8], e: Option<&Entry>) -> usize {
     8 + 17 + e.is_none() as usize + record_value_len(key, e)
 }
 
+/// Appends a record's head: u32 LE length, its backend key, u32 LE length
+/// of its value (the value itself follows in a record, not in the heads).
+fn record_head(out: &mut Vec<u8>, rev: i64, sub: u32, key: &[u8], e: Option<&Entry>) {
+    out.extend_from_slice(&(17 + e.is_none() as u32).to_le_bytes());
+    record_key(out, rev, sub, e.is_none());
+    out.extend_from_slice(&(record_value_len(key, e) as u32).to_le_bytes());
+}
+
 impl Keyspace {
     /// The key bucket etcd's backend would hold for this history (the
     /// versions held: see `versions`), in its order (revision, then
@@ -125,9 +133,7 @@ impl Keyspace {
         );
         let mut order = Vec::with_capacity(versions.len());
         for (rev, sub, k, e) in versions {
-            heads.extend_from_slice(&(17 + e.is_none() as u32).to_le_bytes());
-            record_key(&mut heads, rev, sub, e.is_none());
-            heads.extend_from_slice(&(record_value_len(k, e) as u32).to_le_bytes());
+            record_head(&mut heads, rev, sub, k, e);
             order.push((rev, sub, k.clone()));
         }
         KeyBucketCursor {
@@ -143,30 +149,28 @@ impl Keyspace {
     /// version is, and versions do not change); a compaction that drops a
     /// version not yet read fails the read with `Compacted`.
     pub fn key_bucket_next(&self, c: &mut KeyBucketCursor, max: usize) -> Result<Vec<u8>> {
-        // (Sized first, so a piece is allocated once, whole.)
+        // (The piece's versions found and sized first, so that it is
+        // allocated once, whole.)
         let mut size = 0;
-        let mut end = c.at;
+        let mut piece = Vec::new();
         for (rev, sub, key) in &c.order[c.at..] {
             let e = self
                 .version(key, *rev, *sub)
                 .ok_or(Error::Compacted(self.compacted))?;
             let n = record_len(key, e);
-            if end > c.at && size + n > max {
+            if !piece.is_empty() && size + n > max {
                 break;
             }
             size += n;
-            end += 1;
+            piece.push((*rev, *sub, &**key, e));
         }
         let mut out = Vec::with_capacity(size);
-        for (rev, sub, key) in &c.order[c.at..end] {
-            let e = self.version(key, *rev, *sub).expect("looked up above");
-            out.extend_from_slice(&(17 + e.is_none() as u32).to_le_bytes());
-            record_key(&mut out, *rev, *sub, e.is_none());
-            out.extend_from_slice(&(record_value_len(key, e) as u32).to_le_bytes());
+        for &(rev, sub, key, e) in &piece {
+            record_head(&mut out, rev, sub, key, e);
             record_value(&mut out, key, e);
         }
         debug_assert_eq!(out.len(), size);
-        c.at = end;
+        c.at += piece.len();
         if c.at == c.order.len() {
             // (Done: the keys it held go.)
             c.order = Vec::new();

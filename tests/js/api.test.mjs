@@ -396,13 +396,7 @@ test("storage: async writes stay ordered, flush waits, a rejection fails the les
 
 test("restore refuses corrupt entries with a typed error naming the entry", () => {
   const bad = [["v1/lease/zz", new Uint8Array()]];
-  try {
-    new Lessor({ restore: bad, autoTick: false });
-    assert.fail("expected a throw");
-  } catch (e) {
-    assert.equal(e.code, "CorruptEntry");
-    assert.equal(e.entry, "v1/lease/zz");
-  }
+  assert.throws(() => new Lessor({ restore: bad, autoTick: false }), { code: "CorruptEntry", entry: "v1/lease/zz" });
 });
 
 test("restore of a store larger than one part (1 MiB): every entry crosses; a corrupt one in a later part is refused", () => {
@@ -418,13 +412,7 @@ test("restore of a store larger than one part (1 MiB): every entry crosses; a co
   assert.equal(again.hashKv(), lessor.hashKv());
   // The bad entry last, in the third part.
   const bad = [...entries, ["v1/key/zz", new Uint8Array([1])]];
-  try {
-    new Lessor({ restore: bad, autoTick: false });
-    assert.fail("expected a throw");
-  } catch (e) {
-    assert.equal(e.code, "CorruptEntry");
-    assert.equal(e.entry, "v1/key/zz");
-  }
+  assert.throws(() => new Lessor({ restore: bad, autoTick: false }), { code: "CorruptEntry", entry: "v1/key/zz" });
 });
 
 test("packEntryParts: a restore's entries in parts of about the bound, at least one entry each, in order", () => {

@@ -240,6 +240,15 @@ export class Binding {
     return this.#call(() => this.#raw.compact(revision));
   }
 
+  /** One step of the compaction's sweep, of about `max` versions: the changes left to visit. */
+  compactStep(max) {
+    return this.#call(() => this.#raw.compact_step(max));
+  }
+
+  compactionPending() {
+    return this.#raw.compaction_pending();
+  }
+
   /** The key bucket in pieces: `etcdKeyBucketNext(cursor, max)` until it gives none; then `cursor.free()`. */
   etcdKeyBucketCursor() {
     return this.#raw.etcd_key_bucket_cursor();

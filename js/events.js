@@ -35,6 +35,11 @@ export class Events {
     if (this.#wants[type] === true) this.#target.dispatchEvent(new LeaseEvent(type, init));
   }
 
+  /** An event with fields of its own (`fields`), for types seldom listened to. */
+  emitPlain(type, fields) {
+    if (this.#wants[type] === true) this.#target.dispatchEvent(Object.assign(new Event(type), fields));
+  }
+
   /** An error nobody's call could catch (the expiry timer's), as an `error` event. */
   error(e) {
     this.#target.dispatchEvent(Object.assign(new Event("error"), { error: e }));

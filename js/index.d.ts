@@ -320,6 +320,8 @@ export interface Counts {
   renewed: number;
   /** Leases ended by their deadline (counted in `revoked` too). */
   expired: number;
+  /** Versions compactions dropped (the records etcd's compactions delete from its key bucket). */
+  compacted: number;
 }
 
 export type WatchRequest = KeyRange & {
@@ -380,6 +382,14 @@ export interface TimerErrorEvent extends Event {
   readonly error: unknown;
 }
 
+/** A step of the compaction's sweep: the compaction point, the changes left to visit (0: done), the step's time. */
+export interface CompactionEvent extends Event {
+  readonly type: "compaction";
+  readonly revision: number;
+  readonly pending: number;
+  readonly ms: number;
+}
+
 export interface LessorEventMap {
   grant: LeaseTtlEvent<"grant">;
   renew: LeaseTtlEvent<"renew">;
@@ -387,6 +397,7 @@ export interface LessorEventMap {
   expire: LeaseGoneEvent<"expire">;
   put: KeyEvent<"put">;
   delete: KeyEvent<"delete">;
+  compaction: CompactionEvent;
   error: TimerErrorEvent;
 }
 
@@ -417,7 +428,16 @@ export class Lessor extends EventTarget {
   range(request: RangeRequest): RangeResult;
   deleteRange(request: DeleteRangeRequest): DeleteRangeResult;
   txn(request: TxnRequest): TxnResult;
+  /**
+   * etcd's Compact: reads and watches before `revision` fail with code "Compacted" from now on. The versions it left
+   * unreadable are dropped afterwards in steps of a few milliseconds on timers (with `autoTick: false`: before this
+   * returns); `whenCompacted()` resolves once they are gone.
+   */
   compact(revision: number): { revision: number };
+  /** Resolves once the compactions so far have dropped what they left unreadable (etcd's physical compaction). */
+  whenCompacted(): Promise<void>;
+  /** How many changes the compaction's sweep has yet to visit: 0 once every compaction so far is done. */
+  readonly compactionPending: number;
   /** etcd's HashKV of the history up to `revision` (default: the current one), a uint32. */
   hashKv(revision?: number): number;
   /**

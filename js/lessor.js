@@ -7,6 +7,7 @@ import { checkInt, checkKey, checkMs, checkValue, epochMs, lessorOptions, option
 import { deleteRequest, putRequest, rangeRequest, txnRequest, watchRequest } from "./requests.js";
 import { LeaseError, invalid } from "./errors.js";
 import { Events } from "./events.js";
+import { SWEEP_STEP, Sweeper } from "./sweep.js";
 import { ExpiryTimer } from "./timer.js";
 import { WriteQueue } from "./write-queue.js";
 
@@ -45,6 +46,7 @@ export class Lessor extends EventTarget {
   #autoTick;
   #events = new Events(this);
   #timer = new ExpiryTimer(() => this.#fire());
+  #sweeper = new Sweeper(() => this.#sweepStep());
   #clock = () => this.#time();
   #writes = null;
   // Set while the core's creation waits for the first call (a Worker's
@@ -73,6 +75,7 @@ export class Lessor extends EventTarget {
     }
     this.#b = create();
     this.#schedule();
+    this.#sweepLater();
   }
 
   // The core, made on the first call when its creation was deferred. A
@@ -93,6 +96,7 @@ export class Lessor extends EventTarget {
     }
     this.#create = null;
     this.#schedule();
+    this.#sweepLater();
   }
 
   // Events are only built for types someone listens to.
@@ -234,13 +238,83 @@ export class Lessor extends EventTarget {
     return r;
   }
 
-  /** Forgets history before `revision` (etcd's Compact). `{ revision }`: the current one. */
+  /**
+   * Forgets history before `revision` (etcd's Compact): reads and watches
+   * before it fail with code "Compacted" from now on. `{ revision }`: the
+   * current one. The versions it left unreadable are then dropped in steps,
+   * each one storage batch of a few milliseconds, on timers, so that a large
+   * compaction does not stop other calls; with `autoTick: false` (no
+   * timers), all of them before this returns. `whenCompacted()` tells when
+   * they are gone.
+   */
   compact(revision) {
     this.#enterWrite();
     checkInt(revision, "revision");
     const current = this.#b.compact(revision);
     this.#deliver();
+    if (this.#autoTick) this.#sweepLater();
+    else {
+      try {
+        this.#sweeper.run(true);
+      } catch (e) {
+        // The compaction is done; what a refused step left is swept later
+        // (by writes, whenCompacted()).
+        this.#events.error(e);
+      }
+    }
     return { revision: current };
+  }
+
+  /**
+   * Resolves once the compactions so far have dropped every version they
+   * left unreadable, from memory and (once `flush()` resolves) from the
+   * store: etcd's physical compaction. With `autoTick: false`, the rest
+   * is swept now.
+   */
+  whenCompacted() {
+    try {
+      this.#enterWrite();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const done = this.#sweeper.done(this.#b.compactionPending());
+    if (this.#autoTick) this.#sweepLater();
+    else {
+      try {
+        this.#sweeper.run(true);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    return done;
+  }
+
+  /** How many changes the compaction's sweep has yet to visit (0: none). */
+  get compactionPending() {
+    this.#enter();
+    return this.#b.compactionPending();
+  }
+
+  // One step of the sweep; a "compaction" event tells what it did.
+  #sweepStep() {
+    try {
+      this.#enterWrite();
+      const t0 = performance.now();
+      const pending = this.#b.compactStep(SWEEP_STEP);
+      this.#events.emitPlain("compaction", { revision: this.#b.compacted(), pending, ms: performance.now() - t0 });
+      return pending;
+    } catch (e) {
+      if (this.#closed || this.#writes?.failed) this.#sweeper.fail(e);
+      // (On timers nobody's call can catch it.)
+      if (this.#autoTick) this.#events.error(e);
+      throw e;
+    }
+  }
+
+  // Sweeps on timers if a compaction (or a restore of one cut short) left
+  // anything.
+  #sweepLater() {
+    if (this.#autoTick && !this.#closed && this.#b !== null && this.#b.compactionPending() > 0) this.#sweeper.run(false);
   }
 
   /**
@@ -451,12 +525,13 @@ export class Lessor extends EventTarget {
   /**
    * What this lessor has done since it was made, counted as etcd 3.4
    * counts it in its mvcc and lease metrics: `{ ranges, puts, deletes,
-   * txns, putBytes, granted, revoked, renewed, expired }` (index.d.ts says how).
+   * txns, putBytes, granted, revoked, renewed, expired, compacted }`
+   * (index.d.ts says how).
    */
   get counts() {
     this.#enter();
     const c = this.#b.counts();
-    return { ranges: c[0], puts: c[1], deletes: c[2], txns: c[3], putBytes: c[4], granted: c[5], revoked: c[6], renewed: c[7], expired: c[8] };
+    return { ranges: c[0], puts: c[1], deletes: c[2], txns: c[3], putBytes: c[4], granted: c[5], revoked: c[6], renewed: c[7], expired: c[8], compacted: c[9] };
   }
 
   /** The revision of the last change. */
@@ -538,6 +613,7 @@ export class Lessor extends EventTarget {
     }
     this.#closed = true;
     this.#timer.clear();
+    this.#sweeper.fail(new LeaseError("Closed", "the lessor is closed"));
     this.#b.free();
     this.#b = null;
   }

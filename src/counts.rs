@@ -27,12 +27,16 @@ pub struct Counts {
     pub renewed: u64,
     /// Leases ended by their deadline (also counted in `revoked`).
     pub expired: u64,
+    /// Versions compactions dropped (etcd's compaction_keys_total: the
+    /// key bucket's records its compactions delete).
+    pub compacted: u64,
 }
 
 impl Counts {
     /// Every count, in field order: ranges, puts, deletes, txns, put
-    /// bytes, granted, revoked, renewed, expired (the binding's order).
-    pub fn fields(&self) -> [u64; 9] {
+    /// bytes, granted, revoked, renewed, expired, compacted (the binding's
+    /// order).
+    pub fn fields(&self) -> [u64; 10] {
         [
             self.ranges,
             self.puts,
@@ -43,6 +47,7 @@ impl Counts {
             self.revoked,
             self.renewed,
             self.expired,
+            self.compacted,
         ]
     }
 }

@@ -179,12 +179,16 @@ impl Lessor {
             Err(Error::NoSpace) => {
                 let wanted = self.watchers.oldest_wanted().unwrap_or(i64::MAX);
                 let to = wanted.min(self.kv.revision());
-                if to <= self.kv.compacted() {
+                if to <= self.kv.compacted() && self.kv.unswept() == 0 {
                     return Err(Error::NoSpace);
                 }
-                let mut w = Write::new(&self.kv);
-                w.compact(&self.kv, to);
-                self.commit(w)?;
+                if to > self.kv.compacted() {
+                    let mut w = Write::new(&self.kv);
+                    w.compact(to);
+                    self.commit(w)?;
+                }
+                // The space comes back only once swept: all of it, now.
+                while self.compact_step(usize::MAX)? > 0 {}
                 write(self)
             }
             r => r,
@@ -256,8 +260,11 @@ impl Lessor {
         self.kv.bytes()
     }
 
-    /// Forgets history before `revision` (etcd's Compact). Returns the
-    /// current revision.
+    /// Forgets history before `revision` (etcd's Compact): reads and
+    /// watches before it are refused from now on. Returns the current
+    /// revision. The versions it leaves unreadable are dropped by later
+    /// steps (`compact_step`), and a few with each write, so that a large
+    /// compaction never stops the host for its whole length.
     pub fn compact(&mut self, revision: i64) -> Result<i64> {
         if revision <= self.kv.compacted() {
             return Err(Error::Compacted(self.kv.compacted()));
@@ -266,11 +273,29 @@ impl Lessor {
             return Err(Error::FutureRevision);
         }
         let mut w = Write::new(&self.kv);
-        w.compact(&self.kv, revision);
+        w.compact(revision);
         let rev = self.commit(w)?;
         // etcd reads a key to answer with the current revision.
         self.counts.ranges += 1;
         Ok(rev)
+    }
+
+    /// Drops about `max` of the versions compactions left unreadable (one
+    /// storage batch). Returns how many changes are left to visit: 0 once
+    /// the compactions so far are done (etcd's physical compaction).
+    pub fn compact_step(&mut self, max: usize) -> Result<usize> {
+        if self.kv.unswept() > 0 {
+            let mut w = Write::new(&self.kv);
+            w.sweep(&self.kv, max);
+            self.commit(w)?;
+        }
+        Ok(self.kv.unswept())
+    }
+
+    /// How many changes sweeps have yet to visit (`compact_step`): 0 once
+    /// every compaction so far has dropped what it left unreadable.
+    pub fn compaction_pending(&self) -> usize {
+        self.kv.unswept()
     }
 
     /// A key as the write `w` would leave it: staged, or live and visible.

@@ -28,6 +28,11 @@ use crate::storage::{Storage, Store, StoredLease};
 use crate::watch::Watchers;
 use crate::write::Write;
 
+/// How many versions compactions left unreadable each write that changes
+/// keys sweeps (`Lessor::commit`): a few times what such a write adds, so
+/// the history `Config::history` bounds stays bounded with no host steps.
+const SWEEP_PER_WRITE: usize = 16;
+
 pub struct Lessor {
     pub(crate) config: Config,
     pub(crate) leases: LeaseTable,
@@ -112,11 +117,13 @@ impl Lessor {
         self.now
     }
 
-    /// Commits a write. It also drops history beyond what `Config::history`
-    /// keeps, a quarter of it at a time (compaction costs the changes it
-    /// drops, so this spreads it over writes), never a change a watcher has
-    /// not been given; and a store's first key change records the
-    /// compaction point, which marks the store as one that keeps history.
+    /// Commits a write. It also moves the compaction point past history
+    /// beyond what `Config::history` keeps, a quarter of it at a time, never
+    /// past a change a watcher has not been given; a write that changes keys
+    /// also sweeps a few versions compactions left unreadable (so they go
+    /// with writes even when the host runs no steps, `compact_step`); and a
+    /// store's first key change records the compaction point, which marks
+    /// the store as one that keeps history.
     pub(crate) fn commit(&mut self, mut w: Write) -> Result<i64> {
         if w.changes_keys() {
             let keep = self.config.history;
@@ -125,16 +132,19 @@ impl Lessor {
                 let wanted = self.watchers.oldest_wanted().unwrap_or(floor);
                 let to = floor.min(wanted);
                 if to > self.kv.compacted() {
-                    w.compact(&self.kv, to);
+                    w.compact(to);
                 }
             }
+            w.sweep(&self.kv, SWEEP_PER_WRITE);
             if !self.history_stored {
                 w.mark_compacted();
             }
         }
         let marks = w.changes_keys();
+        let swept = w.swept() as u64;
         let rev = w.commit(&mut self.kv, &mut self.leases, &mut self.store)?;
         self.history_stored |= marks;
+        self.counts.compacted += swept;
         Ok(rev)
     }
 

@@ -637,6 +637,20 @@ impl RawLessor {
             .map_err(|e| js_error(&e))
     }
 
+    /// One step of the compaction's sweep, of about `max` versions;
+    /// returns how many changes are left to visit.
+    pub fn compact_step(&mut self, max: u32) -> Result<f64, JsValue> {
+        self.inner
+            .compact_step(max as usize)
+            .map(|n| n as f64)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Changes the compaction's sweep has yet to visit.
+    pub fn compaction_pending(&self) -> f64 {
+        self.inner.compaction_pending() as f64
+    }
+
     /// Bytes of keys, values and history, as the quota counts them.
     pub fn size_bytes(&self) -> f64 {
         self.inner.size_bytes() as f64

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use foldhash::fast::FixedState;
 
 use crate::error::Result;
-use crate::kv::{cost, Entry, Key, Keyspace, VersionAt};
+use crate::kv::{cost, Entry, Key, Keyspace, Sweep};
 use crate::lease::{LeaseId, LeaseTable};
 use crate::storage::{codec, Batch, Store, StoredLease};
 
@@ -56,8 +56,10 @@ pub struct Write {
     sub: u32,
     keys: Vec<KeyChange>,
     leases: Vec<(LeaseId, Option<StoredLease>)>,
-    /// A compaction point to move to, with the versions it drops.
-    compaction: Option<(i64, Vec<VersionAt>)>,
+    /// A compaction point to move to.
+    compaction: Option<i64>,
+    /// A step of sweeping what earlier compactions left unreadable.
+    sweep: Option<Sweep>,
     /// Store the compaction point even if it does not move (a store's first
     /// key change marks it as one that keeps history).
     mark_compacted: bool,
@@ -74,6 +76,7 @@ impl Write {
             keys: Vec::new(),
             leases: Vec::new(),
             compaction: None,
+            sweep: None,
             mark_compacted: false,
             added_bytes: 0,
         }
@@ -126,9 +129,24 @@ impl Write {
         });
     }
 
-    /// Compacts history to `revision` (see `Keyspace::dropped_by`).
-    pub fn compact(&mut self, kv: &Keyspace, revision: i64) {
-        self.compaction = Some((revision, kv.dropped_by(revision)));
+    /// Moves the compaction point to `revision`; what it leaves unreadable
+    /// is dropped by later sweeps.
+    pub fn compact(&mut self, revision: i64) {
+        self.compaction = Some(revision);
+    }
+
+    /// Sweeps about `max` versions that compactions left unreadable (see
+    /// `Keyspace::plan_sweep`), if any are left. Planned on `kv` as it is,
+    /// so it is applied before this write's own changes.
+    pub fn sweep(&mut self, kv: &Keyspace, max: usize) {
+        if kv.unswept() > 0 {
+            self.sweep = Some(kv.plan_sweep(max));
+        }
+    }
+
+    /// How many versions this write's sweep drops.
+    pub fn swept(&self) -> usize {
+        self.sweep.as_ref().map_or(0, |s| s.dropped.len())
     }
 
     /// Stores the current compaction point with this write.
@@ -220,12 +238,12 @@ impl Write {
                 None => b.delete.push(codec::lease_key(*id)),
             }
         }
-        let compacted = match &self.compaction {
-            Some((rev, dropped)) => {
-                b.delete
-                    .extend(dropped.iter().map(|(r, s, k)| codec::old_key(*r, *s, k)));
-                Some(*rev)
-            }
+        if let Some(step) = &self.sweep {
+            b.delete
+                .extend((step.dropped.iter()).map(|(r, s, k)| codec::old_key(*r, *s, k)));
+        }
+        let compacted = match self.compaction {
+            Some(rev) => Some(rev),
             None => self.mark_compacted.then(|| kv.compacted()),
         };
         if let Some(rev) = compacted {
@@ -246,7 +264,7 @@ impl Write {
     /// this succeeds. Returns the revision: the last new one if keys
     /// changed, else the unchanged current one.
     pub fn commit(
-        self,
+        mut self,
         kv: &mut Keyspace,
         leases: &mut LeaseTable,
         store: &mut Store,
@@ -257,10 +275,13 @@ impl Write {
                 store.write(&batch)?;
             }
         }
-        if let Some((rev, dropped)) = &self.compaction {
-            // Before the key changes: `dropped` was planned on the state
-            // before them, and they add only versions after `rev`.
-            kv.compact(*rev, dropped);
+        // Before the key changes: the sweep was planned on the state before
+        // them, and the compaction sorts the changes up to its point.
+        if let Some(step) = self.sweep.take() {
+            kv.sweep(step);
+        }
+        if let Some(rev) = self.compaction {
+            kv.compact(rev);
         }
         let Some(last) = self.last_revision() else {
             return Ok(kv.revision());

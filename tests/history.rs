@@ -19,6 +19,12 @@ use proptest::prelude::*;
 const T0: i64 = 1_700_000_000_000;
 const KEYS: [&[u8]; 6] = [b"a", b"a/1", b"a/2", b"b", b"b/1", b"c"];
 
+/// Runs the compaction's sweep to its end: what `compact` left unreadable is
+/// then dropped from memory and from the store.
+fn swept(l: &mut Lessor) {
+    while l.compact_step(usize::MAX).unwrap() > 0 {}
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct MKv {
     value: Vec<u8>,
@@ -109,6 +115,8 @@ enum Step {
     Grant(i64),
     Expire,
     Compact(i64),
+    /// One step of the compaction's sweep, of about this many versions.
+    Sweep(usize),
     Watch {
         range: KRange,
         back: i64,
@@ -157,6 +165,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (1i64..4).prop_map(Step::Grant),
         1 => Just(Step::Expire),
         1 => (0i64..10).prop_map(Step::Compact),
+        1 => (1usize..4).prop_map(Step::Sweep),
         1 => (krange(), 0i64..12, any::<bool>(), 0u8..3)
             .prop_map(|(range, back, prev_kv, filter)| Step::Watch { range, back, prev_kv, filter }),
         1 => Just(Step::Restart),
@@ -510,6 +519,13 @@ proptest! {
                         m.compacted = rev;
                     }
                 }
+                Step::Sweep(max) => {
+                    let before = store.0.borrow().len();
+                    let left = l.compact_step(max).unwrap();
+                    prop_assert_eq!(left, l.compaction_pending());
+                    // (A step's deletes: at most `max` versions.)
+                    prop_assert!(before - store.0.borrow().len() <= max);
+                }
                 Step::Restart => {
                     let entries: Vec<(String, Vec<u8>)> = store.0.borrow().clone().into_iter().collect();
                     l = Lessor::restore(config.clone(), entries, now, Some(Box::new(store.clone()))).unwrap();
@@ -570,7 +586,26 @@ proptest! {
         prop_assert_eq!(&got, &want);
         // The same, read back from etcd's key bucket layout.
         let whole = l.etcd_key_bucket();
-        prop_assert_eq!(etcd_records(&whole), want);
+        prop_assert_eq!(etcd_records(&whole), want.clone());
+        // Swept to its end, the compaction has dropped from memory and from
+        // the store exactly what it left unreadable: the store holds the
+        // versions a snapshot names, and the lessor the bytes of one
+        // restored from it.
+        swept(&mut l);
+        prop_assert_eq!(l.compaction_pending(), 0);
+        let snap = l.snapshot();
+        let old_of = |entries: &mut dyn Iterator<Item = String>| -> Vec<String> {
+            let mut v: Vec<String> = entries.filter(|k| k.starts_with("v1/old/")).collect();
+            v.sort();
+            v
+        };
+        prop_assert_eq!(
+            old_of(&mut store.0.borrow().keys().cloned()),
+            old_of(&mut snap.iter().map(|(k, _)| k.clone()))
+        );
+        let restored = Lessor::restore(config.clone(), snap, now, None).unwrap();
+        prop_assert_eq!(restored.size_bytes(), l.size_bytes());
+        prop_assert_eq!(l.versions(m.rev()).len(), want.len());
         // Read in pieces: the same bytes, each piece within its bound
         // unless a single record, and the heads naming each record's key and
         // value length.
@@ -1117,6 +1152,7 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
     // Compacting to 6 drops revision 4 and 5's versions but the state at 6
     // and after; a restart after it still reads and replays from 6.
     back.compact(6).unwrap();
+    swept(&mut back);
     assert_eq!(at(&mut back, 6), vec!["old"]);
     assert_eq!(replay(&mut back, 6), want[5..]);
     let entries: Vec<(String, Vec<u8>)> = store.0.borrow().clone().into_iter().collect();
@@ -1281,6 +1317,7 @@ fn the_key_bucket_read_in_pieces_while_writes_go_on() {
     let mut cursor = l.etcd_key_bucket_cursor();
     l.etcd_key_bucket_next(&mut cursor, 1).unwrap();
     l.compact(l.revision()).unwrap();
+    swept(&mut l);
     assert_eq!(
         l.etcd_key_bucket_next(&mut cursor, usize::MAX),
         Err(Error::Compacted(6))
@@ -1321,6 +1358,20 @@ fn compacting_a_key_changed_many_times_keeps_exactly_what_reads_after_the_point_
         .collect();
     for point in [100, 101, 1700, end - 1] {
         l.compact(point).unwrap();
+        // Reads are the same before the sweep and after it.
+        for swept_now in [false, true] {
+            if swept_now {
+                swept(&mut l);
+            }
+            for rev in [point, point + 1, end] {
+                let at = (rev - 2) as usize;
+                assert_eq!(
+                    (get(&mut l, b"hot", rev), get(&mut l, b"cold", rev)),
+                    want[at],
+                    "at {rev} after compacting at {point} (swept: {swept_now})"
+                );
+            }
+        }
         for rev in point..=end {
             let at = (rev - 2) as usize;
             assert_eq!(
@@ -1334,6 +1385,7 @@ fn compacting_a_key_changed_many_times_keeps_exactly_what_reads_after_the_point_
     // Compacted at the last revision, only the live entries are left: as
     // much as a lessor that wrote them alone.
     l.compact(end).unwrap();
+    swept(&mut l);
     let mut fresh = Lessor::new(config).unwrap();
     fresh
         .put(T0, b"hot", &2999u32.to_be_bytes(), PutOptions::default())

@@ -35,6 +35,9 @@ export { memberIds } from "./cluster.mjs";
  */
 export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats = createServiceStats(), onFatal = null }) {
   const alarms = createAlarms(member, lessor);
+  // Each step of a compaction's sweep but the last, as etcd observes a
+  // pause after each batch of deletes that more batches follow.
+  lessor.addEventListener("compaction", (e) => e.pending > 0 && stats.compactionPause.observe(e.ms));
   const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats, alarms, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),

@@ -166,17 +166,23 @@ function txnOut(r, header, req) {
 
 /**
  * `lessor.compact(revision)`, timed for /metrics (`stats`: metrics.mjs's
- * createServiceStats) as etcd times its compactions: the engine's step, and
- * until it is on disk. The Compact call and the periodic compactor's.
+ * createServiceStats) as etcd times its compactions: moving the point (its
+ * index compaction), and until the versions it left unreadable are swept
+ * and that is on disk (its whole compaction; each sweep step is a pause,
+ * observed from the lessor's "compaction" events, services/index.mjs).
+ * Returns a promise of that end. The Compact call and the periodic
+ * compactor's.
  */
 export function compact(lessor, stats, revision) {
   const t0 = performance.now();
   lessor.compact(revision);
   stats.compaction.observe(performance.now() - t0);
-  lessor.flush().then(
+  const done = lessor.whenCompacted().then(() => lessor.flush());
+  done.then(
     () => stats.compactionDurable.observe(performance.now() - t0),
     () => {}, // (the store failed: the server stops on it)
   );
+  return done;
 }
 
 export function kvService({ lessor, header, stats, maxTxnOps = 128 }) {
@@ -213,7 +219,10 @@ export function kvService({ lessor, header, stats, maxTxnOps = 128 }) {
 
     Compact(req, call) {
       checkSize(call);
-      engine(() => compact(lessor, stats, int(req.revision)));
+      const swept = engine(() => compact(lessor, stats, int(req.revision)));
+      // `physical`: answered once the compaction is swept, as etcd's waits
+      // for its backend's deletes.
+      if (req.physical) return swept.then(() => ({ header: header() }));
       return { header: header() };
     },
   };

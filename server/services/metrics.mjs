@@ -74,7 +74,8 @@ export function createHistogram(bounds = exponential(0.001, 2, 14)) {
  * `hash`, for Hash, which is not served), of Defragment (`defrag`, and
  * `defragging` while one runs), of making a snapshot (`snapshot`: until its
  * file is laid out and its size known), and of a compaction (`compaction`:
- * the engine's, in ms; `compactionDurable`: until it is on disk, in ms).
+ * moving its point, in ms; `compactionDurable`: until it is swept and on
+ * disk, in ms; `compactionPause`: each step of its sweep, in ms).
  */
 export function createServiceStats() {
   return {
@@ -87,8 +88,8 @@ export function createServiceStats() {
     snapshot: createHistogram(exponential(0.01, 2, 17)),
     compaction: createHistogram(exponential(0.5, 2, 14)),
     compactionDurable: createHistogram(exponential(100, 2, 14)),
-    // (etcd observes this per batch of 1000 keys its backend deletes; the
-    // engine compacts in one step, so it stays empty.)
+    // Each step of a compaction's sweep (etcd: each batch of 1000 keys its
+    // backend deletes), in ms.
     compactionPause: createHistogram(exponential(1, 2, 13)),
   };
 }
@@ -208,6 +209,7 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     metric("etcd_debugging_lease_revoked_total", "counter", "Leases revoked, expired ones included.", c.revoked);
     metric("etcd_debugging_mvcc_compact_revision", "gauge", "The revision of the last compaction (-1: none).", lessor.compactRevision);
     metric("etcd_debugging_mvcc_current_revision", "gauge", "The current revision of the store.", lessor.revision);
+    metric("etcd_debugging_mvcc_db_compaction_keys_total", "counter", "Versions compactions dropped (etcd: key bucket records deleted).", c.compacted);
     metric("etcd_debugging_mvcc_db_total_size_in_bytes", "gauge", "The store's size on disk, in bytes.", dbSize);
     metric("etcd_debugging_mvcc_keys_total", "gauge", "Keys held.", lessor.keyCount);
     // etcd 3.4 gives these four under both names.
@@ -239,7 +241,7 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     if (syncs) out.push(syncs.text("etcd_disk_wal_fsync_duration_seconds", "How long the journal's syncs took (fdatasync), as etcd's WAL fsyncs."));
     if (stats) {
       out.push(stats.leaseTtl.text("etcd_debugging_lease_ttl_total", "The TTLs of the leases granted, in seconds."));
-      out.push(stats.compactionPause.text("etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds", "etcd's pauses between batches of a compaction's deletes: none here (one step)."));
+      out.push(stats.compactionPause.text("etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds", "How long each step of a compaction's sweep took (etcd: each batch of its deletes), in ms."));
       out.push(stats.compactionDurable.text("etcd_debugging_mvcc_db_compaction_total_duration_milliseconds", "How long compactions took until on disk, in ms."));
       out.push(stats.compaction.text("etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds", "How long the engine's compactions took, in ms."));
       out.push(stats.defrag.text("etcd_disk_backend_defrag_duration_seconds", "How long defragmentations took."));

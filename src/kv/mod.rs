@@ -18,13 +18,15 @@
 //! key in it, which etcd allows).
 
 mod backend;
+mod compaction;
 mod hash;
 mod range;
 
 pub use backend::KeyBucketCursor;
+pub use compaction::Sweep;
 pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
 
-use std::collections::{btree_map, BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{btree_map, BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::lease::LeaseId;
@@ -95,8 +97,16 @@ pub struct Keyspace {
     /// Every live key and every key with history, with its superseded
     /// versions (oldest first; empty for most keys).
     index: BTreeMap<Key, Vec<Version>>,
-    /// Every change from the compaction point on, in order.
+    /// Every change from the compaction point on, in order, after the
+    /// changes a sweep has yet to visit (`compaction.rs`).
     log: VecDeque<Change>,
+    /// How many changes at the log's front are before the compaction point
+    /// (or at it, unseen there), kept only until a sweep visits their keys.
+    unswept: usize,
+    /// How many changes after those are at the compaction point and seen
+    /// there, whose keys a sweep visits too, and how many it has visited.
+    kept: usize,
+    kept_swept: usize,
     /// Revision of the last change; etcd starts an empty store at 1, so the
     /// first change is revision 2.
     revision: i64,
@@ -126,6 +136,9 @@ impl Keyspace {
             live: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(hash_seed)),
             index: BTreeMap::new(),
             log: VecDeque::new(),
+            unswept: 0,
+            kept: 0,
+            kept_swept: 0,
             revision: 1,
             compacted: -1,
             bytes: 0,
@@ -283,14 +296,15 @@ impl Keyspace {
 
     /// Ends a restore: history starts at `compacted`, and the log is rebuilt
     /// from every version since (within a revision, by sub-revision, then
-    /// in key order).
+    /// in key order), after a change for each key a sweep has yet to visit.
     pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) {
         self.revision = revision;
         self.compacted = compacted;
         // Walked map by map (no lookup per key) into an ordered set.
         let mut log = BTreeSet::new();
         for (k, past) in self.index.iter() {
-            for v in past.iter().filter(|v| v.revision >= compacted) {
+            let stale = self.droppable(k, past);
+            for v in past[stale..].iter().filter(|v| v.revision >= compacted) {
                 log.insert((v.revision, v.sub, k.clone()));
             }
         }
@@ -299,9 +313,14 @@ impl Keyspace {
                 log.insert((e.mod_revision, e.sub, k.clone()));
             }
         }
-        self.log = log
+        let unswept = self.unswept_after_restore();
+        self.unswept = unswept.len();
+        self.log = unswept
             .into_iter()
-            .map(|(revision, sub, key)| Change { revision, sub, key })
+            .chain(
+                log.into_iter()
+                    .map(|(revision, sub, key)| Change { revision, sub, key }),
+            )
             .collect();
     }
 
@@ -364,129 +383,10 @@ impl Keyspace {
         Some(old)
     }
 
-    /// The superseded versions a compaction at `revision` drops: every one
-    /// before it but the key's state at `revision` (a read there must still
-    /// see it).
-    pub fn dropped_by(&self, revision: i64) -> Vec<VersionAt> {
-        let mut out = Vec::new();
-        // A version to drop is followed by a change at or before `revision`
-        // (else it would be the state there), and that change is still in
-        // the log: earlier compactions only dropped changes before theirs.
-        for c in self.log.iter() {
-            if c.revision > revision {
-                break;
-            }
-            let Some((k, past)) = self.index.get_key_value(&*c.key) else {
-                continue;
-            };
-            if past.is_empty() {
-                continue;
-            }
-            // Each key once: at its last change up to `revision` (the live
-            // entry is the key's last change).
-            let live = self.live.get(&**k);
-            let after = past.partition_point(|v| (v.revision, v.sub) <= (c.revision, c.sub));
-            let later = past.get(after).is_some_and(|v| v.revision <= revision)
-                || live.is_some_and(|e| {
-                    e.mod_revision <= revision && (e.mod_revision, e.sub) > (c.revision, c.sub)
-                });
-            if later {
-                continue;
-            }
-            let n = past.partition_point(|v| v.revision < revision);
-            let m = past.partition_point(|v| v.revision <= revision);
-            let live_by = live.is_some_and(|e| e.mod_revision <= revision);
-            // The state at `revision` is the live entry or a version at
-            // `revision` if there is one, else the last version before it.
-            let later = live_by || m > n;
-            let keep_last = n > 0 && !later && past[n - 1].entry.is_some();
-            // At `revision` itself etcd keeps only the key's last change, and
-            // not even that when it is a deletion (mvcc's keyIndex.compact):
-            // a watch from the compaction point sees neither.
-            let keep_at = !live_by && m > n && past[m - 1].entry.is_some();
-            out.extend(
-                past[..n - keep_last as usize]
-                    .iter()
-                    .chain(&past[n..m - keep_at as usize])
-                    .map(|v| (v.revision, v.sub, k.clone())),
-            );
-        }
-        out
-    }
-
-    /// Forgets history before `revision` (after `dropped_by` said what that
-    /// drops): reads and watches from there on still work, earlier ones are
-    /// refused. Costs the changes dropped.
-    pub(crate) fn compact(&mut self, revision: i64, dropped: &[VersionAt]) {
-        if revision <= self.compacted {
-            return;
-        }
-        self.compacted = revision;
-        // Each key's dropped versions go in one pass over its versions: one
-        // at a time, each removal would move the rest, and a key changed a
-        // million times would take hours to compact.
-        let mut from = 0;
-        while from < dropped.len() {
-            let key = &dropped[from].2;
-            let to = from
-                + dropped[from..]
-                    .iter()
-                    .take_while(|(.., k)| k == key)
-                    .count();
-            let mut gone: Vec<(i64, u32)> =
-                dropped[from..to].iter().map(|&(r, s, _)| (r, s)).collect();
-            gone.sort_unstable();
-            from = to;
-            let Some(past) = self.index.get_mut(&**key) else {
-                continue;
-            };
-            let mut next = gone.iter().peekable();
-            let mut freed = 0;
-            past.retain(|v| {
-                let at = (v.revision, v.sub);
-                while next.next_if(|&&g| g < at).is_some() {}
-                let drop = next.next_if(|&&g| g == at).is_some();
-                if drop {
-                    freed += version_cost(key, v.entry.as_ref());
-                }
-                !drop
-            });
-            self.bytes -= freed;
-            if past.is_empty() && !self.live.contains_key(&**key) {
-                self.index.remove(&**key);
-            }
-        }
-        let drained = self.log.partition_point(|c| c.revision < revision);
-        self.log.drain(..drained);
-        // The changes at `revision` whose versions went too (the front of
-        // the log now).
-        let at = self.log.partition_point(|c| c.revision == revision);
-        if at > 0 {
-            // (A set: that revision may hold a whole range's deletes.)
-            let mut gone = HashSet::with_hasher(self.hasher());
-            gone.extend(
-                dropped
-                    .iter()
-                    .filter(|(r, ..)| *r == revision)
-                    .map(|(_, s, k)| (*s, &**k)),
-            );
-            let kept: Vec<Change> = self
-                .log
-                .drain(..at)
-                .filter(|c| !gone.contains(&(c.sub, &*c.key)))
-                .collect();
-            for c in kept.into_iter().rev() {
-                self.log.push_front(c);
-            }
-        }
-        if self.log.len() < self.log.capacity() / 4 {
-            self.log.shrink_to_fit();
-        }
-    }
-
     /// The keys after `after` (all with None) in key order, live or with
     /// history: each with its live entry and its superseded versions as
-    /// (revision, sub-revision, entry or None), oldest first.
+    /// (revision, sub-revision, entry or None), oldest first (those the
+    /// compaction point left unreadable left out, swept or not).
     #[allow(clippy::type_complexity)]
     pub fn keys_after<'a>(
         &'a self,
@@ -503,7 +403,10 @@ impl Keyspace {
         self.index
             .range::<[u8], _>((from, Unbounded))
             .map(|(k, past)| {
-                let versions = past.iter().map(|v| (v.revision, v.sub, v.entry.as_ref()));
+                let stale = self.droppable(k, past);
+                let versions = past[stale..]
+                    .iter()
+                    .map(|v| (v.revision, v.sub, v.entry.as_ref()));
                 (k, self.live.get(&**k), versions)
             })
     }
@@ -523,16 +426,18 @@ impl Keyspace {
 
     /// Each key in key order with its versions up to `upto`, oldest first
     /// (the superseded ones, then the live entry): (revision, sub-revision,
-    /// entry or None for a deletion).
+    /// entry or None for a deletion). Not those the compaction point left
+    /// unreadable: a sweep has yet to drop them.
     #[allow(clippy::type_complexity)]
     fn key_versions(
         &self,
         upto: i64,
     ) -> impl Iterator<Item = (&Key, impl Iterator<Item = (i64, u32, Option<&Entry>)>)> {
         self.index.iter().map(move |(k, past)| {
-            let n = past.partition_point(|v| v.revision <= upto);
+            let stale = self.droppable(k, past);
+            let n = past.partition_point(|v| v.revision <= upto).max(stale);
             let live = self.live.get(&**k).filter(|e| e.mod_revision <= upto);
-            let versions = past[..n]
+            let versions = past[stale..n]
                 .iter()
                 .map(|v| (v.revision, v.sub, v.entry.as_ref()))
                 .chain(live.map(|e| (e.mod_revision, e.sub, Some(e))));
@@ -540,9 +445,12 @@ impl Keyspace {
         })
     }
 
-    /// The log position of the first change from revision `from` on.
+    /// The log position of the first change from revision `from` on (not
+    /// one a sweep has yet to visit and drop).
     pub fn position(&self, from: i64) -> usize {
-        self.log.partition_point(|c| c.revision < from)
+        self.log
+            .partition_point(|c| c.revision < from)
+            .max(self.unswept)
     }
 
     /// The (position in the log, revision, sub-revision, key) of each

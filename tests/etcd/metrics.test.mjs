@@ -29,6 +29,7 @@ function parse(text) {
 const SAME_VALUE = [
   "etcd_cluster_version",
   "etcd_debugging_mvcc_compact_revision",
+  "etcd_debugging_mvcc_db_compaction_keys_total",
   "etcd_debugging_mvcc_current_revision",
   "etcd_debugging_mvcc_keys_total",
   "etcd_server_has_leader",
@@ -59,7 +60,7 @@ test("/metrics: etcd's names, types and labels, and its values for the data", as
   for (const side of [etcd, edge]) {
     for (const k of ["a", "b", "c"]) assert.equal((await post(side.url, "/v3/kv/put", { key: b64(k), value: b64("v") })).status, 200);
     await post(side.url, "/v3/kv/deleterange", { key: b64("b") });
-    await post(side.url, "/v3/kv/compaction", { revision: 3 });
+    await post(side.url, "/v3/kv/compaction", { revision: 5, physical: true });
     // Leases (one under the minimum TTL, counted at the minimum), a HashKV
     // (etcdctl: a gRPC client naming its version), a defragmentation and a
     // snapshot.

@@ -109,7 +109,8 @@ export interface LessorOptions {
    */
   quotaBytes?: number;
   /**
-   * Run one timer at `nextDeadline()` that calls `tick()` (unref'd in Node).
+   * Run one timer at `nextDeadline()` that calls `tick()` (unref'd in Node),
+   * and a compaction's sweep in steps on timers (see `compact`).
    * Default true; turn off when the host ticks itself (alarms, simulated clocks).
    */
   autoTick?: boolean;
@@ -458,7 +459,9 @@ export class Lessor extends EventTarget {
   /**
    * Calls `listener` with each revision's changes the watcher wants, in
    * order. Watchers of one change get the same event objects: read them,
-   * don't change them.
+   * don't change them. A watcher from far back gets the history about
+   * 5,000 events per turn of the event loop (on timers), so that other
+   * work runs in between; changes made meanwhile come after it, in order.
    */
   watch(request: WatchRequest, listener: (batch: WatchBatch) => void): Watcher;
   delete(key: string, options?: { prevKv?: boolean }): DeleteResult;

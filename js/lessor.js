@@ -11,6 +11,10 @@ import { SWEEP_STEP, Sweeper } from "./sweep.js";
 import { ExpiryTimer } from "./timer.js";
 import { WriteQueue } from "./write-queue.js";
 
+// What a catching-up watcher gets per turn of the event loop (#deliver).
+const DELIVER_TURN_EVENTS = 5_000;
+const DELIVER_TURN_ROUNDS = 50;
+
 export { leaseId } from "./binding.js";
 export { LeaseError } from "./errors.js";
 export { LeaseEvent } from "./events.js";
@@ -55,6 +59,7 @@ export class Lessor extends EventTarget {
   // Watchers by id, and whether their changes are being handed out.
   #watchers = new Map();
   #delivering = false;
+  #deliverTimer = null;
 
   constructor(opts = {}) {
     super();
@@ -441,25 +446,36 @@ export class Lessor extends EventTarget {
   }
 
   // Hands each watcher the changes it has not had. A listener that writes
-  // is not re-entered: its changes are picked up by the loop.
+  // is not re-entered: its changes are picked up by the loop. A watcher
+  // catching up on a long history gets it a turn of the event loop at a
+  // time (about DELIVER_TURN_EVENTS events, or DELIVER_TURN_ROUNDS rounds
+  // of 1000 revisions per watcher), so that other work runs in between.
   #deliver() {
     if (this.#delivering || this.#watchers.size === 0 || this.#closed) return;
     this.#delivering = true;
+    let handed = 0;
     try {
-      // Bounded: each round hands out up to 1000 revisions per watcher.
-      for (let round = 0; round < 10_000; round++) {
+      for (let round = 1; ; round++) {
         for (const b of this.#b.pollWatches()) {
           const listener = this.#watchers.get(b.id);
           // The core cancelled a watcher whose start was compacted.
           if (b.compactRevision !== 0) this.#watchers.delete(b.id);
           if (!listener) continue;
+          handed += b.events.length;
           try {
             listener({ events: b.events, compactRevision: b.compactRevision, revision: b.revision });
           } catch (e) {
             this.#events.error(e);
           }
         }
-        if (this.#closed || !this.#b.watchesPending()) break;
+        if (this.#closed || !this.#b.watchesPending()) return;
+        if (handed >= DELIVER_TURN_EVENTS || round >= DELIVER_TURN_ROUNDS) {
+          this.#deliverTimer ??= setTimeout(() => {
+            this.#deliverTimer = null;
+            this.#deliver();
+          }, 0);
+          return;
+        }
       }
     } finally {
       this.#delivering = false;
@@ -613,6 +629,7 @@ export class Lessor extends EventTarget {
     }
     this.#closed = true;
     this.#timer.clear();
+    if (this.#deliverTimer !== null) clearTimeout(this.#deliverTimer);
     this.#sweeper.fail(new LeaseError("Closed", "the lessor is closed"));
     this.#b.free();
     this.#b = null;

@@ -1,0 +1,47 @@
+// A watcher catching up on a long history gets it a turn of the event loop
+// at a time: timers run in between, every event still comes once and in
+// order, and changes made meanwhile come after the history.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Lessor } from "../../js/node.mjs";
+
+test("a long catch-up is handed over a turn at a time, every event once and in order", async (t) => {
+  const lessor = new Lessor({ history: Infinity });
+  t.after(() => lessor.close());
+  const writes = 30_000;
+  for (let i = 0; i < writes; i++) lessor.put(`k/${i % 100}`, `v${i}`);
+  const got = [];
+  const live = [];
+  lessor.watch({ key: "k/", rangeEnd: "k0", startRevision: 2 }, (b) => got.push(...b.events.map((e) => e.kv.modRevision)));
+  // A watcher that is caught up gets each new change at once meanwhile.
+  lessor.watch({ key: "k/5" }, (b) => live.push(...b.events.map((e) => e.kv.modRevision)));
+  await Promise.resolve();
+  const first = got.length;
+  assert.ok(first > 0 && first < writes / 2, `${first} events in the first turn`);
+  // A change made while it catches up: at once for the live watcher, after
+  // the history for the other.
+  let turns = 0;
+  const wrote = new Promise((ok) =>
+    setTimeout(() => {
+      const { revision } = lessor.put("k/5", "meanwhile");
+      assert.deepEqual(live, [revision]);
+      ok(revision);
+    }, 0),
+  );
+  for (const end = Date.now() + 10_000; got.length < writes + 1 && Date.now() < end; turns++) await new Promise((ok) => setTimeout(ok, 0));
+  const meanwhile = await wrote;
+  assert.ok(turns >= 3, `${turns} turns`);
+  assert.deepEqual(got, [...Array.from({ length: writes }, (_, i) => i + 2), meanwhile]);
+});
+
+test("a watcher that wants little of a long history does not hold the loop either", async (t) => {
+  const lessor = new Lessor({ history: Infinity });
+  t.after(() => lessor.close());
+  for (let i = 0; i < 100_000; i++) lessor.put(`k/${i % 100}`, "v");
+  const got = [];
+  lessor.watch({ key: "k/7", startRevision: 2 }, (b) => got.push(...b.events));
+  await Promise.resolve();
+  assert.ok(got.length < 1000, `${got.length} events in the first turn`);
+  for (const end = Date.now() + 10_000; got.length < 1000 && Date.now() < end; ) await new Promise((ok) => setTimeout(ok, 0));
+  assert.equal(got.length, 1000);
+});

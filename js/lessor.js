@@ -279,18 +279,15 @@ export class Lessor extends EventTarget {
   whenCompacted() {
     try {
       this.#enterWrite();
+      if (!this.#autoTick) {
+        this.#sweeper.run(true);
+        return Promise.resolve();
+      }
     } catch (e) {
       return Promise.reject(e);
     }
     const done = this.#sweeper.done(this.#b.compactionPending());
-    if (this.#autoTick) this.#sweepLater();
-    else {
-      try {
-        this.#sweeper.run(true);
-      } catch (e) {
-        return Promise.reject(e);
-      }
-    }
+    this.#sweepLater();
     return done;
   }
 

@@ -67,10 +67,11 @@ export class Sweeper {
         left = this.#once();
       } catch {
         // (The step reported it, and stopped this if it was for good.)
-        if (!this.#stopped) this.#arm(RETRY_MS);
+        if (!this.#stopped && this.#timer === null) this.#arm(RETRY_MS);
         return;
       }
-      if (left > 0) this.#arm(0);
+      // (A listener of the step may have armed the next one already.)
+      if (left > 0 && this.#timer === null) this.#arm(0);
     }, delay);
     if (this.#waiters.length === 0) this.#timer?.unref?.();
   }

@@ -29,9 +29,11 @@ use crate::watch::Watchers;
 use crate::write::Write;
 
 /// How many versions compactions left unreadable each write that changes
-/// keys sweeps (`Lessor::commit`): a few times what such a write adds, so
-/// the history `Config::history` bounds stays bounded with no host steps.
+/// keys sweeps at least (`Lessor::commit`), and per key change it makes:
+/// more than the write adds, so that the history `Config::history` bounds
+/// stays bounded with no host steps.
 const SWEEP_PER_WRITE: usize = 16;
+const SWEEP_PER_CHANGE: usize = 2;
 
 pub struct Lessor {
     pub(crate) config: Config,
@@ -135,7 +137,8 @@ impl Lessor {
                     w.compact(to);
                 }
             }
-            w.sweep(&self.kv, SWEEP_PER_WRITE);
+            let budget = SWEEP_PER_WRITE.max(SWEEP_PER_CHANGE * w.key_changes());
+            w.sweep(&self.kv, budget);
             if !self.history_stored {
                 w.mark_compacted();
             }

@@ -159,6 +159,11 @@ impl Write {
         self.added_bytes
     }
 
+    /// How many key changes are staged.
+    pub fn key_changes(&self) -> usize {
+        self.keys.len()
+    }
+
     /// Whether any key changes are staged (they will take a new revision).
     pub fn changes_keys(&self) -> bool {
         !self.keys.is_empty()

@@ -866,6 +866,50 @@ fn history_is_kept_for_the_configured_revisions_only() {
     assert!(matches!(l.range_kv(T0, &first), Err(Error::Compacted(_))));
 }
 
+// Writes that change many keys each: the versions `history` lets go are
+// swept with the writes (more per write than each adds), so history stays
+// bounded with no sweep steps from the host.
+#[test]
+fn history_stays_bounded_under_writes_of_many_keys_without_host_steps() {
+    let history = 100;
+    let mut l = Lessor::new(Config {
+        history,
+        ..Default::default()
+    })
+    .unwrap();
+    let keys = 64;
+    let all = |v: u32| TxnRequest {
+        compare: vec![],
+        success: (0..keys)
+            .map(|k| {
+                Op::Put(PutRequest {
+                    key: format!("k{k}").into_bytes(),
+                    value: v.to_le_bytes().to_vec(),
+                    options: PutOptions::default(),
+                })
+            })
+            .collect(),
+        failure: vec![],
+    };
+    let mut most = 0;
+    for v in 0..2000u32 {
+        l.txn(T0, &all(v)).unwrap();
+        most = most.max(l.compaction_pending());
+    }
+    // A compaction every quarter of `history` leaves that many revisions'
+    // changes to sweep, and each write sweeps twice what it adds.
+    let quarter = (history as usize / 4) * keys;
+    assert!(most <= 2 * quarter, "{most} changes left to sweep at most");
+    // Held: at most the revisions kept and the ones waiting for the sweep
+    // (each version costs 64 bytes, its key of at most 3 and its value of 4).
+    let versions = (history as usize + 2 * history as usize / 4 + 1) * keys;
+    assert!(
+        l.size_bytes() <= versions * (64 + 3 + 4),
+        "{} bytes held",
+        l.size_bytes()
+    );
+}
+
 #[test]
 fn automatic_compaction_waits_for_watchers() {
     let mut l = Lessor::new(Config {

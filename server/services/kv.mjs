@@ -222,7 +222,14 @@ export function kvService({ lessor, header, stats, maxTxnOps = 128 }) {
       const swept = engine(() => compact(lessor, stats, int(req.revision)));
       // `physical`: answered once the compaction is swept, as etcd's waits
       // for its backend's deletes.
-      if (req.physical) return swept.then(() => ({ header: header() }));
+      if (req.physical) {
+        return swept.then(
+          () => ({ header: header() }),
+          (e) => engine(() => {
+            throw e;
+          }),
+        );
+      }
       return { header: header() };
     },
   };

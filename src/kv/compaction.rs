@@ -25,9 +25,13 @@ use super::{version_cost, Change, Key, Keyspace, Version, VersionAt};
 /// what its store batch deletes, then what `Keyspace::sweep` drops.
 #[derive(Default)]
 pub struct Sweep {
-    /// Each key's number of versions dropped from the front of its history.
+    /// The keys the step finishes, each with how many versions it drops
+    /// from the front of its history.
     drops: Vec<(Key, usize)>,
-    /// The versions dropped, for the store's deletes.
+    /// The key the step ends in, and how many of its versions are then
+    /// deleted from the store (`Keyspace::partial`).
+    partial: Option<(Key, usize)>,
+    /// The versions the step deletes from the store.
     pub dropped: Vec<VersionAt>,
     /// How many changes of the region the step finishes, from its front.
     changes: usize,
@@ -56,6 +60,12 @@ impl Keyspace {
     pub(crate) fn compact(&mut self, revision: i64) {
         if revision <= self.compacted {
             return;
+        }
+        // The key a step ended in is tied to its change's place in the
+        // region, which this reorders: its versions already deleted from the
+        // store go from memory now (one move of its history).
+        if let Some((key, n)) = self.partial.take() {
+            self.drop_front(&key, n);
         }
         self.compacted = revision;
         // Every change before the point waits to be swept (earlier
@@ -100,60 +110,76 @@ impl Keyspace {
         self.unswept + (self.kept - self.kept_swept)
     }
 
-    /// Plans the next sweep step: about `max` versions dropped (a key's
-    /// versions may be split over steps), and at most `max` changes visited.
-    /// Reads only; `sweep` applies it.
+    /// Plans the next sweep step: about `max` versions deleted from the
+    /// store (a key's may be split over steps), and at most `max` changes
+    /// visited. Reads only; `sweep` applies it.
     pub fn plan_sweep(&self, max: usize) -> Sweep {
         let max = max.max(1);
         let mut step = Sweep::default();
-        // A key visited twice in the step: what it already drops.
+        // Per key visited: how many of its versions are deleted from the
+        // store by the end of the step (a key may be visited more than
+        // once, and the one the last step ended in has some deleted).
         let mut planned: HashMap<&[u8], usize, _> = HashMap::with_hasher(self.hasher());
+        if let Some((k, n)) = &self.partial {
+            planned.insert(&**k, *n);
+        }
         let region =
             (0..self.unswept).chain(self.unswept + self.kept_swept..self.unswept + self.kept);
         for i in region.take(max) {
             let key = &self.log[i].key;
             if let Some((k, past)) = self.index.get_key_value(&**key) {
                 let done = planned.get(&**k).copied().unwrap_or(0);
-                let n = self.droppable(k, past) - done;
+                // (A key's droppable prefix only grows while a step is partial.)
+                let n = self.droppable(k, past).saturating_sub(done);
                 let room = max.saturating_sub(step.dropped.len());
                 let m = n.min(room);
-                if m > 0 {
-                    step.dropped.extend(
-                        past[done..done + m]
-                            .iter()
-                            .map(|v| (v.revision, v.sub, k.clone())),
-                    );
-                    planned.insert(&**k, done + m);
-                }
+                step.dropped.extend(
+                    past[done..done + m]
+                        .iter()
+                        .map(|v| (v.revision, v.sub, k.clone())),
+                );
+                planned.insert(&**k, done + m);
                 if m < n {
-                    break; // the key's next step continues with this change
+                    // The key's next step goes on with this change.
+                    step.partial = Some((k.clone(), done + m));
+                    break;
                 }
             }
             step.changes += 1;
         }
+        let partial = step.partial.as_ref().map(|(k, _)| &**k);
         step.drops = planned
             .into_iter()
+            .filter(|&(k, n)| n > 0 && Some(k) != partial)
             .filter_map(|(k, n)| Some((self.index.get_key_value(k)?.0.clone(), n)))
             .collect();
         step
     }
 
+    /// Drops the first `n` versions of `key`'s history from memory.
+    fn drop_front(&mut self, key: &[u8], n: usize) {
+        let Some(past) = self.index.get_mut(key) else {
+            return;
+        };
+        let freed: usize = past
+            .drain(..n.min(past.len()))
+            .map(|v| version_cost(key, v.entry.as_ref()))
+            .sum();
+        self.bytes -= freed;
+        if past.is_empty() && !self.live.contains_key(key) {
+            self.index.remove(key);
+        }
+    }
+
     /// Applies a step `plan_sweep` planned on the keyspace as it still is
-    /// (its deletes stored).
+    /// (its deletes stored). A key's versions leave memory once all are
+    /// deleted from the store, in one move of its history (dropping a few
+    /// at a time from the front of a long one would move it every step).
     pub(crate) fn sweep(&mut self, step: Sweep) {
         for (key, n) in step.drops {
-            let Some(past) = self.index.get_mut(&*key) else {
-                continue;
-            };
-            let freed: usize = past
-                .drain(..n.min(past.len()))
-                .map(|v| version_cost(&key, v.entry.as_ref()))
-                .sum();
-            self.bytes -= freed;
-            if past.is_empty() && !self.live.contains_key(&*key) {
-                self.index.remove(&*key);
-            }
+            self.drop_front(&key, n);
         }
+        self.partial = step.partial;
         let gone = step.changes.min(self.unswept);
         self.log.drain(..gone);
         self.unswept -= gone;

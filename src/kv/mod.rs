@@ -107,6 +107,10 @@ pub struct Keyspace {
     /// there, whose keys a sweep visits too, and how many it has visited.
     kept: usize,
     kept_swept: usize,
+    /// The key the last sweep step ended in, and how many of its versions
+    /// (from the front of its history) are deleted from the store but still
+    /// held: the key of the sweep's next change.
+    partial: Option<(Key, usize)>,
     /// Revision of the last change; etcd starts an empty store at 1, so the
     /// first change is revision 2.
     revision: i64,
@@ -139,6 +143,7 @@ impl Keyspace {
             unswept: 0,
             kept: 0,
             kept_swept: 0,
+            partial: None,
             revision: 1,
             compacted: -1,
             bytes: 0,

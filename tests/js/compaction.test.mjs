@@ -148,3 +148,19 @@ test("a store that refuses a step: the step is tried again later, the compaction
   await done; // (retried a second later)
   assert.equal(old(storage), 5);
 });
+
+test("a step's listener that asks for more sweeping arms no second timer chain", async () => {
+  const lessor = new Lessor({ history: Infinity });
+  const point = history(lessor, 3 * SWEEP_STEP, 10);
+  lessor.addEventListener("compaction", () => lessor.whenCompacted().catch(() => {}));
+  const errors = [];
+  lessor.addEventListener("error", (e) => errors.push(e.error));
+  lessor.compact(point);
+  await new Promise((ok) => setTimeout(ok, 0));
+  await new Promise((ok) => setTimeout(ok, 0));
+  assert.ok(lessor.compactionPending > 0);
+  lessor.close();
+  // A chain the close did not stop would step into the closed lessor.
+  await new Promise((ok) => setTimeout(ok, 50));
+  assert.deepEqual(errors, []);
+});

@@ -503,6 +503,14 @@ export class Binding {
     this.#raw.demote(now);
   }
 
+  holdExpiry(held) {
+    this.#raw.hold_expiry(held);
+  }
+
+  expiryHeld() {
+    return this.#raw.expiry_held();
+  }
+
   checkpoint(now, id, remainingMs) {
     const hi = this.#high(id, "lease id");
     const lo = this.#low(id, "lease id");

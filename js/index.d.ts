@@ -25,6 +25,7 @@ export type ErrorCode =
   | "LeaseExists"
   | "LeaseTtlTooLarge"
   | "NotPrimary"
+  | "ExpiryHeld"
   | "InvalidArgument"
   | "StorageFailed"
   | "CorruptEntry"
@@ -469,6 +470,12 @@ export class Lessor extends EventTarget {
   nextDeadline(): number | null;
   promote(extendMs?: number): void;
   demote(): void;
+  /**
+   * Holds expiry (etcd under its CORRUPT alarm): a lease past its deadline lives on with its keys (negative TTL in
+   * timeToLive, listed by leases(), renew fails with code "ExpiryHeld") until released, then expires at once.
+   */
+  holdExpiry(held: boolean): void;
+  readonly expiryHeld: boolean;
   checkpoint(id: LeaseId | bigint, remainingMs: number): void;
   readonly revision: number;
   /** What it has done since it was made, counted as etcd 3.4's mvcc and lease metrics count it. */

@@ -528,6 +528,26 @@ export class Lessor extends EventTarget {
     this.#schedule();
   }
 
+  /**
+   * Holds expiry (`true`) or lets it go on (`false`): etcd under its
+   * CORRUPT alarm, which refuses the revokes expiry makes. While held a
+   * lease past its deadline lives on with its keys (timeToLive gives a
+   * negative TTL, `leases()` lists it, renew fails with code "ExpiryHeld")
+   * and nothing expires; released, those leases expire at once. Not
+   * stored: a host that holds it holds it again after a restart.
+   */
+  holdExpiry(held) {
+    this.#enter();
+    this.#b.holdExpiry(Boolean(held));
+    this.#schedule();
+  }
+
+  /** Whether expiry is held (`holdExpiry`). */
+  get expiryHeld() {
+    this.#enter();
+    return this.#b.expiryHeld();
+  }
+
   /** Records a lease's remaining time for the next promotion (etcd's checkpoint). */
   checkpoint(id, remainingMs) {
     this.#enterWrite();

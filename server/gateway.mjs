@@ -249,6 +249,12 @@ async function eachStream(request, m, handler, count) {
     started = true;
     count.received(size);
     const res = handler.each(msg);
+    // (A promise: an answer that comes later, as a renewal waiting for an
+    // alarm to clear; the stream reads on only after it.)
+    if (typeof res?.then === "function") return res.then(chunk);
+    return chunk(res);
+  };
+  const chunk = (res) => {
     count.sent(encodedSize(m.response, res));
     return new TextEncoder().encode(JSON.stringify({ result: toJson(m.response, res) }) + "\n");
   };
@@ -256,7 +262,7 @@ async function eachStream(request, m, handler, count) {
   let first;
   try {
     const r = await it.next();
-    first = r.done ? null : answer(r.value);
+    first = r.done ? null : await answer(r.value);
   } catch (e) {
     ended(codeOf(e));
     await it.return();
@@ -274,7 +280,7 @@ async function eachStream(request, m, handler, count) {
         if (r.done) {
           ended(Code.OK);
           controller.close();
-        } else controller.enqueue(answer(r.value));
+        } else controller.enqueue(await answer(r.value));
       } catch (e) {
         ended(codeOf(e));
         controller.close();

@@ -360,25 +360,44 @@ const serverStream = (m) =>
     if (!call.done) call.finish(Code.OK);
   });
 
-// One answer per request (LeaseKeepAlive); the stream ends OK when the
-// client half-closes (etcd3's keepaliveOnce waits for that).
+// One answer per request (LeaseKeepAlive), in order; the stream ends OK
+// when the client half-closes (etcd3's keepaliveOnce waits for that), after
+// the answers still to come. An answer the handler gives later (a promise:
+// a renewal waiting for an alarm to clear) holds the ones after it.
 function each(m) {
   return (call) => {
     started(call, m);
     const stop = deadline(call, m.expired, () => {});
+    // The answers still to come, in order (null: none).
+    let waiting = null;
+    const failed = (e) => {
+      stop();
+      fail(call, e);
+    };
     call.onCancel = stop;
     call.onMessage = (bytes, compressed) => {
       if (call.done) return;
       try {
         const req = m.req.decode(bytes, compressed, call.encoding, true);
         received(call, bytes);
-        call.send(m.res.encode(m.handler.each(req)));
+        const res = m.handler.each(req);
+        if (waiting === null && typeof res?.then !== "function") return call.send(m.res.encode(res));
+        const mine = (waiting ?? Promise.resolve())
+          .then(() => res)
+          .then((r) => call.done || call.send(m.res.encode(r)))
+          .catch((e) => call.done || failed(e))
+          .then(() => {
+            if (waiting === mine) waiting = null;
+          });
+        waiting = mine;
       } catch (e) {
-        stop();
-        fail(call, e);
+        failed(e);
       }
     };
-    call.onEnd = () => (stop(), call.finish(Code.OK));
+    call.onEnd = () => {
+      if (waiting === null) return stop(), call.finish(Code.OK);
+      waiting.then(() => call.done || (stop(), call.finish(Code.OK)));
+    };
   };
 }
 

@@ -15,6 +15,9 @@ pub enum Error {
     LeaseTtlTooLarge(i64),
     /// `renew` on a standby (demoted) lessor.
     NotPrimary,
+    /// `renew` of a lease past its deadline while expiry is held
+    /// (`Lessor::hold_expiry`): it ends once expiry goes on.
+    ExpiryHeld(LeaseId),
     /// Input outside what the API accepts (limits, empty key, bad time...).
     InvalidArgument(String),
     /// The host's storage refused the write; nothing changed.
@@ -50,6 +53,7 @@ impl Error {
             Error::LeaseExists(_) => "LeaseExists",
             Error::LeaseTtlTooLarge(_) => "LeaseTtlTooLarge",
             Error::NotPrimary => "NotPrimary",
+            Error::ExpiryHeld(_) => "ExpiryHeld",
             Error::InvalidArgument(_) => "InvalidArgument",
             Error::StorageFailed(_) => "StorageFailed",
             Error::CorruptEntry { .. } => "CorruptEntry",
@@ -75,6 +79,11 @@ impl fmt::Display for Error {
                 MAX_LEASE_TTL
             ),
             Error::NotPrimary => write!(f, "not a primary lessor"),
+            Error::ExpiryHeld(id) => write!(
+                f,
+                "lease {:016x} is past its deadline; it ends once expiry is no longer held",
+                *id as u64
+            ),
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
             Error::StorageFailed(why) => write!(f, "storage write failed: {why}"),
             Error::CorruptEntry { key, reason } => {

@@ -163,7 +163,7 @@ impl Lessor {
             self.leases.fresh_id()?
         } else {
             if let Some(old) = self.leases.get(id) {
-                if old.live(now) {
+                if old.live(now) || self.leases.held {
                     return Err(Error::LeaseExists(id));
                 }
                 // Expired but not cleaned up yet: finish its expiry first, as
@@ -197,6 +197,10 @@ impl Lessor {
         let Some(l) = self.leases.live(id, now) else {
             return Err(Error::LeaseNotFound(id));
         };
+        if !l.live(now) {
+            // (Held past its deadline: etcd's renewal waits for the revoke.)
+            return Err(Error::ExpiryHeld(id));
+        }
         let ttl = l.ttl;
         let deadline = now.saturating_add(ttl * 1000);
         // Coalesced persistence: write only when the stored deadline would
@@ -294,10 +298,11 @@ impl Lessor {
     /// Live lease ids, soonest deadline first (ties by id).
     pub fn leases(&mut self, now: i64) -> Vec<LeaseId> {
         let now = self.observe(now);
+        let held = self.leases.held;
         let mut v: Vec<(i64, LeaseId)> = self
             .leases
             .iter()
-            .filter(|(_, l)| l.live(now))
+            .filter(|(_, l)| held || l.live(now))
             .map(|(id, l)| (l.deadline, id))
             .collect();
         v.sort_unstable();
@@ -314,7 +319,7 @@ impl Lessor {
             expired: std::mem::take(&mut self.outbox),
             error: None,
         };
-        if !self.primary {
+        if !self.primary || self.leases.held {
             return tick;
         }
         let allowance = self.limiter.allowance(now) as usize;
@@ -344,12 +349,27 @@ impl Lessor {
         tick
     }
 
+    /// Holds expiry (etcd under its CORRUPT alarm, which refuses the
+    /// revokes that expiry makes): a lease past its deadline then lives on
+    /// with its keys (TimeToLive gives its TTL as negative, `leases` lists
+    /// it, a renewal fails with `ExpiryHeld`) and `tick` expires nothing;
+    /// released, those leases expire at the next tick. The host's to keep:
+    /// not stored.
+    pub fn hold_expiry(&mut self, held: bool) {
+        self.leases.held = held;
+    }
+
+    /// Whether expiry is held (`hold_expiry`).
+    pub fn expiry_held(&self) -> bool {
+        self.leases.held
+    }
+
     /// The earliest host time at which `tick` has work, or None.
     pub fn next_deadline(&mut self) -> Option<i64> {
         if !self.outbox.is_empty() {
             return Some(self.now);
         }
-        if !self.primary {
+        if !self.primary || self.leases.held {
             return None;
         }
         let (d, _) = self.leases.next_due()?;

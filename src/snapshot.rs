@@ -177,7 +177,7 @@ impl Lessor {
                         let id = c.leases[c.at];
                         c.at += 1;
                         match self.leases.get(id) {
-                            Some(l) if l.live(now) => out.push((
+                            Some(l) if l.live(now) || self.leases.held => out.push((
                                 codec::lease_key(id),
                                 codec::encode_lease(&l.stored_record()),
                             )),

@@ -559,6 +559,14 @@ impl RawLessor {
         self.inner.demote(now);
     }
 
+    pub fn hold_expiry(&mut self, held: bool) {
+        self.inner.hold_expiry(held);
+    }
+
+    pub fn expiry_held(&self) -> bool {
+        self.inner.expiry_held()
+    }
+
     pub fn checkpoint(
         &mut self,
         now: f64,

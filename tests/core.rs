@@ -985,3 +985,46 @@ fn a_tick_writes_one_batch_for_all_it_expires() {
         (rev + 40).to_string().into_bytes()
     )));
 }
+
+// etcd under its CORRUPT alarm refuses the revokes expiry makes: a lease
+// past its deadline lives on with its keys until the alarm is gone, then
+// expires at once.
+#[test]
+fn held_expiry_keeps_leases_past_their_deadline_until_released() {
+    let mut l = lessor();
+    let id = l.grant(T0, 10, 0).unwrap().id;
+    let other = l.grant(T0, 60, 0).unwrap().id;
+    l.put(T0, b"k", b"v", with_lease(id)).unwrap();
+    l.hold_expiry(true);
+    assert!(l.expiry_held());
+    let later = T0 + 12_500;
+    assert_eq!(l.next_deadline(), None);
+    assert!(l.tick(later).expired.is_empty());
+    // Still there: the key, the lease in the list (soonest first), its TTL
+    // below zero, with its keys.
+    assert_eq!(value(&mut l, later, "k").as_deref(), Some("v"));
+    assert_eq!(l.leases(later), vec![id, other]);
+    let ttl = l.time_to_live(later, id, true).unwrap();
+    assert_eq!((ttl.ttl, ttl.ttl_ms), (-2, -2500));
+    assert_eq!(keys(&ttl.keys), ["k"]);
+    // A renewal waits for the end (etcd's hangs until the revoke): refused.
+    assert_eq!(l.renew(later, id), Err(Error::ExpiryHeld(id)));
+    // A lease within its deadline is renewed as ever.
+    assert_eq!(l.renew(later, other), Ok(60));
+    // A restart meanwhile keeps it (the host holds expiry again).
+    let mut back = Lessor::restore(Config::default(), l.snapshot(), later, None).unwrap();
+    back.hold_expiry(true);
+    assert_eq!(value(&mut back, later, "k").as_deref(), Some("v"));
+    // Released: it expires with its key at the next tick.
+    l.hold_expiry(false);
+    assert!(l.next_deadline().is_some_and(|d| d <= later), "due now");
+    let expired = l.tick(later).expired;
+    assert_eq!(expired.len(), 1);
+    assert_eq!(
+        (expired[0].id, keys(&expired[0].keys)),
+        (id, vec!["k".to_string()])
+    );
+    assert_eq!(value(&mut l, later, "k"), None);
+    assert_eq!(l.renew(later, id), Err(Error::LeaseNotFound(id)));
+    assert_eq!(l.leases(later), vec![other]);
+}

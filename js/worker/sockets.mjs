@@ -60,6 +60,9 @@ export class Sockets {
   #named;
   // Watch sessions of this instance's sockets (rebuilt after a wake-up).
   #sessions = new Map();
+  // Keepalive sockets with answers still to come (a renewal waiting for an
+  // alarm to clear): the chain the next answers go out after.
+  #waiting = new WeakMap();
 
   constructor({ ctx, services, named }) {
     this.#ctx = ctx;
@@ -214,22 +217,46 @@ export class Sockets {
   #keepalive(ws, text) {
     const m = method(KEEPALIVE);
     const handler = this.#services.get(KEEPALIVE);
-    let out = [];
-    try {
-      if (text.length > MAX_MESSAGE_BYTES) throw new GrpcError(Code.InvalidArgument, "edge-lease: stream message too large");
-      for (const v of valuesOf(text)) out.push(JSON.stringify({ result: toJson(m.response, handler.each(fromJson(m.request, v))) }));
-    } catch (e) {
-      // The answers so far go first, as on the gateway's stream.
-      for (const o of out) ws.send(o);
-      out = [];
+    const frame = (res) => JSON.stringify({ result: toJson(m.response, res) });
+    const refuse = (e) => {
       const code = e instanceof GrpcError ? e.code : Code.Unknown;
       ws.send(JSON.stringify({ error: { code, message: e?.message ?? String(e) } }));
       ws.close(1007, "bad message");
+    };
+    let out = [];
+    let later = false;
+    try {
+      if (text.length > MAX_MESSAGE_BYTES) throw new GrpcError(Code.InvalidArgument, "edge-lease: stream message too large");
+      for (const v of valuesOf(text)) {
+        const res = handler.each(fromJson(m.request, v));
+        later ||= typeof res?.then === "function";
+        out.push(res);
+      }
+    } catch (e) {
+      // The answers so far go first, as on the gateway's stream.
+      if (!later && !this.#waiting.has(ws)) {
+        for (const o of out) ws.send(frame(o));
+        refuse(e);
+      } else this.#send(ws, out, frame).then(() => refuse(e), refuse);
       return;
     }
     // Renewals that must be stored were issued above: the output gate holds
     // these frames until they are confirmed.
-    for (const o of out) ws.send(o);
+    if (!later && !this.#waiting.has(ws)) for (const o of out) ws.send(frame(o));
+    else this.#send(ws, out, frame).catch(refuse);
+  }
+
+  // Sends `answers` (some promises) in order, after those still to come.
+  #send(ws, answers, frame) {
+    const before = this.#waiting.get(ws) ?? Promise.resolve();
+    const mine = before.then(async () => {
+      for (const a of answers) ws.send(frame(await a));
+    });
+    const settled = mine.catch(() => {}).then(() => {
+      if (this.#waiting.get(ws) === settled) this.#waiting.delete(ws);
+    });
+    this.#waiting.set(ws, settled);
+    return mine;
   }
 
   closed(ws, code, reason) {

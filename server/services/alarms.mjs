@@ -14,8 +14,10 @@
 // - CORRUPT (raised only by a client here) refuses what etcd applies
 //   through raft: Put, DeleteRange, a Txn that is not all reads at its top
 //   level, Compact, LeaseGrant, LeaseRevoke, and the Lock and Election calls
-//   that write. Reads go on. (Leases still expire here; etcd's expiry is a
-//   revoke, which it refuses.)
+//   that write. Reads go on. Expiry is a revoke, refused too: the engine
+//   holds it (`lessor.holdExpiry`), so a lease past its deadline keeps its
+//   keys, lists, and gives a negative TTL until the alarm is cleared; its
+//   keepalives wait until then (services/lease.mjs).
 // v3lock and v3election hand on their client's error unmapped: Unknown.
 // Status lists the entries in `errors`.
 import { Code, Etcd, GrpcError } from "../errors.mjs";
@@ -86,8 +88,22 @@ export function createAlarms(member, lessor = null) {
   // "memberID alarm" -> { memberID, alarm }, in the order raised.
   let entries = load(lessor);
   const count = (alarm) => [...entries.values()].filter((e) => e.alarm === alarm).length;
-  // The rule sets in force, checked in this order: etcd's applier.
-  let rules = ["CORRUPT", "NOSPACE"].filter((a) => count(a) > 0);
+  // The rule sets in force, checked in this order: etcd's applier. Under
+  // CORRUPT's, expiry is held; `released` wakes what waits for its end.
+  let rules;
+  let released = Promise.withResolvers?.() ?? withResolvers();
+  const setRules = (next) => {
+    rules = next;
+    const held = rules.includes("CORRUPT");
+    if (lessor && lessor.expiryHeld !== held) {
+      lessor.holdExpiry(held);
+      if (!held) {
+        released.resolve();
+        released = Promise.withResolvers?.() ?? withResolvers();
+      }
+    }
+  };
+  setRules(["CORRUPT", "NOSPACE"].filter((a) => count(a) > 0));
   // The store first: if it refuses, nothing changed.
   const save = (next) => {
     lessor?.setHostEntry(ENTRY, new TextEncoder().encode(JSON.stringify([...next.values()].map((e) => [e.memberID, e.alarm]))));
@@ -104,7 +120,7 @@ export function createAlarms(member, lessor = null) {
       const k = keyOf(memberID, alarm);
       if (!entries.has(k)) {
         save(new Map(entries).set(k, { memberID: String(memberID), alarm }));
-        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 1) rules = [alarm];
+        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 1) setRules([alarm]);
       }
       return entries.get(k);
     },
@@ -116,9 +132,13 @@ export function createAlarms(member, lessor = null) {
         const next = new Map(entries);
         next.delete(k);
         save(next);
-        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 0) rules = [];
+        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 0) setRules([]);
       }
       return e;
+    },
+    /** Resolves once expiry is no longer held (at once if it is not). */
+    released() {
+      return lessor?.expiryHeld ? released.promise : Promise.resolve();
     },
     /** Status's `errors`: each entry as etcd prints it (zero fields left out, a trailing space). */
     errors() {
@@ -157,6 +177,13 @@ export function createAlarms(member, lessor = null) {
     },
   };
   return store;
+}
+
+// (Promise.withResolvers is Node 22's.)
+function withResolvers() {
+  let resolve, reject;
+  const promise = new Promise((ok, no) => ((resolve = ok), (reject = no)));
+  return { promise, resolve, reject };
 }
 
 /** Maintenance/Alarm on `alarms`, as etcd answers it (no header, ever). */

@@ -3,7 +3,29 @@ import { checkSize, engine, leaseIn, leaseOut } from "./common.mjs";
 
 const id = (v) => leaseIn(v) ?? 0n;
 
-export function leaseService({ lessor, header, stats }) {
+export function leaseService({ lessor, header, stats, alarms }) {
+  function keepAlive(req) {
+    let ttl = 0;
+    try {
+      ttl = engine(() => {
+        try {
+          return lessor.renew(id(req.ID));
+        } catch (e) {
+          if (e?.code === "ExpiryHeld") return null;
+          throw e;
+        }
+      });
+    } catch (e) {
+      if (e.code !== 5) throw e; // NotFound
+    }
+    // Past its deadline while expiry is held (CORRUPT): etcd's renewal
+    // waits for the revoke, so the answer (TTL 0, the lease gone) comes
+    // once the alarm is cleared. The transports keep a stream's answers
+    // in order meanwhile.
+    if (ttl === null) return alarms.released().then(() => keepAlive(req));
+    return { header: header(), ID: String(req.ID ?? "0"), TTL: ttl };
+  }
+
   return {
     LeaseGrant(req, call) {
       checkSize(call);
@@ -22,21 +44,15 @@ export function leaseService({ lessor, header, stats }) {
     // A stream: one answer per request. An unknown lease is TTL 0, not an
     // error, and the stream goes on (etcd's LeaseKeepAlive).
     LeaseKeepAlive: {
-      each(req) {
-        let ttl = 0;
-        try {
-          ttl = engine(() => lessor.renew(id(req.ID)));
-        } catch (e) {
-          if (e.code !== 5) throw e; // NotFound
-        }
-        return { header: header(), ID: String(req.ID ?? "0"), TTL: ttl };
-      },
+      each: keepAlive,
     },
 
     LeaseTimeToLive(req) {
       // Bytes: a key attached to a lease need not be UTF-8.
       const t = engine(() => lessor.timeToLive(id(req.ID), { keys: Boolean(req.keys), bytes: true }));
-      if (t.ttl === -1) return { header: header(), ID: String(req.ID ?? "0"), TTL: -1 };
+      // (Unknown: TTL -1 and nothing more. A lease held past its deadline
+      // has a TTL below zero too, and its granted TTL.)
+      if (t.ttlMs === -1 && t.grantedTtl === 0) return { header: header(), ID: String(req.ID ?? "0"), TTL: -1 };
       return {
         header: header(),
         ID: String(req.ID ?? "0"),

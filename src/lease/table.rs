@@ -17,6 +17,9 @@ pub struct LeaseTable {
     map: LeaseMap,
     queue: DeadlineQueue,
     ids: IdGen,
+    /// Expiry is held (`Lessor::hold_expiry`): a lease past its deadline
+    /// lives, with its keys, until it is released.
+    pub held: bool,
 }
 
 impl LeaseTable {
@@ -26,6 +29,7 @@ impl LeaseTable {
             map: LeaseMap::with_hasher(foldhash::fast::FixedState::with_seed(seed)),
             queue: DeadlineQueue::default(),
             ids: IdGen::new()?,
+            held: false,
         })
     }
 
@@ -37,9 +41,9 @@ impl LeaseTable {
         self.map.get(&id)
     }
 
-    /// The lease if it is live at `now`.
+    /// The lease if it is live at `now` (or expiry is held).
     pub fn live(&self, id: LeaseId, now: i64) -> Option<&Lease> {
-        self.map.get(&id).filter(|l| l.live(now))
+        self.map.get(&id).filter(|l| self.held || l.live(now))
     }
 
     /// The visibility rule for keys: a key is there while the lease it

@@ -11,6 +11,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { restart, startBoth, post, b64 } from "./harness.mjs";
+import { connect, grpcClient, norm, until } from "./grpc-client.mjs";
 
 
 // Answers with the member's id named, and without what differs by design
@@ -178,4 +179,60 @@ test("alarms: kept through a crash and restart, and /health counts them, as on e
   assert.equal(at["put"][1].error, "etcdserver: corrupt cluster");
   assert.equal(at["put with NOSPACE still listed"][0], 200);
   assert.deepEqual(at["alarm list after another restart"][1], {});
+});
+
+// Under CORRUPT etcd refuses the revoke that expiry makes: a lease past its
+// deadline keeps its key, is listed, gives a TTL below zero with its keys,
+// and a keepalive for it waits; once the alarm is cleared the lease ends
+// (its key with it) and that keepalive is answered TTL 0.
+test("alarms: under CORRUPT leases outlive their deadline, and end once it is cleared, as on etcd 3.4", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const B = (s) => Buffer.from(s);
+  const sides = [];
+  for (const side of [etcd, edge]) {
+    const c = connect(t, side.url);
+    const lease = grpcClient(side.url, "etcdserverpb.Lease");
+    t.after(() => lease.close());
+    const { ID } = await c.lease("LeaseGrant", { ID: 4242, TTL: 2 });
+    await c.kv("Put", { key: B("held"), value: B("v"), lease: ID });
+    await c.maintenance("Alarm", { action: "ACTIVATE", memberID: "1", alarm: "CORRUPT" });
+    sides.push({ c, lease, ID });
+  }
+  // Past the deadline by a second and a half on both.
+  await new Promise((ok) => setTimeout(ok, 3500));
+  const looks = [];
+  for (const { c, ID } of sides) {
+    const ttl = await c.lease("LeaseTimeToLive", { ID, keys: true });
+    looks.push({
+      key: (await c.kv("Range", { key: B("held") })).kvs.map((kv) => String(kv.value)),
+      leases: (await c.lease("LeaseLeases", {})).leases.map((l) => l.ID),
+      ttl: { ...ttl, header: undefined, TTL: Number(ttl.TTL) < 0 ? "below zero" : ttl.TTL },
+      revoke: await c.lease("LeaseRevoke", { ID }),
+    });
+  }
+  assert.deepEqual(norm(looks[1]), norm(looks[0]));
+  assert.deepEqual(looks[0].key, [b64("v")]);
+  assert.equal(looks[0].ttl.TTL, "below zero");
+  // A keepalive for it: no answer while the alarm stands.
+  const streams = sides.map(({ lease, ID }) => {
+    const s = lease.LeaseKeepAlive();
+    const got = [];
+    s.on("data", (d) => got.push(d));
+    s.on("error", () => {});
+    t.after(() => s.cancel());
+    s.write({ ID });
+    return got;
+  });
+  await new Promise((ok) => setTimeout(ok, 700));
+  assert.deepEqual(streams, [[], []]);
+  for (const { c } of sides) await c.maintenance("Alarm", { action: "DEACTIVATE", memberID: "1", alarm: "CORRUPT" });
+  // Cleared: the keepalive is answered TTL 0 and the key is gone (etcd
+  // revokes within a few seconds).
+  assert.ok(await until(async () => streams.every((g) => g.length > 0), 10_000), "keepalives answered");
+  assert.deepEqual(streams.map((g) => g.map((r) => Number(r.TTL ?? 0))), [[0], [0]]);
+  for (const { c, ID } of sides) {
+    assert.ok(await until(async () => ((await c.kv("Range", { key: B("held") })).kvs ?? []).length === 0, 10_000), "key gone");
+    assert.deepEqual((await c.lease("LeaseLeases", {})).leases ?? [], []);
+    assert.equal(Number((await c.lease("LeaseTimeToLive", { ID })).TTL ?? 0), -1);
+  }
 });

@@ -503,12 +503,13 @@ export class Binding {
     this.#raw.demote(now);
   }
 
-  holdExpiry(held) {
-    this.#raw.hold_expiry(held);
+  holdExpiry(held, since) {
+    this.#raw.hold_expiry(held, since);
   }
 
-  expiryHeld() {
-    return this.#raw.expiry_held();
+  /** Epoch ms, or null. */
+  expiryHeldSince() {
+    return this.#raw.expiry_held_since() ?? null;
   }
 
   checkpoint(now, id, remainingMs) {

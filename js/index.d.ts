@@ -474,8 +474,10 @@ export class Lessor extends EventTarget {
    * Holds expiry (etcd under its CORRUPT alarm): a lease past its deadline lives on with its keys (negative TTL in
    * timeToLive, listed by leases(), renew fails with code "ExpiryHeld") until released, then expires at once.
    */
-  holdExpiry(held: boolean): void;
+  holdExpiry(held: boolean, options?: { since?: number }): void;
   readonly expiryHeld: boolean;
+  /** Epoch ms the hold began (leases alive then are held), or null. */
+  readonly expiryHeldSince: number | null;
   checkpoint(id: LeaseId | bigint, remainingMs: number): void;
   readonly revision: number;
   /** What it has done since it was made, counted as etcd 3.4's mvcc and lease metrics count it. */

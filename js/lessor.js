@@ -531,21 +531,30 @@ export class Lessor extends EventTarget {
   /**
    * Holds expiry (`true`) or lets it go on (`false`): etcd under its
    * CORRUPT alarm, which refuses the revokes expiry makes. While held a
-   * lease past its deadline lives on with its keys (timeToLive gives a
-   * negative TTL, `leases()` lists it, renew fails with code "ExpiryHeld")
-   * and nothing expires; released, those leases expire at once. Not
-   * stored: a host that holds it holds it again after a restart.
+   * lease alive when the hold began (`since`, epoch ms, default now) lives
+   * on past its deadline with its keys (timeToLive gives a negative TTL,
+   * `leases()` lists it, renew fails with code "ExpiryHeld") and nothing
+   * expires; released, those leases expire at once. A hold in place keeps
+   * its start. Not stored: a host that holds it holds it again after a
+   * restart.
    */
-  holdExpiry(held) {
+  holdExpiry(held, opts) {
     this.#enter();
-    this.#b.holdExpiry(Boolean(held));
+    const since = options(opts, "holdExpiry").since ?? this.#time();
+    checkInt(since, "since");
+    this.#b.holdExpiry(Boolean(held), since);
     this.#schedule();
   }
 
   /** Whether expiry is held (`holdExpiry`). */
   get expiryHeld() {
+    return this.expiryHeldSince !== null;
+  }
+
+  /** Since when expiry is held (epoch ms), or null. */
+  get expiryHeldSince() {
     this.#enter();
-    return this.#b.expiryHeld();
+    return this.#b.expiryHeldSince();
   }
 
   /** Records a lease's remaining time for the next promotion (etcd's checkpoint). */

@@ -66,6 +66,8 @@ function long(s, type) {
 }
 
 const DECOMPRESS = { gzip: gunzipSync, deflate: inflateSync };
+// Answers at most that wait on one request stream (function each).
+const MAX_WAITING = 1024;
 
 // etcd's own messages are gogo-generated and take any bytes in a string
 // field; grpc-go's health messages are decoded by protobuf-go, which refuses
@@ -363,40 +365,56 @@ const serverStream = (m) =>
 // One answer per request (LeaseKeepAlive), in order; the stream ends OK
 // when the client half-closes (etcd3's keepaliveOnce waits for that), after
 // the answers still to come. An answer the handler gives later (a promise:
-// a renewal waiting for an alarm to clear) holds the ones after it.
+// a renewal waiting for an alarm to clear) holds the ones after it, and an
+// error after it waits for it too; at most MAX_WAITING wait (etcd stops
+// reading the stream instead).
 function each(m) {
   return (call) => {
     started(call, m);
     const stop = deadline(call, m.expired, () => {});
-    // The answers still to come, in order (null: none).
-    let waiting = null;
     const failed = (e) => {
       stop();
       fail(call, e);
     };
+    // The answers still to come (a chain), and how many.
+    let waiting = null;
+    let count = 0;
+    const queue = (fn) => {
+      count++;
+      const mine = (waiting ?? Promise.resolve())
+        .then(fn)
+        .catch((e) => call.done || failed(e))
+        .then(() => {
+          count--;
+          if (waiting === mine) waiting = null;
+        });
+      waiting = mine;
+    };
     call.onCancel = stop;
     call.onMessage = (bytes, compressed) => {
       if (call.done) return;
+      let res;
       try {
         const req = m.req.decode(bytes, compressed, call.encoding, true);
         received(call, bytes);
-        const res = m.handler.each(req);
-        if (waiting === null && typeof res?.then !== "function") return call.send(m.res.encode(res));
-        const mine = (waiting ?? Promise.resolve())
-          .then(() => res)
-          .then((r) => call.done || call.send(m.res.encode(r)))
-          .catch((e) => call.done || failed(e))
-          .then(() => {
-            if (waiting === mine) waiting = null;
-          });
-        waiting = mine;
+        if (count >= MAX_WAITING) throw new GrpcError(Code.ResourceExhausted, "edge-lease: too many requests waiting on this stream");
+        res = m.handler.each(req);
       } catch (e) {
-        failed(e);
+        if (waiting === null) return failed(e);
+        return queue(() => {
+          throw e;
+        });
       }
+      if (waiting === null && typeof res?.then !== "function") return call.send(m.res.encode(res));
+      if (typeof res?.then === "function") res.catch(() => {}); // (handled in its turn)
+      queue(async () => {
+        const r = await res;
+        if (!call.done) call.send(m.res.encode(r));
+      });
     };
     call.onEnd = () => {
       if (waiting === null) return stop(), call.finish(Code.OK);
-      waiting.then(() => call.done || (stop(), call.finish(Code.OK)));
+      queue(() => call.done || (stop(), call.finish(Code.OK)));
     };
   };
 }

@@ -22,7 +22,7 @@ const PIECE = 1 << 20;
  * for the copy restored in the worker.
  */
 export function storeSnapshot(store, engine) {
-  return async function* snapshot(alarms, signal) {
+  return async function* snapshot(alarms, signal, heldSince = null) {
     const view = store.view();
     const queue = [];
     let wake = null;
@@ -32,7 +32,7 @@ export function storeSnapshot(store, engine) {
     signal?.addEventListener("abort", nudge);
     let worker = null;
     try {
-      worker = new Worker(new URL(import.meta.url), { workerData: { files: view.files, engine, alarms } });
+      worker = new Worker(new URL(import.meta.url), { workerData: { files: view.files, engine, alarms, heldSince } });
       worker.on("message", (m) => {
         // The worker has read the files: a compaction may take them now.
         if (m.read) view.close();
@@ -135,10 +135,13 @@ async function hashKv({ files, engine, hashKv: upto }) {
   }
 }
 
-async function build({ files, engine, alarms }) {
+async function build({ files, engine, alarms, heldSince }) {
   const { etcdSnapshot } = await import("./services/snapshot.mjs");
   const lessor = await restoreFrom(files, engine);
   try {
+    // The server's leases held past their deadline (CORRUPT) are its
+    // engine's to give, with their keys.
+    if (heldSince !== null && heldSince !== undefined) lessor.holdExpiry(true, { since: heldSince });
     // (The history is read from the engine as the pieces are written: one
     // copy of it, not two.)
     const file = etcdSnapshot(lessor, alarms);

@@ -163,7 +163,7 @@ impl Lessor {
             self.leases.fresh_id()?
         } else {
             if let Some(old) = self.leases.get(id) {
-                if old.live(now) || self.leases.held {
+                if self.leases.alive(old, now) {
                     return Err(Error::LeaseExists(id));
                 }
                 // Expired but not cleaned up yet: finish its expiry first, as
@@ -298,11 +298,10 @@ impl Lessor {
     /// Live lease ids, soonest deadline first (ties by id).
     pub fn leases(&mut self, now: i64) -> Vec<LeaseId> {
         let now = self.observe(now);
-        let held = self.leases.held;
         let mut v: Vec<(i64, LeaseId)> = self
             .leases
             .iter()
-            .filter(|(_, l)| held || l.live(now))
+            .filter(|(_, l)| self.leases.alive(l, now))
             .map(|(id, l)| (l.deadline, id))
             .collect();
         v.sort_unstable();
@@ -319,7 +318,7 @@ impl Lessor {
             expired: std::mem::take(&mut self.outbox),
             error: None,
         };
-        if !self.primary || self.leases.held {
+        if !self.primary || self.leases.held.is_some() {
             return tick;
         }
         let allowance = self.limiter.allowance(now) as usize;
@@ -349,18 +348,22 @@ impl Lessor {
         tick
     }
 
-    /// Holds expiry (etcd under its CORRUPT alarm, which refuses the
-    /// revokes that expiry makes): a lease past its deadline then lives on
-    /// with its keys (TimeToLive gives its TTL as negative, `leases` lists
-    /// it, a renewal fails with `ExpiryHeld`) and `tick` expires nothing;
-    /// released, those leases expire at the next tick. The host's to keep:
-    /// not stored.
-    pub fn hold_expiry(&mut self, held: bool) {
-        self.leases.held = held;
+    /// Holds expiry from host time `since` (Some) or lets it go on (None):
+    /// etcd under its CORRUPT alarm, which refuses the revokes that expiry
+    /// makes. A lease alive at `since` then lives on past its deadline with
+    /// its keys (TimeToLive gives its TTL as negative, `leases` lists it, a
+    /// renewal fails with `ExpiryHeld`) and `tick` expires nothing;
+    /// released, those leases expire at the next tick. A hold already in
+    /// place keeps its start. The host's to keep: not stored.
+    pub fn hold_expiry(&mut self, since: Option<i64>) {
+        self.leases.held = match since {
+            Some(t) => Some(self.leases.held.unwrap_or(t)),
+            None => None,
+        };
     }
 
-    /// Whether expiry is held (`hold_expiry`).
-    pub fn expiry_held(&self) -> bool {
+    /// Since when expiry is held (`hold_expiry`), if it is.
+    pub fn expiry_held(&self) -> Option<i64> {
         self.leases.held
     }
 
@@ -369,7 +372,7 @@ impl Lessor {
         if !self.outbox.is_empty() {
             return Some(self.now);
         }
-        if !self.primary || self.leases.held {
+        if !self.primary || self.leases.held.is_some() {
             return None;
         }
         let (d, _) = self.leases.next_due()?;

@@ -134,6 +134,7 @@ impl Lessor {
         SnapshotCursor {
             stage: Stage::Revision,
             now: self.now,
+            held: self.leases.held,
             leases: self.leases.iter().map(|(id, _)| id).collect(),
             at: 0,
             after: None,
@@ -158,7 +159,10 @@ impl Lessor {
         max: usize,
         out: &mut Vec<(String, Vec<u8>)>,
     ) -> bool {
-        let now = c.now;
+        let (now, held) = (c.now, c.held);
+        // Whether a lease is alive, as judged at the cursor's start.
+        let alive = |l: &Lease| l.live(now) || held.is_some_and(|t| l.live(t));
+        let kept = |lease: LeaseId| lease == 0 || self.leases.get(lease).is_some_and(alive);
         let end = out.len().saturating_add(max.max(1));
         loop {
             if out.len() >= end {
@@ -177,7 +181,7 @@ impl Lessor {
                         let id = c.leases[c.at];
                         c.at += 1;
                         match self.leases.get(id) {
-                            Some(l) if l.live(now) || self.leases.held => out.push((
+                            Some(l) if alive(l) => out.push((
                                 codec::lease_key(id),
                                 codec::encode_lease(&l.stored_record()),
                             )),
@@ -196,7 +200,7 @@ impl Lessor {
                             c.stage = Stage::Compacted;
                             break;
                         };
-                        if let Some(e) = live.filter(|e| self.leases.keeps(e.lease, now)) {
+                        if let Some(e) = live.filter(|e| kept(e.lease)) {
                             out.push((codec::key_key(k), codec::encode_entry(e)));
                         }
                         for (rev, sub, e) in versions {
@@ -253,8 +257,10 @@ impl Restore {
 /// Where a snapshot taken in steps is (`Lessor::snapshot_cursor`).
 pub struct SnapshotCursor {
     stage: Stage,
-    /// The lessor's time at the start: what is expired is judged by it.
+    /// The lessor's time at the start, and the start of a hold on expiry
+    /// then: what is expired is judged by them, at every step.
     now: i64,
+    held: Option<i64>,
     /// The leases there were when it started, and how many are done.
     leases: Vec<LeaseId>,
     at: usize,

@@ -559,12 +559,14 @@ impl RawLessor {
         self.inner.demote(now);
     }
 
-    pub fn hold_expiry(&mut self, held: bool) {
-        self.inner.hold_expiry(held);
+    /// Holds expiry from `since` (epoch ms), or lets it go on.
+    pub fn hold_expiry(&mut self, held: bool, since: f64) {
+        self.inner.hold_expiry(held.then(|| ms(since)));
     }
 
-    pub fn expiry_held(&self) -> bool {
-        self.inner.expiry_held()
+    /// Since when expiry is held, if it is.
+    pub fn expiry_held_since(&self) -> Option<f64> {
+        self.inner.expiry_held().map(|t| t as f64)
     }
 
     pub fn checkpoint(

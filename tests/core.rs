@@ -988,43 +988,87 @@ fn a_tick_writes_one_batch_for_all_it_expires() {
 
 // etcd under its CORRUPT alarm refuses the revokes expiry makes: a lease
 // past its deadline lives on with its keys until the alarm is gone, then
-// expires at once.
+// expires at once. One already past its deadline when the hold began stays
+// gone (reads had said so).
 #[test]
 fn held_expiry_keeps_leases_past_their_deadline_until_released() {
     let mut l = lessor();
     let id = l.grant(T0, 10, 0).unwrap().id;
     let other = l.grant(T0, 60, 0).unwrap().id;
+    let gone = l.grant(T0, 5, 0).unwrap().id;
     l.put(T0, b"k", b"v", with_lease(id)).unwrap();
-    l.hold_expiry(true);
-    assert!(l.expiry_held());
+    l.put(T0, b"g", b"v", with_lease(gone)).unwrap();
+    // `gone` passed its deadline, not yet ticked, when the hold begins.
+    let start = T0 + 6_000;
+    assert_eq!(value(&mut l, start, "g"), None);
+    l.hold_expiry(Some(start));
+    assert_eq!(l.expiry_held(), Some(start));
+    // A second hold keeps the first one's start.
+    l.hold_expiry(Some(start + 1));
+    assert_eq!(l.expiry_held(), Some(start));
     let later = T0 + 12_500;
     assert_eq!(l.next_deadline(), None);
     assert!(l.tick(later).expired.is_empty());
     // Still there: the key, the lease in the list (soonest first), its TTL
-    // below zero, with its keys.
+    // below zero, with its keys. Not the one gone before the hold.
     assert_eq!(value(&mut l, later, "k").as_deref(), Some("v"));
+    assert_eq!(value(&mut l, later, "g"), None);
     assert_eq!(l.leases(later), vec![id, other]);
     let ttl = l.time_to_live(later, id, true).unwrap();
     assert_eq!((ttl.ttl, ttl.ttl_ms), (-2, -2500));
     assert_eq!(keys(&ttl.keys), ["k"]);
+    assert_eq!(l.renew(later, gone), Err(Error::LeaseNotFound(gone)));
     // A renewal waits for the end (etcd's hangs until the revoke): refused.
     assert_eq!(l.renew(later, id), Err(Error::ExpiryHeld(id)));
     // A lease within its deadline is renewed as ever.
     assert_eq!(l.renew(later, other), Ok(60));
-    // A restart meanwhile keeps it (the host holds expiry again).
+    // A restart meanwhile keeps it (the host holds expiry again, from when
+    // it began).
     let mut back = Lessor::restore(Config::default(), l.snapshot(), later, None).unwrap();
-    back.hold_expiry(true);
+    back.hold_expiry(Some(start));
     assert_eq!(value(&mut back, later, "k").as_deref(), Some("v"));
+    assert_eq!(value(&mut back, later, "g"), None);
     // Released: it expires with its key at the next tick.
-    l.hold_expiry(false);
+    l.hold_expiry(None);
     assert!(l.next_deadline().is_some_and(|d| d <= later), "due now");
-    let expired = l.tick(later).expired;
-    assert_eq!(expired.len(), 1);
-    assert_eq!(
-        (expired[0].id, keys(&expired[0].keys)),
-        (id, vec!["k".to_string()])
-    );
+    let mut expired: Vec<_> = l
+        .tick(later)
+        .expired
+        .into_iter()
+        .map(|r| (r.id, keys(&r.keys)))
+        .collect();
+    expired.sort();
+    let mut want = vec![(id, vec!["k".to_string()]), (gone, vec!["g".to_string()])];
+    want.sort();
+    assert_eq!(expired, want);
     assert_eq!(value(&mut l, later, "k"), None);
     assert_eq!(l.renew(later, id), Err(Error::LeaseNotFound(id)));
     assert_eq!(l.leases(later), vec![other]);
+}
+
+// A snapshot taken in steps judges leases as they were at its start, hold
+// included: a hold that begins or ends between its steps never leaves a
+// key whose lease it left out (a store that would not restore).
+#[test]
+fn a_snapshot_in_steps_judges_leases_by_the_hold_at_its_start() {
+    for hold_first in [false, true] {
+        let mut l = lessor();
+        let id = l.grant(T0, 10, 0).unwrap().id;
+        l.put(T0, b"k", b"v", with_lease(id)).unwrap();
+        let past = T0 + 11_000;
+        if hold_first {
+            l.hold_expiry(Some(T0));
+        }
+        l.get(past, b"k"); // (the lessor's time moves on)
+        let mut c = l.snapshot_cursor();
+        let mut out = Vec::new();
+        // The revision and the leases, then the hold changes, then the keys.
+        l.snapshot_next(&mut c, 2, &mut out);
+        l.hold_expiry(if hold_first { None } else { Some(T0) });
+        while l.snapshot_next(&mut c, 1, &mut out) {}
+        let has_lease = out.iter().any(|(k, _)| k.starts_with("v1/lease/"));
+        let has_key = out.iter().any(|(k, _)| k.starts_with("v1/key/"));
+        assert_eq!((has_lease, has_key), (hold_first, hold_first));
+        Lessor::restore(Config::default(), out, past, None).unwrap();
+    }
 }

@@ -34,6 +34,8 @@ const WATCH = "etcdserverpb.Watch/Watch";
 const MAX_ATTACHMENT_BYTES = 2048;
 // A message is one WebSocket frame: bounded like one stream message.
 const MAX_MESSAGE_BYTES = 64 * 1024;
+// Keepalive answers at most that wait on one socket (#send).
+const MAX_WAITING = 1024;
 
 function method(name) {
   const [service, rpc] = name.split("/");
@@ -220,8 +222,12 @@ export class Sockets {
     const frame = (res) => JSON.stringify({ result: toJson(m.response, res) });
     const refuse = (e) => {
       const code = e instanceof GrpcError ? e.code : Code.Unknown;
-      ws.send(JSON.stringify({ error: { code, message: e?.message ?? String(e) } }));
-      ws.close(1007, "bad message");
+      try {
+        ws.send(JSON.stringify({ error: { code, message: e?.message ?? String(e) } }));
+        ws.close(1007, "bad message");
+      } catch {
+        // (Closed meanwhile.)
+      }
     };
     let out = [];
     let later = false;
@@ -246,16 +252,32 @@ export class Sockets {
     else this.#send(ws, out, frame).catch(refuse);
   }
 
-  // Sends `answers` (some promises) in order, after those still to come.
+  // Sends `answers` (some promises) in order, after those still to come
+  // (at most MAX_WAITING of them; the socket may close meanwhile). Answers
+  // waiting when the object hibernates are lost with it, and the client's
+  // next keepalive is answered instead.
   #send(ws, answers, frame) {
-    const before = this.#waiting.get(ws) ?? Promise.resolve();
-    const mine = before.then(async () => {
-      for (const a of answers) ws.send(frame(await a));
+    for (const a of answers) if (typeof a?.then === "function") a.catch(() => {}); // (handled in turn)
+    const w = this.#waiting.get(ws) ?? { chain: Promise.resolve(), count: 0 };
+    if (w.count + answers.length > MAX_WAITING) {
+      return Promise.reject(new GrpcError(Code.ResourceExhausted, "edge-lease: too many keepalives waiting on this socket"));
+    }
+    w.count += answers.length;
+    const mine = w.chain.then(async () => {
+      for (const a of answers) {
+        const res = await a;
+        w.count--;
+        try {
+          ws.send(frame(res));
+        } catch {
+          // (Closed meanwhile.)
+        }
+      }
     });
-    const settled = mine.catch(() => {}).then(() => {
-      if (this.#waiting.get(ws) === settled) this.#waiting.delete(ws);
+    w.chain = mine.catch(() => {}).then(() => {
+      if (w.count === 0 && this.#waiting.get(ws) === w) this.#waiting.delete(ws);
     });
-    this.#waiting.set(ws, settled);
+    this.#waiting.set(ws, w);
     return mine;
   }
 

@@ -96,6 +96,7 @@ export function createAlarms(member, lessor = null) {
     rules = next;
     const held = rules.includes("CORRUPT");
     if (lessor && lessor.expiryHeld !== held) {
+      // (From now: a lease already past its deadline stays gone.)
       lessor.holdExpiry(held);
       if (!held) {
         released.resolve();

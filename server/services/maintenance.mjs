@@ -103,7 +103,7 @@ export function maintenanceService({ lessor, store, member, header, alarms, stat
           const list = alarms.get("NONE");
           const t0 = performance.now();
           let left = 0;
-          for await (const m of evenly(snapshot ? snapshot(list, call?.signal) : inMemory(list))) {
+          for await (const m of evenly(snapshot ? snapshot(list, call?.signal, lessor.expiryHeldSince) : inMemory(list))) {
             if (m instanceof Uint8Array) {
               left -= m.length;
               yield { remaining_bytes: String(left), blob: m };

@@ -342,8 +342,10 @@ const u64 = (n) => {
 export function etcdSnapshot(lessor, alarms) {
   const lease = [];
   for (const id of lessor.leases()) {
-    const { ttl, grantedTtl } = lessor.timeToLive(id);
-    if (ttl < 0) continue; // (its deadline passed since leases())
+    // (Gone if its deadline passed since leases(); held past it under
+    // CORRUPT, it has a negative TTL and stays, as on etcd.)
+    const { grantedTtl } = lessor.timeToLive(id);
+    if (grantedTtl === 0) continue;
     const n = BigInt.asIntN(64, BigInt("0x" + id));
     const value = [];
     varint(value, 1, n);

@@ -17,9 +17,10 @@ pub struct LeaseTable {
     map: LeaseMap,
     queue: DeadlineQueue,
     ids: IdGen,
-    /// Expiry is held (`Lessor::hold_expiry`): a lease past its deadline
-    /// lives, with its keys, until it is released.
-    pub held: bool,
+    /// Expiry is held since this time (`Lessor::hold_expiry`): a lease
+    /// alive then lives on past its deadline, with its keys, until it is
+    /// released.
+    pub held: Option<i64>,
 }
 
 impl LeaseTable {
@@ -29,7 +30,7 @@ impl LeaseTable {
             map: LeaseMap::with_hasher(foldhash::fast::FixedState::with_seed(seed)),
             queue: DeadlineQueue::default(),
             ids: IdGen::new()?,
-            held: false,
+            held: None,
         })
     }
 
@@ -41,9 +42,16 @@ impl LeaseTable {
         self.map.get(&id)
     }
 
-    /// The lease if it is live at `now` (or expiry is held).
+    /// The lease if it is live at `now` (or was when expiry was held).
     pub fn live(&self, id: LeaseId, now: i64) -> Option<&Lease> {
-        self.map.get(&id).filter(|l| self.held || l.live(now))
+        self.map.get(&id).filter(|l| self.alive(l, now))
+    }
+
+    /// Whether `l` is live at `now`: before its deadline, or, while expiry
+    /// is held, before it at the hold's start (one that had passed its
+    /// deadline by then stays gone: reads already said so).
+    pub fn alive(&self, l: &Lease, now: i64) -> bool {
+        l.live(now) || self.held.is_some_and(|since| l.live(since))
     }
 
     /// The visibility rule for keys: a key is there while the lease it

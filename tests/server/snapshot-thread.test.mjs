@@ -183,3 +183,31 @@ test("HashKV in the worker: the engine's hash at every revision asked for, etcd'
   await assert.rejects(Promise.resolve().then(() => worker({ revision: lessor.revision + 1 }, call)), /required revision is a future revision/);
   await settles(dir, before);
 });
+
+test("under a hold on expiry (CORRUPT) the file keeps the leases held past their deadline, from the worker as from the engine", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "edge-lease-snap-"));
+  const store = FileStore.open(dir, { groupCommit: true });
+  const engine = { ...ENGINE, minTtl: 1 };
+  const lessor = new Lessor({ ...engine, storage: store, restore: store.entries(), autoTick: false });
+  t.after(async () => {
+    lessor.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const lease = lessor.grant(1);
+  lessor.put("held", "x", { lease: lease.id });
+  await lessor.flush();
+  lessor.holdExpiry(true);
+  // Past its deadline, and past what a restore in the worker gives it.
+  await new Promise((ok) => setTimeout(ok, 2100));
+  assert.ok(lessor.timeToLive(lease.id).ttl < 0);
+  const alarms = [{ memberID: "1", alarm: "CORRUPT" }];
+  const want = Buffer.from(wholeFile(etcdSnapshot(lessor, alarms)));
+  // Without the hold the lease is gone from the file (its key is history).
+  const unheld = new Lessor({ ...engine, restore: store.entries(), autoTick: false });
+  t.after(() => unheld.close());
+  assert.ok(!Buffer.from(wholeFile(etcdSnapshot(unheld, alarms))).equals(want), "the held lease is in the file");
+  const pieces = [];
+  for await (const m of storeSnapshot(store, engine)(alarms, undefined, lessor.expiryHeldSince)) if (m instanceof Uint8Array) pieces.push(m);
+  assert.ok(Buffer.concat(pieces).equals(want), "the worker's file is the engine's");
+});

@@ -4,25 +4,26 @@ import { checkSize, engine, leaseIn, leaseOut } from "./common.mjs";
 const id = (v) => leaseIn(v) ?? 0n;
 
 export function leaseService({ lessor, header, stats, alarms }) {
+  // A stream: one answer per request. An unknown lease is TTL 0, not an
+  // error, and the stream goes on (etcd's LeaseKeepAlive). Past its
+  // deadline while expiry is held (CORRUPT), etcd's renewal waits for the
+  // revoke: the answer (TTL 0, the lease gone) comes once the alarm is
+  // cleared, and the transports keep a stream's answers in order behind it.
   function keepAlive(req) {
-    let ttl = 0;
+    let ttl;
     try {
-      ttl = engine(() => {
-        try {
-          return lessor.renew(id(req.ID));
-        } catch (e) {
-          if (e?.code === "ExpiryHeld") return null;
-          throw e;
-        }
-      });
+      ttl = lessor.renew(id(req.ID));
     } catch (e) {
-      if (e.code !== 5) throw e; // NotFound
+      if (e?.code === "ExpiryHeld") return alarms.released().then(() => keepAlive(req));
+      try {
+        engine(() => {
+          throw e;
+        });
+      } catch (mapped) {
+        if (mapped.code !== 5) throw mapped; // NotFound
+        ttl = 0;
+      }
     }
-    // Past its deadline while expiry is held (CORRUPT): etcd's renewal
-    // waits for the revoke, so the answer (TTL 0, the lease gone) comes
-    // once the alarm is cleared. The transports keep a stream's answers
-    // in order meanwhile.
-    if (ttl === null) return alarms.released().then(() => keepAlive(req));
     return { header: header(), ID: String(req.ID ?? "0"), TTL: ttl };
   }
 
@@ -41,8 +42,6 @@ export function leaseService({ lessor, header, stats, alarms }) {
       return { header: { ...header(), revision: r.revision } };
     },
 
-    // A stream: one answer per request. An unknown lease is TTL 0, not an
-    // error, and the stream goes on (etcd's LeaseKeepAlive).
     LeaseKeepAlive: {
       each: keepAlive,
     },

@@ -182,8 +182,17 @@ export class LocalBackend {
     return txnIn(await this.#write(signal, (l) => l.txn(txnReq(req))));
   }
 
-  async compact(revision, { signal } = {}) {
-    return this.#write(signal, (l) => l.compact(revision));
+  async compact(revision, { physical = false, signal } = {}) {
+    const r = await this.#write(signal, (l) => l.compact(revision));
+    // `physical`: once what it left unreadable is swept and on disk, as
+    // etcd's waits for its backend's deletes.
+    if (physical) {
+      await this.#read(signal, (l) => l.whenCompacted()).catch((e) => {
+        throw engineError(e);
+      });
+      await this.#write(signal, () => null);
+    }
+    return r;
   }
 
   async grant(ttl, id, { signal } = {}) {

@@ -223,6 +223,10 @@ eachBackend("in-process errors: the engine's codes through the client, a standby
   await etcd.compact(p.revision + 1);
   await assert.rejects(etcd.get("kv9/a", { revision: p.revision }), (e) => e instanceof LeaseError && e.code === "Compacted" && e.compactRevision === p.revision + 1);
   await assert.rejects(etcd.compact(p.revision), { code: "Compacted" });
+  // `physical`: answered once the sweep is done.
+  for (let i = 0; i < 30_000; i++) lessor.put(`kv9/b${i % 10}`, "x");
+  await etcd.compact(lessor.revision - 1, { physical: true });
+  assert.equal(lessor.compactionPending, 0);
   const small = new Lessor({ maxTxnOps: 2, quotaBytes: 64 * 1024, maxValueBytes: 16 * 1024 });
   t.after(() => small.close());
   const c = (await import("../../js/client/index.mjs")).connect(small);

@@ -11,7 +11,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { restart, startBoth, post, b64 } from "./harness.mjs";
-import { connect, grpcClient, norm, until } from "./grpc-client.mjs";
+import { connect, grpcClient, norm, until, within } from "./grpc-client.mjs";
 
 
 // Answers with the member's id named, and without what differs by design
@@ -223,13 +223,42 @@ test("alarms: under CORRUPT leases outlive their deadline, and end once it is cl
     s.write({ ID });
     return got;
   });
+  // And on the JSON gateway: no answer either, headers included (etcd's
+  // gateway sends them with the first message).
+  const gateway = [etcd, edge].map((side, i) => {
+    const ac = new AbortController();
+    t.after(() => ac.abort());
+    const g = { ac, status: null };
+    g.answer = fetch(side.url + "/v3/lease/keepalive", { method: "POST", body: JSON.stringify({ ID: sides[i].ID }), signal: ac.signal }).then(async (r) => {
+      g.status = r.status;
+      const reader = r.body.getReader();
+      const first = await reader.read();
+      return JSON.parse(new TextDecoder().decode(first.value).split("\n")[0]).result;
+    });
+    g.answer.catch(() => {});
+    return g;
+  });
   await new Promise((ok) => setTimeout(ok, 700));
   assert.deepEqual(streams, [[], []]);
+  assert.deepEqual(
+    gateway.map((g) => g.status),
+    [null, null],
+  );
   for (const { c } of sides) await c.maintenance("Alarm", { action: "DEACTIVATE", memberID: "1", alarm: "CORRUPT" });
   // Cleared: the keepalive is answered TTL 0 and the key is gone (etcd
   // revokes within a few seconds).
   assert.ok(await until(async () => streams.every((g) => g.length > 0), 10_000), "keepalives answered");
   assert.deepEqual(streams.map((g) => g.map((r) => Number(r.TTL ?? 0))), [[0], [0]]);
+  const answers = await within(Promise.all(gateway.map((g) => g.answer)), 10_000, "gateway keepalives answered");
+  assert.deepEqual(
+    answers.map((a) => [a.ID, a.TTL ?? "0"]),
+    sides.map(({ ID }) => [String(ID), "0"]),
+  );
+  assert.deepEqual(
+    gateway.map((g) => g.status),
+    [200, 200],
+  );
+  for (const g of gateway) g.ac.abort();
   for (const { c, ID } of sides) {
     assert.ok(await until(async () => ((await c.kv("Range", { key: B("held") })).kvs ?? []).length === 0, 10_000), "key gone");
     assert.deepEqual((await c.lease("LeaseLeases", {})).leases ?? [], []);

@@ -37,8 +37,28 @@ const bad = (message) => new GrpcError(Code.InvalidArgument, message);
 // it, and names it as it was written.
 const NUMBER = "\u0000n";
 const numberText = (v) => (v !== null && typeof v === "object" && typeof v[NUMBER] === "string" ? v[NUMBER] : null);
+// A string value written with escapes reaches it as { [ESCAPED]: its
+// value, [RAW]: its text between the quotes } (parseValue): jsonpb reads a
+// quoted number or an enum's name as written, escapes and all.
+const ESCAPED = "\u0000s";
+const RAW = "\u0000r";
+const rawText = (v) => (v !== null && typeof v === "object" && typeof v[RAW] === "string" ? v[RAW] : null);
+/** A string value (written with escapes or not), or null. */
+const stringOf = (v) => (typeof v === "string" ? v : rawText(v) !== null ? v[ESCAPED] : null);
 const jsonKind = (v) =>
-  v === null ? "null" : Array.isArray(v) ? "array" : numberText(v) !== null ? "number" : typeof v === "object" ? "object" : typeof v === "boolean" ? "bool" : typeof v;
+  v === null
+    ? "null"
+    : Array.isArray(v)
+      ? "array"
+      : numberText(v) !== null
+        ? "number"
+        : rawText(v) !== null
+          ? "string"
+          : typeof v === "object"
+            ? "object"
+            : typeof v === "boolean"
+              ? "bool"
+              : typeof v;
 // Go's name for an enum type: etcdserverpb.RangeRequest_SortOrder.
 const goEnum = (type) => type.replace(/^([^.]+)\.(.*)$/, (_, pkg, rest) => `${pkg}.${rest.replaceAll(".", "_")}`);
 
@@ -57,12 +77,12 @@ function integer(v, type, goType = null) {
   if (text !== null) {
     // As written: below, only a plain integer passes.
   } else if (typeof v === "number") text = Number.isInteger(v) ? BigInt(v).toString() : String(v);
-  else if (typeof v === "string") {
-    // jsonpb parses a quoted number's content as a JSON number.
-    const t = v.trim();
+  else if (stringOf(v) !== null) {
+    // jsonpb parses a quoted number's content, as it was written (escapes
+    // and all), as a JSON number.
+    const raw = rawText(v) ?? JSON.stringify(v).slice(1, -1);
+    const t = raw.trim();
     if (!JSON_NUMBER.test(t)) {
-      // jsonpb unmarshals the quoted text as it was written (escapes and all).
-      const raw = JSON.stringify(v).slice(1, -1);
       throw bad(syntaxError(raw, false) ?? `json: cannot unmarshal ${jsonKind(parseValue(t))} into Go value of type ${goType}`);
     }
     text = t;
@@ -135,9 +155,11 @@ function value(f, v, depth) {
   const t = f.type;
   if (messages[t]) return message(t, v, depth + 1);
   if (enums[t]) {
-    if (typeof v === "string") {
-      if (!(v in enums[t])) throw bad(`unknown value ${shown(JSON.stringify(v))} for enum ${goEnum(t)}`);
-      return v;
+    if (stringOf(v) !== null) {
+      // (Matched as written: an escaped name is no name.)
+      const raw = rawText(v);
+      if (raw === null && v in enums[t]) return v;
+      throw bad(`unknown value ${shown(JSON.stringify(raw ?? v))} for enum ${goEnum(t)}`);
     }
     const n = integer(v, "int32", goEnum(t));
     return Object.keys(enums[t]).find((k) => enums[t][k] === n) ?? n;
@@ -148,13 +170,13 @@ function value(f, v, depth) {
     return v;
   }
   if (t === "string") {
-    if (typeof v !== "string") throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type string`);
-    return v;
+    if (stringOf(v) === null) throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type string`);
+    return stringOf(v);
   }
   if (t === "bytes") {
     if (Array.isArray(v)) return bytesOfArray(v);
-    if (typeof v !== "string") throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type []uint8`);
-    return decodeBase64(v);
+    if (stringOf(v) === null) throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type []uint8`);
+    return decodeBase64(stringOf(v));
   }
   throw bad(`unsupported field type ${t}`);
 }
@@ -171,8 +193,9 @@ function message(type, v, depth) {
     if (raw === null) continue;
     if (f.repeated) {
       // (jsonpb looks at a quoted enum value before it sees a list.)
-      if (enums[f.type] && typeof raw === "string") {
-        throw bad(raw in enums[f.type] ? `invalid target "slice" for enum ${goEnum(f.type)}` : `unknown value ${shown(JSON.stringify(raw))} for enum ${goEnum(f.type)}`);
+      if (enums[f.type] && stringOf(raw) !== null) {
+        const text = rawText(raw);
+        throw bad(text === null && raw in enums[f.type] ? `invalid target "slice" for enum ${goEnum(f.type)}` : `unknown value ${shown(JSON.stringify(text ?? raw))} for enum ${goEnum(f.type)}`);
       }
       if (!Array.isArray(raw)) throw bad(`json: cannot unmarshal ${jsonKind(raw)} into Go value of type []json.RawMessage`);
       out[f.name] = raw.map((x) => value(f, x, depth));
@@ -288,18 +311,22 @@ export function scanValue(text, i = 0, final = false) {
 
 // Before JSON.parse, numbers outside strings that it would not give back as
 // written (integers past 2^53 lose precision; 1e2 is no integer to Go)
-// become { [NUMBER]: text } (numberText). A text that spells that key
-// (an escaped NUL) keeps them as they are, long integers quoted (every
-// integer field takes a quoted number): only an error's wording differs.
+// become { [NUMBER]: text } (numberText), and string values written with
+// escapes { [ESCAPED]: the string, [RAW]: its text } (rawText). A text that
+// spells those keys (an escaped NUL) keeps them as they are, long integers
+// quoted (every integer field takes a quoted number): only an error's
+// wording differs, or an escaped digit or enum name is taken.
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+const jsonKey = (key) => key.replace("\u0000", "\\u0000");
 function markNumbers(text) {
-  if (!/\d{16}|\d[.eE]/.test(text)) return text;
+  if (!/\d{16}|\d[.eE]|\\/.test(text)) return text;
   const wrap = !text.includes("\\u0000");
   let out = "";
   let last = 0;
   for (let i = 0; i < text.length; i++) {
     const ch = text[i];
     if (ch === '"') {
+      const start = i;
       // Past the string: its closing quote is the first one not escaped.
       for (i = text.indexOf('"', i + 1); i > 0; i = text.indexOf('"', i + 1)) {
         let k = i - 1;
@@ -307,6 +334,16 @@ function markNumbers(text) {
         if ((i - k) % 2 === 1) break;
       }
       if (i < 0) break;
+      if (wrap && text.slice(start, i).includes("\\")) {
+        // A value, not an object's key (whose escapes count as decoded).
+        let k = i + 1;
+        while (text[k] === " " || text[k] === "\t" || text[k] === "\n" || text[k] === "\r") k++;
+        if (text[k] !== ":") {
+          const literal = text.slice(start, i + 1);
+          out += text.slice(last, start) + `{"${jsonKey(ESCAPED)}":${literal},"${jsonKey(RAW)}":${JSON.stringify(literal.slice(1, -1))}}`;
+          last = i + 1;
+        }
+      }
     } else if (ch === "-" || (ch >= "0" && ch <= "9")) {
       let j = i + 1;
       while (j < text.length && /[0-9.eE+-]/.test(text[j])) j++;
@@ -316,7 +353,7 @@ function markNumbers(text) {
       if (!plain && !JSON_NUMBER.test(literal)) {
         // Not a number: JSON.parse says so.
       } else if ((long || !plain) && wrap) {
-        out += text.slice(last, i) + `{"${NUMBER.replace("\u0000", "\\u0000")}":"${literal}"}`;
+        out += text.slice(last, i) + `{"${jsonKey(NUMBER)}":"${literal}"}`;
         last = j;
       } else if (long) {
         out += text.slice(last, i) + '"' + literal + '"';

@@ -82,6 +82,24 @@ test("JSON gateway: the same calls to etcd 3.4 and edge-lease answer the same", 
   // Ranges.
   const prefix = (p) => ({ key: b64(p), range_end: b64(p.slice(0, -1) + String.fromCharCode(p.charCodeAt(p.length - 1) + 1)) });
   await both("/v3/kv/range", { key: b64("a") });
+  // Escapes: a string's value counts for keys and bytes; a quoted number
+  // and an enum's name are read as written (an escaped digit is no digit).
+  for (const body of [
+    '{"key":"\\u0059Q=="}',
+    '{"k\\u0065y":"YQ==","limit":"1"}',
+    '{"key":"YQ==","limit":"\\u0031"}',
+    '{"key":"YQ==","revision":"\\u0032"}',
+    '{"key":"YQ==","limit":"\\"1"}',
+    '{"key":"YQ==","limit":"\\x"}',
+    '{"key":"YQ==","limit":["\\u0031"]}',
+    '{"key":"YQ==","sort_order":"\\u0041SCEND"}',
+    '{"key":"YQ==","sort_order":"\\"A"}',
+    '{"key":"YQ==","sort_order":["\\u0041SCEND"]}',
+    '{"key":"YQ==","serializable":"\\u0074rue"}',
+    '"\\u0031"',
+  ]) {
+    await both("/v3/kv/range", body);
+  }
   await both("/v3/kv/range", { key: b64("missing") });
   await both("/v3/kv/range", prefix("b/"));
   await both("/v3/kv/range", prefix("b"));

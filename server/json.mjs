@@ -36,13 +36,16 @@ const bad = (message) => new GrpcError(Code.InvalidArgument, message);
 // decoder as { [NUMBER]: its text } (parseValue): Go decodes no integer from
 // it, and names it as it was written.
 const NUMBER = "\u0000n";
-const numberText = (v) => (v !== null && typeof v === "object" && typeof v[NUMBER] === "string" ? v[NUMBER] : null);
+// (Marked by parseValue's reviver, so a client's look-alike object stays an
+// object.)
+class Marked {}
+const numberText = (v) => (v instanceof Marked && typeof v[NUMBER] === "string" ? v[NUMBER] : null);
 // A string value written with escapes reaches it as { [ESCAPED]: its
 // value, [RAW]: its text between the quotes } (parseValue): jsonpb reads a
 // quoted number or an enum's name as written, escapes and all.
 const ESCAPED = "\u0000s";
 const RAW = "\u0000r";
-const rawText = (v) => (v !== null && typeof v === "object" && typeof v[RAW] === "string" ? v[RAW] : null);
+const rawText = (v) => (v instanceof Marked && typeof v[RAW] === "string" ? v[RAW] : null);
 /** A string value (written with escapes or not), or null. */
 const stringOf = (v) => (typeof v === "string" ? v : rawText(v) !== null ? v[ESCAPED] : null);
 const jsonKind = (v) =>
@@ -102,7 +105,13 @@ function integer(v, type, goType = null) {
 // the error.
 function bytesOfArray(list) {
   const out = new Uint8Array(list.length);
-  for (let i = 0; i < list.length; i++) if (list[i] !== null) out[i] = integer(list[i], "uint8");
+  for (let i = 0; i < list.length; i++) {
+    const x = list[i];
+    if (x === null) continue;
+    // (encoding/json takes no quoted number here, unlike jsonpb's fields.)
+    if (stringOf(x) !== null) throw bad("json: cannot unmarshal string into Go value of type uint8");
+    out[i] = integer(x, "uint8");
+  }
   return out;
 }
 
@@ -158,7 +167,7 @@ function value(f, v, depth) {
     if (stringOf(v) !== null) {
       // (Matched as written: an escaped name is no name.)
       const raw = rawText(v);
-      if (raw === null && v in enums[t]) return v;
+      if (raw === null && Object.hasOwn(enums[t], v)) return v;
       throw bad(`unknown value ${shown(JSON.stringify(raw ?? v))} for enum ${goEnum(t)}`);
     }
     const n = integer(v, "int32", goEnum(t));
@@ -195,7 +204,7 @@ function message(type, v, depth) {
       // (jsonpb looks at a quoted enum value before it sees a list.)
       if (enums[f.type] && stringOf(raw) !== null) {
         const text = rawText(raw);
-        throw bad(text === null && raw in enums[f.type] ? `invalid target "slice" for enum ${goEnum(f.type)}` : `unknown value ${shown(JSON.stringify(text ?? raw))} for enum ${goEnum(f.type)}`);
+        throw bad(text === null && Object.hasOwn(enums[f.type], raw) ? `invalid target "slice" for enum ${goEnum(f.type)}` : `unknown value ${shown(JSON.stringify(text ?? raw))} for enum ${goEnum(f.type)}`);
       }
       if (!Array.isArray(raw)) throw bad(`json: cannot unmarshal ${jsonKind(raw)} into Go value of type []json.RawMessage`);
       out[f.name] = raw.map((x) => value(f, x, depth));
@@ -312,15 +321,22 @@ export function scanValue(text, i = 0, final = false) {
 // Before JSON.parse, numbers outside strings that it would not give back as
 // written (integers past 2^53 lose precision; 1e2 is no integer to Go)
 // become { [NUMBER]: text } (numberText), and string values written with
-// escapes { [ESCAPED]: the string, [RAW]: its text } (rawText). A text that
-// spells those keys (an escaped NUL) keeps them as they are, long integers
-// quoted (every integer field takes a quoted number): only an error's
-// wording differs, or an escaped digit or enum name is taken.
+// escapes { [ESCAPED]: the string, [RAW]: its text } (rawText). Each marker
+// also carries this parse's random token, and only those that do become
+// Marked (parseValue's reviver): a client's look-alike stays an object.
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+const TOKEN = "\u0000t";
 const jsonKey = (key) => key.replace("\u0000", "\\u0000");
+const randomToken = () => Array.from(crypto.getRandomValues(new Uint32Array(4)), (n) => n.toString(36)).join(".");
+
+/** `{ text, token }`: the text with its markers, and their token (null: none). */
 function markNumbers(text) {
-  if (!/\d{16}|\d[.eE]|\\/.test(text)) return text;
-  const wrap = !text.includes("\\u0000");
+  if (!/\d{16}|\d[.eE]|\\/.test(text)) return { text, token: null };
+  let token = null;
+  const marker = (fields) => {
+    token ??= randomToken();
+    return `{"${jsonKey(TOKEN)}":"${token}",${fields}}`;
+  };
   let out = "";
   let last = 0;
   for (let i = 0; i < text.length; i++) {
@@ -334,13 +350,13 @@ function markNumbers(text) {
         if ((i - k) % 2 === 1) break;
       }
       if (i < 0) break;
-      if (wrap && text.slice(start, i).includes("\\")) {
+      if (text.slice(start, i).includes("\\")) {
         // A value, not an object's key (whose escapes count as decoded).
         let k = i + 1;
         while (text[k] === " " || text[k] === "\t" || text[k] === "\n" || text[k] === "\r") k++;
         if (text[k] !== ":") {
           const literal = text.slice(start, i + 1);
-          out += text.slice(last, start) + `{"${jsonKey(ESCAPED)}":${literal},"${jsonKey(RAW)}":${JSON.stringify(literal.slice(1, -1))}}`;
+          out += text.slice(last, start) + marker(`"${jsonKey(ESCAPED)}":${literal},"${jsonKey(RAW)}":${JSON.stringify(literal.slice(1, -1))}`);
           last = i + 1;
         }
       }
@@ -350,28 +366,33 @@ function markNumbers(text) {
       const literal = text.slice(i, j);
       const plain = /^-?(0|[1-9]\d*)$/.test(literal);
       const long = plain && literal.replace("-", "").length > 15;
-      if (!plain && !JSON_NUMBER.test(literal)) {
-        // Not a number: JSON.parse says so.
-      } else if ((long || !plain) && wrap) {
-        out += text.slice(last, i) + `{"${jsonKey(NUMBER)}":"${literal}"}`;
-        last = j;
-      } else if (long) {
-        out += text.slice(last, i) + '"' + literal + '"';
+      if ((long || !plain) && JSON_NUMBER.test(literal)) {
+        out += text.slice(last, i) + marker(`"${jsonKey(NUMBER)}":"${literal}"`);
         last = j;
       }
+      // (Not a number at all: JSON.parse says so.)
       i = j - 1;
     }
   }
-  return out + text.slice(last);
+  return { text: out + text.slice(last), token };
 }
 
 /** Parses one JSON value's text; bad syntax is refused in Go's words. */
 export function parseValue(text) {
+  const m = markNumbers(text);
   try {
-    return JSON.parse(markNumbers(text));
+    return m.token === null ? JSON.parse(m.text) : JSON.parse(m.text, (_, v) => marked(v, m.token));
   } catch {
     throw bad(syntaxError(text, true) ?? "unexpected EOF");
   }
+}
+
+// A marker of this parse (its token) as Marked; anything else as it is.
+function marked(v, token) {
+  if (v === null || typeof v !== "object" || Array.isArray(v) || v[TOKEN] !== token || !Object.hasOwn(v, TOKEN)) return v;
+  const out = Object.assign(new Marked(), v);
+  delete out[TOKEN];
+  return out;
 }
 
 // Go's encoding/json scanner, for its error messages only: the message for

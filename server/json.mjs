@@ -36,16 +36,14 @@ const bad = (message) => new GrpcError(Code.InvalidArgument, message);
 // decoder as { [NUMBER]: its text } (parseValue): Go decodes no integer from
 // it, and names it as it was written.
 const NUMBER = "\u0000n";
-// (Marked by parseValue's reviver, so a client's look-alike object stays an
-// object.)
-class Marked {}
-const numberText = (v) => (v instanceof Marked && typeof v[NUMBER] === "string" ? v[NUMBER] : null);
+const isMarker = (v, key) => v !== null && typeof v === "object" && Object.hasOwn(v, key);
+const numberText = (v) => (isMarker(v, NUMBER) && typeof v[NUMBER] === "string" ? v[NUMBER] : null);
 // A string value written with escapes reaches it as { [ESCAPED]: its
 // value, [RAW]: its text between the quotes } (parseValue): jsonpb reads a
 // quoted number or an enum's name as written, escapes and all.
 const ESCAPED = "\u0000s";
 const RAW = "\u0000r";
-const rawText = (v) => (v instanceof Marked && typeof v[RAW] === "string" ? v[RAW] : null);
+const rawText = (v) => (isMarker(v, RAW) && typeof v[RAW] === "string" ? v[RAW] : null);
 /** A string value (written with escapes or not), or null. */
 const stringOf = (v) => (typeof v === "string" ? v : rawText(v) !== null ? v[ESCAPED] : null);
 const jsonKind = (v) =>
@@ -321,22 +319,22 @@ export function scanValue(text, i = 0, final = false) {
 // Before JSON.parse, numbers outside strings that it would not give back as
 // written (integers past 2^53 lose precision; 1e2 is no integer to Go)
 // become { [NUMBER]: text } (numberText), and string values written with
-// escapes { [ESCAPED]: the string, [RAW]: its text } (rawText). Each marker
-// also carries this parse's random token, and only those that do become
-// Marked (parseValue's reviver): a client's look-alike stays an object.
+// escapes { [ESCAPED]: the string, [RAW]: its text } (rawText). Their keys
+// hold a NUL, which a client can only write as \u0000: in a text without
+// that, every marker is the parser's. A text with it (rare) has its markers
+// carry a random token of the parse, and a reviver drops the marker keys of
+// every object without it: a client's look-alike stays a plain object.
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 const TOKEN = "\u0000t";
 const jsonKey = (key) => key.replace("\u0000", "\\u0000");
 const randomToken = () => Array.from(crypto.getRandomValues(new Uint32Array(4)), (n) => n.toString(36)).join(".");
 
-/** `{ text, token }`: the text with its markers, and their token (null: none). */
+/** `{ text, token }`: the text with its markers, and their token (null: none needed). */
 function markNumbers(text) {
   if (!/\d{16}|\d[.eE]|\\/.test(text)) return { text, token: null };
-  let token = null;
-  const marker = (fields) => {
-    token ??= randomToken();
-    return `{"${jsonKey(TOKEN)}":"${token}",${fields}}`;
-  };
+  const escapes = text.includes("\\");
+  const token = escapes && text.includes("\\u0000") ? randomToken() : null;
+  const marker = (fields) => (token === null ? `{${fields}}` : `{"${jsonKey(TOKEN)}":"${token}",${fields}}`);
   let out = "";
   let last = 0;
   for (let i = 0; i < text.length; i++) {
@@ -350,7 +348,7 @@ function markNumbers(text) {
         if ((i - k) % 2 === 1) break;
       }
       if (i < 0) break;
-      if (text.slice(start, i).includes("\\")) {
+      if (escapes && text.slice(start, i).includes("\\")) {
         // A value, not an object's key (whose escapes count as decoded).
         let k = i + 1;
         while (text[k] === " " || text[k] === "\t" || text[k] === "\n" || text[k] === "\r") k++;
@@ -381,18 +379,19 @@ function markNumbers(text) {
 export function parseValue(text) {
   const m = markNumbers(text);
   try {
-    return m.token === null ? JSON.parse(m.text) : JSON.parse(m.text, (_, v) => marked(v, m.token));
+    return m.token === null ? JSON.parse(m.text) : JSON.parse(m.text, (_, v) => unforged(v, m.token));
   } catch {
     throw bad(syntaxError(text, true) ?? "unexpected EOF");
   }
 }
 
-// A marker of this parse (its token) as Marked; anything else as it is.
-function marked(v, token) {
-  if (v === null || typeof v !== "object" || Array.isArray(v) || v[TOKEN] !== token || !Object.hasOwn(v, TOKEN)) return v;
-  const out = Object.assign(new Marked(), v);
-  delete out[TOKEN];
-  return out;
+// A marker of this parse (its token) without the token; the marker keys of
+// any other object dropped (a look-alike: fields no message has).
+function unforged(v, token) {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
+  const genuine = Object.hasOwn(v, TOKEN) && v[TOKEN] === token;
+  for (const key of [TOKEN, NUMBER, ESCAPED, RAW]) if (Object.hasOwn(v, key) && !(genuine && key !== TOKEN)) delete v[key];
+  return v;
 }
 
 // Go's encoding/json scanner, for its error messages only: the message for

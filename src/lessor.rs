@@ -356,10 +356,7 @@ impl Lessor {
     /// released, those leases expire at the next tick. A hold already in
     /// place keeps its start. The host's to keep: not stored.
     pub fn hold_expiry(&mut self, since: Option<i64>) {
-        self.leases.held = match since {
-            Some(t) => Some(self.leases.held.unwrap_or(t)),
-            None => None,
-        };
+        self.leases.held = since.map(|t| self.leases.held.unwrap_or(t));
     }
 
     /// Since when expiry is held (`hold_expiry`), if it is.

@@ -161,7 +161,7 @@ impl Lessor {
     ) -> bool {
         let (now, held) = (c.now, c.held);
         // Whether a lease is alive, as judged at the cursor's start.
-        let alive = |l: &Lease| l.live(now) || held.is_some_and(|t| l.live(t));
+        let alive = |l: &Lease| l.alive(now, held);
         let kept = |lease: LeaseId| lease == 0 || self.leases.get(lease).is_some_and(alive);
         let end = out.len().saturating_add(max.max(1));
         loop {

@@ -244,13 +244,15 @@ impl Write {
             }
         }
         if let Some(step) = &self.sweep {
-            b.delete
-                .extend((step.dropped.iter()).map(|(r, s, k)| codec::old_key(*r, *s, k)));
+            b.delete.extend(
+                step.dropped
+                    .iter()
+                    .map(|(r, s, k)| codec::old_key(*r, *s, k)),
+            );
         }
-        let compacted = match self.compaction {
-            Some(rev) => Some(rev),
-            None => self.mark_compacted.then(|| kv.compacted()),
-        };
+        let compacted = self
+            .compaction
+            .or_else(|| self.mark_compacted.then(|| kv.compacted()));
         if let Some(rev) = compacted {
             b.put.push((
                 codec::COMPACTED_KEY.to_string(),

@@ -192,22 +192,4 @@ impl Keyspace {
             self.log.shrink_to_fit();
         }
     }
-
-    /// Ends a restore's rebuild of the log (`loaded`): each key holding
-    /// versions a finished compaction would have dropped (its steps were
-    /// cut short) gets one change in front, for the sweep to visit.
-    pub(super) fn unswept_after_restore(&self) -> Vec<Change> {
-        let mut out: Vec<Change> = self
-            .index
-            .iter()
-            .filter(|(k, past)| self.droppable(k, past) > 0)
-            .map(|(k, past)| Change {
-                revision: past[0].revision,
-                sub: past[0].sub,
-                key: k.clone(),
-            })
-            .collect();
-        out.sort_unstable_by_key(|c| (c.revision, c.sub));
-        out
-    }
 }

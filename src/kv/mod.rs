@@ -305,10 +305,17 @@ impl Keyspace {
     pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) {
         self.revision = revision;
         self.compacted = compacted;
-        // Walked map by map (no lookup per key) into an ordered set.
+        // Walked map by map (no lookup per key) into an ordered set. A key
+        // holding versions a finished compaction would have dropped (its
+        // steps were cut short) gets one change in front, for the sweep to
+        // visit.
         let mut log = BTreeSet::new();
+        let mut unswept = Vec::new();
         for (k, past) in self.index.iter() {
             let stale = self.droppable(k, past);
+            if stale > 0 {
+                unswept.push((past[0].revision, past[0].sub, k.clone()));
+            }
             for v in past[stale..].iter().filter(|v| v.revision >= compacted) {
                 log.insert((v.revision, v.sub, k.clone()));
             }
@@ -318,14 +325,12 @@ impl Keyspace {
                 log.insert((e.mod_revision, e.sub, k.clone()));
             }
         }
-        let unswept = self.unswept_after_restore();
+        unswept.sort_unstable_by_key(|&(revision, sub, _)| (revision, sub));
         self.unswept = unswept.len();
         self.log = unswept
             .into_iter()
-            .chain(
-                log.into_iter()
-                    .map(|(revision, sub, key)| Change { revision, sub, key }),
-            )
+            .chain(log)
+            .map(|(revision, sub, key)| Change { revision, sub, key })
             .collect();
     }
 

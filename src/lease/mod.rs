@@ -67,6 +67,12 @@ impl Lease {
         self.deadline > now
     }
 
+    /// Live at `now`, or, while expiry is held since `held`, live then (one
+    /// that had passed its deadline by then stays gone: reads said so).
+    pub fn alive(&self, now: i64, held: Option<i64>) -> bool {
+        self.live(now) || held.is_some_and(|since| self.live(since))
+    }
+
     /// What a promotion starts this lease from: its checkpoint, else its TTL.
     pub fn remaining_or_ttl(&self) -> i64 {
         if self.remaining > 0 {

@@ -47,11 +47,9 @@ impl LeaseTable {
         self.map.get(&id).filter(|l| self.alive(l, now))
     }
 
-    /// Whether `l` is live at `now`: before its deadline, or, while expiry
-    /// is held, before it at the hold's start (one that had passed its
-    /// deadline by then stays gone: reads already said so).
+    /// Whether `l` is alive at `now` under this table's hold (`Lease::alive`).
     pub fn alive(&self, l: &Lease, now: i64) -> bool {
-        l.live(now) || self.held.is_some_and(|since| l.live(since))
+        l.alive(now, self.held)
     }
 
     /// The visibility rule for keys: a key is there while the lease it

@@ -89,19 +89,16 @@ export function createAlarms(member, lessor = null) {
   let entries = load(lessor);
   const count = (alarm) => [...entries.values()].filter((e) => e.alarm === alarm).length;
   // The rule sets in force, checked in this order: etcd's applier. Under
-  // CORRUPT's, expiry is held; `released` wakes what waits for its end.
+  // CORRUPT's, expiry is held; what waits for its end (`released`) is woken.
   let rules;
-  let released = Promise.withResolvers?.() ?? withResolvers();
+  const waiting = [];
   const setRules = (next) => {
     rules = next;
     const held = rules.includes("CORRUPT");
     if (lessor && lessor.expiryHeld !== held) {
       // (From now: a lease already past its deadline stays gone.)
       lessor.holdExpiry(held);
-      if (!held) {
-        released.resolve();
-        released = Promise.withResolvers?.() ?? withResolvers();
-      }
+      if (!held) for (const wake of waiting.splice(0)) wake();
     }
   };
   setRules(["CORRUPT", "NOSPACE"].filter((a) => count(a) > 0));
@@ -139,7 +136,7 @@ export function createAlarms(member, lessor = null) {
     },
     /** Resolves once expiry is no longer held (at once if it is not). */
     released() {
-      return lessor?.expiryHeld ? released.promise : Promise.resolve();
+      return lessor?.expiryHeld ? new Promise((wake) => waiting.push(wake)) : Promise.resolve();
     },
     /** Status's `errors`: each entry as etcd prints it (zero fields left out, a trailing space). */
     errors() {
@@ -178,13 +175,6 @@ export function createAlarms(member, lessor = null) {
     },
   };
   return store;
-}
-
-// (Promise.withResolvers is Node 22's.)
-function withResolvers() {
-  let resolve, reject;
-  const promise = new Promise((ok, no) => ((resolve = ok), (reject = no)));
-  return { promise, resolve, reject };
 }
 
 /** Maintenance/Alarm on `alarms`, as etcd answers it (no header, ever). */

@@ -110,38 +110,42 @@ export function engine(fn) {
   try {
     return fn();
   } catch (e) {
-    // Already etcd's answer (a request refused while it was translated).
-    if (e instanceof GrpcError) throw e;
-    switch (e?.code) {
-      case "LeaseNotFound":
-        throw Etcd.leaseNotFound();
-      case "LeaseExists":
-        throw Etcd.leaseExist();
-      case "LeaseTtlTooLarge":
-        throw Etcd.leaseTtlTooLarge();
-      case "Compacted":
-        throw Etcd.compacted();
-      case "FutureRevision":
-        throw Etcd.futureRev();
-      case "KeyNotFound":
-        throw Etcd.keyNotFound();
-      case "DuplicateKey":
-        throw Etcd.duplicateKey();
-      case "TooManyOps":
-        throw Etcd.tooManyOps();
-      case "NoSpace":
-        throw Etcd.noSpace();
-      case "InvalidArgument":
-        throw new GrpcError(Code.InvalidArgument, `edge-lease: ${e.message}`);
-      case "NotPrimary":
-      case "Closed":
-        throw new GrpcError(Code.Unavailable, "etcdserver: server stopped");
-      default: {
-        // StorageFailed, or a bug: the client learns the write did not happen
-        // (and the host, from the cause, whether the engine itself failed).
-        throw new GrpcError(Code.Unknown, `edge-lease: ${e?.message ?? e}`, { cause: e });
-      }
-    }
+    throw etcdError(e);
+  }
+}
+
+/** An engine's error (a LeaseError, or anything thrown) as etcd's error for it. */
+export function etcdError(e) {
+  // Already etcd's answer (a request refused while it was translated).
+  if (e instanceof GrpcError) return e;
+  switch (e?.code) {
+    case "LeaseNotFound":
+      return Etcd.leaseNotFound();
+    case "LeaseExists":
+      return Etcd.leaseExist();
+    case "LeaseTtlTooLarge":
+      return Etcd.leaseTtlTooLarge();
+    case "Compacted":
+      return Etcd.compacted();
+    case "FutureRevision":
+      return Etcd.futureRev();
+    case "KeyNotFound":
+      return Etcd.keyNotFound();
+    case "DuplicateKey":
+      return Etcd.duplicateKey();
+    case "TooManyOps":
+      return Etcd.tooManyOps();
+    case "NoSpace":
+      return Etcd.noSpace();
+    case "InvalidArgument":
+      return new GrpcError(Code.InvalidArgument, `edge-lease: ${e.message}`);
+    case "NotPrimary":
+    case "Closed":
+      return new GrpcError(Code.Unavailable, "etcdserver: server stopped");
+    default:
+      // StorageFailed, or a bug: the client learns the write did not happen
+      // (and the host, from the cause, whether the engine itself failed).
+      return new GrpcError(Code.Unknown, `edge-lease: ${e?.message ?? e}`, { cause: e });
   }
 }
 

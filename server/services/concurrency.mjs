@@ -6,7 +6,7 @@
 // and every error comes back as Unknown (2) with etcd's message, because
 // the in-process client turns etcd's status errors into plain Go errors.
 import { Code, Etcd, GrpcError } from "../errors.mjs";
-import { engine } from "./common.mjs";
+import { etcdError } from "./common.mjs";
 
 // concurrency.defaultSessionTTL
 const SESSION_TTL = 60;
@@ -19,13 +19,8 @@ export function recipe(fn) {
     if (e instanceof GrpcError) throw new GrpcError(Code.Unknown, e.message);
     // etcd's check of an empty key comes before anything else.
     if (e?.code === "InvalidArgument" && /key must not be empty/.test(e.message)) throw new GrpcError(Code.Unknown, Etcd.keyNotProvided().message);
-    try {
-      engine(() => {
-        throw e;
-      });
-    } catch (mapped) {
-      throw new GrpcError(Code.Unknown, mapped.message, { cause: mapped.cause ?? e });
-    }
+    const mapped = etcdError(e);
+    throw new GrpcError(Code.Unknown, mapped.message, { cause: mapped.cause ?? e });
   }
 }
 

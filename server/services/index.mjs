@@ -8,7 +8,7 @@
 // { stream(request, call) } returning an async iterable. Messages are plain objects
 // (server/json.mjs says how). Methods with no handler here answer
 // Unimplemented: they wait for engine features (server/README.md).
-import { engine, headers, isEngineFailure, throughErrors } from "./common.mjs";
+import { etcdError, headers, isEngineFailure, throughErrors } from "./common.mjs";
 import { kvService } from "./kv.mjs";
 import { leaseService } from "./lease.mjs";
 import { watchService } from "./watch.mjs";
@@ -141,7 +141,5 @@ function durableStream(lessor, handler) {
 
 /** A failed store's error (waiting for the writes so far) as etcd's error for it. */
 function storeFailed(e) {
-  engine(() => {
-    throw e;
-  });
+  throw etcdError(e);
 }

@@ -3,7 +3,7 @@
 // does (key.go: which error comes first matters to clients) and translates
 // between wire messages and the engine's. Keys are any bytes.
 import { Etcd } from "../errors.mjs";
-import { bytesOf, checkSize, engine, int, keyOf, kvOut, leaseIn, txnOps } from "./common.mjs";
+import { bytesOf, checkSize, engine, etcdError, int, keyOf, kvOut, leaseIn, txnOps } from "./common.mjs";
 
 
 const SORT_ORDER = { NONE: "none", ASCEND: "ascend", DESCEND: "descend" };
@@ -225,9 +225,9 @@ export function kvService({ lessor, header, stats, maxTxnOps = 128 }) {
       if (req.physical) {
         return swept.then(
           () => ({ header: header() }),
-          (e) => engine(() => {
-            throw e;
-          }),
+          (e) => {
+            throw etcdError(e);
+          },
         );
       }
       return { header: header() };

@@ -1,5 +1,5 @@
 // etcdserverpb.Lease: the engine's lessor, with etcd's ids and errors.
-import { checkSize, engine, leaseIn, leaseOut } from "./common.mjs";
+import { checkSize, engine, etcdError, leaseIn, leaseOut } from "./common.mjs";
 
 const id = (v) => leaseIn(v) ?? 0n;
 
@@ -15,14 +15,9 @@ export function leaseService({ lessor, header, stats, alarms }) {
       ttl = lessor.renew(id(req.ID));
     } catch (e) {
       if (e?.code === "ExpiryHeld") return alarms.released().then(() => keepAlive(req));
-      try {
-        engine(() => {
-          throw e;
-        });
-      } catch (mapped) {
-        if (mapped.code !== 5) throw mapped; // NotFound
-        ttl = 0;
-      }
+      const mapped = etcdError(e);
+      if (mapped.code !== 5) throw mapped; // NotFound
+      ttl = 0;
     }
     return { header: header(), ID: String(req.ID ?? "0"), TTL: ttl };
   }

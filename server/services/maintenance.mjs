@@ -3,7 +3,7 @@
 // (to itself) and Defragment (compacts the file store's journal into its
 // snapshot).
 import { Code, Etcd, GrpcError } from "../errors.mjs";
-import { SERVER_VERSION, dbSizes, engine, int } from "./common.mjs";
+import { SERVER_VERSION, dbSizes, engine, etcdError, int } from "./common.mjs";
 import { alarmRpc } from "./alarms.mjs";
 import { etcdSnapshot, wholeFile } from "./snapshot.mjs";
 import { secondsSince } from "./metrics.mjs";
@@ -90,9 +90,9 @@ export function maintenanceService({ lessor, store, member, header, alarms, stat
             const h = header();
             return { header: rev === 0 ? { ...h, revision: upto } : h, hash, compact_revision: compactRevision };
           },
-          (e) => engine(() => {
-            throw e;
-          }),
+          (e) => {
+            throw etcdError(e);
+          },
         );
     },
     Snapshot: {

@@ -8,13 +8,11 @@
 // lets them go; the server is the real gRPC transport on a loopback socket.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
-import { connect } from "node:http2";
 import { Lessor } from "../../js/node.mjs";
 import { createServices } from "../../server/services/index.mjs";
-import { createGrpcServer } from "../../server/grpc.mjs";
 import { loadRoot } from "../../server/proto/load.mjs";
 import { grpcFrame, rawCall } from "../etcd/grpc-client.mjs";
+import { grpcOnLoopback } from "./loopback.mjs";
 
 const root = loadRoot();
 const B = (s) => Buffer.from(s);
@@ -30,15 +28,7 @@ async function call(session, path, type, req, timeout) {
 test("gRPC deadlines while the disk holds a write: etcd's answer per method; what etcd answers without raft goes on", async (t) => {
   const held = [];
   const lessor = new Lessor({ storage: { pipelined: true, write: () => new Promise((resolve) => held.push(resolve)) }, autoTick: false });
-  const grpc = createGrpcServer(createServices({ lessor, member }));
-  const server = createServer((socket) => grpc.serve(socket));
-  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
-  const session = connect(`http://127.0.0.1:${server.address().port}`);
-  t.after(() => {
-    session.destroy();
-    grpc.close();
-    server.close();
-  });
+  const session = (await grpcOnLoopback(t, createServices({ lessor, member }))).connect();
 
   // Nothing held yet: answered at once, deadline or not.
   assert.deepEqual(await call(session, "/etcdserverpb.KV/Range", "etcdserverpb.RangeRequest", { key: B("a") }, "200m"), [0, ""]);

@@ -5,13 +5,11 @@
 // ends the stream only once they are all sent. Every wait is bounded.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
-import { connect } from "node:http2";
 import { Lessor } from "../../js/node.mjs";
 import { createServices } from "../../server/services/index.mjs";
-import { createGrpcServer } from "../../server/grpc.mjs";
 import { loadRoot } from "../../server/proto/load.mjs";
 import { grpcFrame, until } from "../etcd/grpc-client.mjs";
+import { grpcOnLoopback } from "./loopback.mjs";
 
 const root = loadRoot();
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
@@ -21,17 +19,9 @@ const Res = root.lookupType("etcdserverpb.LeaseKeepAliveResponse");
 async function serve(t) {
   let clock = Date.now();
   const lessor = new Lessor({ now: () => clock, autoTick: false });
+  t.after(() => lessor.close());
   const services = createServices({ lessor, member });
-  const grpc = createGrpcServer(services);
-  const server = createServer((socket) => grpc.serve(socket));
-  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
-  const session = connect(`http://127.0.0.1:${server.address().port}`);
-  t.after(() => {
-    session.destroy();
-    grpc.close();
-    server.close();
-    lessor.close();
-  });
+  const session = (await grpcOnLoopback(t, services)).connect();
   const alarm = (action) => services.get("etcdserverpb.Maintenance/Alarm")({ action, memberID: "1", alarm: "CORRUPT" });
   return { lessor, session, alarm, pass: (ms) => (clock += ms) };
 }

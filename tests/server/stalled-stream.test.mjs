@@ -5,14 +5,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, connect as netConnect } from "node:net";
-import { connect } from "node:http2";
 import { Lessor } from "../../js/node.mjs";
 import { createServices } from "../../server/services/index.mjs";
-import { createGrpcServer } from "../../server/grpc.mjs";
 import { createGateway } from "../../server/gateway.mjs";
 import { createHttpServer } from "../../server/http.mjs";
 import { allowedHosts } from "../../server/guard.mjs";
 import { rawCall } from "../etcd/grpc-client.mjs";
+import { grpcOnLoopback } from "./loopback.mjs";
 
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
 const SNAPSHOT = { ":method": "POST", ":path": "/etcdserverpb.Maintenance/Snapshot", "content-type": "application/grpc", te: "trailers" };
@@ -22,19 +21,10 @@ test("a Snapshot the client stops reading ends after the stall time and frees th
   const lessor = new Lessor({ autoTick: false });
   // A file larger than what the connection queues and the window lets through.
   for (let i = 0; i < 8; i++) lessor.put(`big/${i}`, "v".repeat(1 << 20));
-  const grpc = createGrpcServer(createServices({ lessor, member }), { stallMs: 300 });
-  const server = createServer((socket) => grpc.serve(socket));
-  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
-  const url = `http://127.0.0.1:${server.address().port}`;
-  const stalled = connect(url);
-  const reader = connect(url);
-  t.after(() => {
-    stalled.destroy();
-    reader.destroy();
-    grpc.close();
-    server.close();
-    lessor.close();
-  });
+  t.after(() => lessor.close());
+  const grpc = await grpcOnLoopback(t, createServices({ lessor, member }), { stallMs: 300 });
+  const stalled = grpc.connect();
+  const reader = grpc.connect();
 
   // This client takes the first bytes, then reads nothing more.
   const s = stalled.request(SNAPSHOT);

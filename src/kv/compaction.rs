@@ -119,16 +119,16 @@ impl Keyspace {
         // Per key visited: how many of its versions are deleted from the
         // store by the end of the step (a key may be visited more than
         // once, and the one the last step ended in has some deleted).
-        let mut planned: HashMap<&[u8], usize, _> = HashMap::with_hasher(self.hasher());
+        let mut planned: HashMap<&Key, usize, _> = HashMap::with_hasher(self.hasher());
         if let Some((k, n)) = &self.partial {
-            planned.insert(&**k, *n);
+            planned.insert(k, *n);
         }
         let region =
             (0..self.unswept).chain(self.unswept + self.kept_swept..self.unswept + self.kept);
         for i in region.take(max) {
             let key = &self.log[i].key;
             if let Some((k, past)) = self.index.get_key_value(&**key) {
-                let done = planned.get(&**k).copied().unwrap_or(0);
+                let done = planned.get(k).copied().unwrap_or(0);
                 // (A key's droppable prefix only grows while a step is partial.)
                 let n = self.droppable(k, past).saturating_sub(done);
                 let room = max.saturating_sub(step.dropped.len());
@@ -138,7 +138,7 @@ impl Keyspace {
                         .iter()
                         .map(|v| (v.revision, v.sub, k.clone())),
                 );
-                planned.insert(&**k, done + m);
+                planned.insert(k, done + m);
                 if m < n {
                     // The key's next step goes on with this change.
                     step.partial = Some((k.clone(), done + m));
@@ -147,11 +147,11 @@ impl Keyspace {
             }
             step.changes += 1;
         }
-        let partial = step.partial.as_ref().map(|(k, _)| &**k);
+        let partial = step.partial.as_ref().map(|(k, _)| k);
         step.drops = planned
             .into_iter()
             .filter(|&(k, n)| n > 0 && Some(k) != partial)
-            .filter_map(|(k, n)| Some((self.index.get_key_value(k)?.0.clone(), n)))
+            .map(|(k, n)| (k.clone(), n))
             .collect();
         step
     }

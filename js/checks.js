@@ -95,7 +95,8 @@ function limit(opts, name, defaults, max) {
 /**
  * The Lessor's options, checked, with `defaults` (the core's) filled in:
  * `{ now, config, autoTick, storage, restore }`; `restore` is the entries
- * to rebuild from (empty with storage alone), or null for a new lessor.
+ * to rebuild from (empty with storage alone; an iterable to read once, its
+ * entries checked as they are read), or null for a new lessor.
  */
 export function lessorOptions(arg, defaults) {
   const opts = options(arg, "Lessor");
@@ -126,14 +127,21 @@ export function lessorOptions(arg, defaults) {
       if (typeof opts.restore[Symbol.iterator] !== "function") {
         throw invalid("restore must be an iterable of [key, value] entries");
       }
-      for (const entry of opts.restore) {
-        if (!Array.isArray(entry) || typeof entry[0] !== "string" ||
-            !(typeof entry[1] === "string" || entry[1] instanceof Uint8Array)) {
-          throw invalid("restore entries must be [string, Uint8Array | string] pairs");
-        }
-        restore.push(entry);
-      }
+      restore = checkedEntries(opts.restore);
     }
   }
   return { now, config, autoTick, storage, restore };
+}
+
+// A restore's entries, each checked as it is read. Read once, as the
+// binding packs them: not copied, so that a source which lets each entry go
+// once read (the file store's) is never held whole beside the engine.
+function* checkedEntries(entries) {
+  for (const entry of entries) {
+    if (!Array.isArray(entry) || typeof entry[0] !== "string" ||
+        !(typeof entry[1] === "string" || entry[1] instanceof Uint8Array)) {
+      throw invalid("restore entries must be [string, Uint8Array | string] pairs");
+    }
+    yield entry;
+  }
 }

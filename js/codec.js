@@ -132,29 +132,32 @@ export class Reader {
  * Stored `[key, value]` entries packed for the binding's restore, in parts
  * of about `bytes` each (at least one entry), in order: each string or
  * bytes as a u32 (little-endian) length, then its UTF-8 or bytes. Written in
- * place: a restore packs hundreds of thousands of them.
+ * place: a restore packs hundreds of thousands of them. `entries` is read
+ * once, a part at a time, and no entry is held after its part: a source
+ * that lets its entries go as it hands them out (the file store's) is never
+ * in memory whole beside what the parts became.
  */
 export function* packEntryParts(entries, bytes) {
-  const list = Array.isArray(entries) ? entries : [...entries];
-  for (let from = 0; from < list.length; ) {
-    let to = from;
-    let size = 0;
-    do {
-      const [k, v] = list[to++];
-      size += 8 + k.length + v.length;
-    } while (to < list.length && size < bytes);
-    yield packList(list, from, to);
-    from = to;
+  let list = [];
+  let size = 0;
+  for (const entry of entries) {
+    list.push(entry);
+    size += 8 + entry[0].length + entry[1].length;
+    if (size >= bytes) {
+      yield packList(list);
+      list = [];
+      size = 0;
+    }
   }
+  if (list.length > 0) yield packList(list);
 }
 
-function packList(list, from, to) {
+function packList(list) {
   // One buffer, sized up front (a string takes at most 3 bytes per UTF-16
   // unit), written without a DataView or a set() per short field: this runs
   // once per entry of a restore (200k for 100k leases with a key each).
   let size = 0;
-  for (let i = from; i < to; i++) {
-    const [k, v] = list[i];
+  for (const [k, v] of list) {
     size += 8 + k.length * 3 + (typeof v === "string" ? v.length * 3 : v.length);
   }
   const buf = new Uint8Array(size);
@@ -185,9 +188,9 @@ function packList(list, from, to) {
     buf[at + 3] = n >>> 24;
     at = end;
   };
-  for (let i = from; i < to; i++) {
-    put(list[i][0]);
-    put(list[i][1]);
+  for (const [k, v] of list) {
+    put(k);
+    put(v);
   }
   return buf.subarray(0, at);
 }

@@ -117,7 +117,11 @@ export interface LessorOptions {
   autoTick?: boolean;
   /** Where every change is written, one batch per operation. */
   storage?: Storage;
-  /** Stored `[key, value]` entries to rebuild from. */
+  /**
+   * Stored `[key, value]` entries to rebuild from. Read once, as the
+   * constructor builds the engine (a part at a time, each entry checked as
+   * it is read; not copied first).
+   */
   restore?: Iterable<[string, Uint8Array | string]>;
 }
 

@@ -75,6 +75,9 @@ export class Lessor extends EventTarget {
       // The core seeds its hash maps from the OS's randomness, and workerd
       // refuses random values (and timers) at a Worker's global scope: make
       // it on the first call instead, inside a handler. Never a fixed seed.
+      // The entries are read now, as they are otherwise (and kept, should
+      // that first call fail and a later one try again).
+      if (o.restore) o.restore = [...o.restore];
       this.#create = create;
       return;
     }

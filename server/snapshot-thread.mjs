@@ -114,14 +114,15 @@ async function hashKvOnce(store, engine, upto, signal) {
   }
 }
 
-// An engine restored from the store's files (the entries read go once it
-// is made); `read` is posted once the files are read, so the server can let
-// them go.
+// An engine restored from the store's files, their long values read from
+// them as the engine takes each entry (so they are held once, in the
+// engine); `read` is posted once it is made, so the server can let the
+// files go.
 async function restoreFrom(files, engine) {
   const [{ Lessor }, { readView }] = await Promise.all([import("../js/node.mjs"), import("../js/stores/file.mjs")]);
-  const entries = readView(files);
+  const lessor = new Lessor({ ...engine, autoTick: false, restore: readView(files) });
   parentPort.postMessage({ read: true });
-  return new Lessor({ ...engine, autoTick: false, restore: entries });
+  return lessor;
 }
 
 async function hashKv({ files, engine, hashKv: upto }) {

@@ -38,8 +38,12 @@ export class FileStore implements Storage {
    * file's name) if anything but a torn last write does not check out.
    */
   static open(dir: string, options?: FileStoreOptions): FileStore;
-  /** The stored entries, for `new Lessor({ storage, restore: store.entries() })`. */
-  entries(): [string, Uint8Array][];
+  /**
+   * The stored entries, for `new Lessor({ storage, restore: store.entries() })`:
+   * read them once; each is let go as it is read, so that a restore never
+   * holds the state twice.
+   */
+  entries(): IterableIterator<[string, Uint8Array]>;
   /**
    * The store's durable state now, to be read elsewhere (`readView`, in a
    * worker thread): its files, opened, so that a compaction that removes
@@ -68,7 +72,6 @@ export class FileStore implements Storage {
    * whole. Resolves to whether it compacted.
    */
   compactFrom(lessor: Lessor, options?: { force?: boolean }): Promise<boolean>;
-  /** Bytes in the live journal and in the snapshot, file headers included. */
   /** Bytes in the live journal and in the snapshot (file headers included), and a file header's. */
   readonly sizes: { journal: number; snapshot: number; header: number };
   /** The live journal's generation: 1 for a new store, one more per compaction. */
@@ -90,7 +93,8 @@ export interface StoreViewFile {
 
 /**
  * The entries of a store view (`store.view().files`), as `entries()` gives
- * them, read from its open files (which it does not close). Throws a
- * LeaseError `CorruptEntry` if they do not check out.
+ * them (read once, each let go as it is read), read from its open files
+ * (which it does not close). Throws a LeaseError `CorruptEntry` if they do
+ * not check out.
  */
-export function readView(files: StoreViewFile[]): [string, Uint8Array][];
+export function readView(files: StoreViewFile[]): IterableIterator<[string, Uint8Array]>;

@@ -201,9 +201,48 @@ function isPayload(p) {
   return o === p.length;
 }
 
+// Values this long or longer are not copied out of a file being replayed
+// for a restore: the entry says where the value is (`Stored`), and it is
+// read once the entry is handed over (handOver). So a restore holds each
+// large value once, in the engine, rather than here as well.
+const DEFER_BYTES = 4096;
+
+// A value left in a store file: `len` bytes at `pos` of the open `fd`,
+// with their CRC-32, so that a file changed or closed (its fd reused)
+// before the value is read is an error, never another value.
+class Stored {
+  constructor(fd, pos, bytes) {
+    this.fd = fd;
+    this.pos = pos;
+    this.len = bytes.length;
+    this.crc = crc32(bytes);
+  }
+
+  read() {
+    const b = new Uint8Array(this.len);
+    let got = 0;
+    try {
+      while (got < b.length) {
+        const n = readSync(this.fd, b, got, b.length - got, this.pos + got);
+        if (n === 0) break;
+        got += n;
+      }
+    } catch (e) {
+      if (e?.code === "EBADF") throw new LeaseError("Closed", "the store's files were closed before its entries were read", { cause: e });
+      throw e;
+    }
+    if (got < b.length || crc32(b) !== this.crc) {
+      throw corrupt(`fd ${this.fd}@${this.pos}`, "a value changed in its file after the store was read");
+    }
+    return b;
+  }
+}
+
 // Applies one BATCH payload to `map`; returns the number of puts, or -1 if
-// it does not parse to its end.
-function applyPayload(p, map) {
+// it does not parse to its end. With `from` (`{ fd, pos }`: where `p` is
+// in an open file that stays open until the entries are handed over), long
+// values are left there (Stored).
+function applyPayload(p, map, from = null) {
   let o = 0;
   const u32 = () => {
     if (o + 4 > p.length) throw new RangeError("short");
@@ -221,8 +260,11 @@ function applyPayload(p, map) {
     const puts = [];
     for (let n = u32(); n > 0; n--) {
       const key = bytes(u32()).toString("utf8");
+      const len = u32();
+      const at = o;
+      const b = bytes(len);
       // Copy: the payload is a view of the reader's reused buffer.
-      puts.push([key, new Uint8Array(bytes(u32()))]);
+      puts.push([key, from && len >= DEFER_BYTES ? new Stored(from.fd, from.pos + at, b) : new Uint8Array(b)]);
     }
     const dels = [];
     for (let n = u32(); n > 0; n--) dels.push(bytes(u32()).toString("utf8"));
@@ -343,24 +385,29 @@ function openPart(dir, kind, gen, size = null) {
   }
 }
 
-// replay(part, map) of `<kind>-<gen>` in `dir`, which it then closes.
-function readPart(dir, kind, gen, replay, map) {
+// replay(part, map) of `<kind>-<gen>` in `dir`, which it then closes; or,
+// with `keep` (an array), leaves open for the long values it left there
+// (Stored), adding its fd to `keep`.
+function readPart(dir, kind, gen, replay, map, keep = null) {
   const part = openPart(dir, kind, gen);
   try {
-    return replay(part, map);
+    const result = replay(part, map, keep !== null);
+    if (keep) keep.push(part.fd);
+    return result;
   } finally {
-    closeSync(part.fd);
+    if (!keep?.includes(part.fd)) closeSync(part.fd);
   }
 }
 
 // Replays journal-<gen> into `map`. Returns { sealed, good, size }: good is
 // the length of the valid prefix (less than size if the tail is torn).
-function readJournal(dir, gen, map) {
-  return readPart(dir, "journal", gen, replayJournal, map);
+function readJournal(dir, gen, map, keep) {
+  return readPart(dir, "journal", gen, replayJournal, map, keep);
 }
 
-// readJournal of an open part (openPart): its first `size` bytes.
-function replayJournal({ fd, size, gen }, map) {
+// readJournal of an open part (openPart): its first `size` bytes; with
+// `defer`, long values are left in it (applyPayload).
+function replayJournal({ fd, size, gen }, map, defer = false) {
   const name = `journal-${gen}`;
   const r = new Reader(fd);
   readHeader(r, name, JOURNAL, gen);
@@ -378,7 +425,7 @@ function replayJournal({ fd, size, gen }, map) {
       if (end !== size && !isZero(r.bytes(end, size - end))) throw corrupt(`${name}@${end}`, "data after the journal was sealed");
       return { sealed: true, good: end, size };
     }
-    if (h.type !== BATCH || applyPayload(r.bytes(o + REC_HEADER, h.len), map) < 0) {
+    if (h.type !== BATCH || applyPayload(r.bytes(o + REC_HEADER, h.len), map, defer ? { fd, pos: o + REC_HEADER } : null) < 0) {
       throw corrupt(`${name}@${o}`, "malformed record");
     }
     o = end;
@@ -388,12 +435,13 @@ function replayJournal({ fd, size, gen }, map) {
 
 // Reads snapshot-<gen> into `map`. Snapshots are renamed into place only
 // once complete, so any defect, a missing END included, is corruption.
-function readSnapshot(dir, gen, map) {
-  return readPart(dir, "snapshot", gen, replaySnapshot, map);
+function readSnapshot(dir, gen, map, keep) {
+  return readPart(dir, "snapshot", gen, replaySnapshot, map, keep);
 }
 
-// readSnapshot of an open part (openPart) of `size` bytes.
-function replaySnapshot({ fd, size, gen }, map) {
+// readSnapshot of an open part (openPart) of `size` bytes (`defer`: as
+// replayJournal's).
+function replaySnapshot({ fd, size, gen }, map, defer = false) {
   const name = `snapshot-${gen}`;
   const r = new Reader(fd);
   readHeader(r, name, SNAPSHOT, gen);
@@ -410,7 +458,7 @@ function replaySnapshot({ fd, size, gen }, map) {
       if (end !== size) throw corrupt(`${name}@${end}`, "data after the END record");
       return size;
     }
-    const n = h.type === BATCH ? applyPayload(p, map) : -1;
+    const n = h.type === BATCH ? applyPayload(p, map, defer ? { fd, pos: o + REC_HEADER } : null) : -1;
     if (n < 0) throw corrupt(`${name}@${o}`, "malformed record");
     entries += n;
     o = end;
@@ -426,15 +474,30 @@ function gens(names, prefix) {
 /**
  * Reads the whole store in `dir` without changing anything. Returns the
  * entries and what open needs to repair: the live journal (and its torn
- * tail, if any) and the files no longer needed.
+ * tail, if any) and the files no longer needed. With `keep` (an array):
+ * long values are left in the files, whose fds it gets (the caller closes
+ * them once the entries are handed over; on a throw they are closed here).
  */
-function readStore(dir, names) {
+function readStore(dir, names, keep = null) {
+  try {
+    return readStoreFiles(dir, names, keep);
+  } catch (e) {
+    if (keep) closeAll(keep);
+    throw e;
+  }
+}
+
+function closeAll(fds) {
+  for (const fd of fds.splice(0)) closeSync(fd);
+}
+
+function readStoreFiles(dir, names, keep) {
   const journals = gens(names, "journal");
   const snapshots = gens(names, "snapshot");
   const map = new Map();
   const S = snapshots.at(-1) ?? 0;
   const result = { map, live: null, snapshotBytes: 0, obsolete: [] };
-  if (S > 0) result.snapshotBytes = readSnapshot(dir, S, map);
+  if (S > 0) result.snapshotBytes = readSnapshot(dir, S, map, keep);
   for (const g of snapshots) if (g < S) result.obsolete.push(`snapshot-${g}`);
   for (const g of journals) if (g < Math.max(S, 1)) result.obsolete.push(`journal-${g}`);
   if (S === 0 && journals.length === 0) return result; // a new store
@@ -444,7 +507,7 @@ function readStore(dir, names) {
     throw corrupt(`snapshot-${journals[0]}`, `missing: journal-${journals[0]} starts from it`);
   }
   for (;;) {
-    const j = readJournal(dir, g, map);
+    const j = readJournal(dir, g, map, keep);
     if (!j.sealed) {
       result.live = { gen: g, ...j };
       break;
@@ -464,19 +527,46 @@ function readStore(dir, names) {
   return result;
 }
 
+// `list`'s entries handed out once, each let go as it is read (a value
+// left in its file read then): a restore from them never holds the whole
+// state twice (here and in the engine). `fds`, the files those values are
+// in, are closed once all are handed over.
+function handOver(list, fds = []) {
+  let i = 0;
+  const owned = fds.length > 0;
+  return {
+    [Symbol.iterator]() {
+      return this;
+    },
+    next() {
+      if (i >= list.length) {
+        closeAll(fds);
+        return { value: undefined, done: true };
+      }
+      // (Closed by the store's close(): an fd may be another file's now.)
+      if (owned && fds.length === 0) throw new LeaseError("Closed", "the file store was closed before its entries were read");
+      const entry = list[i];
+      list[i++] = undefined;
+      if (entry[1] instanceof Stored) entry[1] = entry[1].read();
+      return { value: entry, done: false };
+    },
+  };
+}
+
 /**
  * The entries of a store view (`FileStore.view().files`), as `entries()`
- * gives them; reads the open files, never closes them.
+ * gives them; reads the open files (long values only as each entry is
+ * read: keep the view open until then), never closes them.
  */
 export function readView(files) {
   const map = new Map();
   files.forEach((f, i) => {
-    if (f.kind === "snapshot") return void replaySnapshot(f, map);
-    const j = replayJournal(f, map);
+    if (f.kind === "snapshot") return void replaySnapshot(f, map, true);
+    const j = replayJournal(f, map, true);
     const last = i === files.length - 1;
     if (last ? j.good !== f.size : !j.sealed) throw corrupt(`journal-${f.gen}@${j.good}`, last ? "the view ends inside a record" : "not sealed, yet continued");
   });
-  return [...map];
+  return handOver([...map]);
 }
 
 function fsyncDir(dir) {
@@ -723,7 +813,11 @@ export class FileStore {
   #compactFactor;
   #minCompactBytes;
   #maxJournalBytes;
+  // The entries read by open, until entries() hands them over.
   #opened;
+  // The fds of store files that entries not yet handed over have values in
+  // (one array per read), closed by close() at the latest.
+  #handing = new Set();
   #broken = null;
   #closed = false;
   // The snapshot writes in progress (a promise), or null.
@@ -771,6 +865,7 @@ export class FileStore {
     } catch (e) {
       if (this.#fd !== null) closeSync(this.#fd);
       this.#fd = null;
+      this.#closeHanding();
       releaseLock(this.#lock);
       throw e;
     }
@@ -793,7 +888,9 @@ export class FileStore {
       names = readdirSync(dir);
       changed = true;
     }
-    const s = readStore(dir, names);
+    const fds = [];
+    this.#handing.add(fds);
+    const s = readStore(dir, names, fds);
     for (const n of s.obsolete) unlinkSync(join(dir, n));
     if (s.live === null) {
       createFile(dir, "journal-1", fileHeader(JOURNAL, 1));
@@ -810,18 +907,28 @@ export class FileStore {
     this.#durableBytes = s.live.good;
     this.#allocated = s.live.good;
     this.#snapshotBytes = s.snapshotBytes;
-    this.#opened = [...s.map];
+    this.#opened = { list: [...s.map], fds };
   }
 
-  /** The stored `[key, Uint8Array]` entries, for `new Lessor({ restore })`. */
+  #closeHanding() {
+    for (const fds of this.#handing) closeAll(fds);
+    this.#handing.clear();
+  }
+
+  /**
+   * The stored `[key, Uint8Array]` entries, for `new Lessor({ restore })`:
+   * to be read once, each let go as it is read.
+   */
   entries() {
     if (this.#opened) {
-      const e = this.#opened;
+      const { list, fds } = this.#opened;
       this.#opened = null; // the lessor now holds the state: do not keep a copy
-      return e;
+      return handOver(list, fds);
     }
     this.#check();
-    return [...readStore(this.#dir, readdirSync(this.#dir)).map];
+    const fds = [];
+    this.#handing.add(fds);
+    return handOver([...readStore(this.#dir, readdirSync(this.#dir), fds).map], fds);
   }
 
   /**
@@ -1200,6 +1307,8 @@ export class FileStore {
   close() {
     if (this.#closed) return this.#compacting ?? Promise.resolve();
     this.#closed = true;
+    this.#opened = null;
+    this.#closeHanding();
     this.#syncWaiting();
     this.#trim();
     this.#retire(this.#fd);

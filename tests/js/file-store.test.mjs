@@ -88,7 +88,7 @@ function restored(dir, clock) {
 }
 
 function entriesAsObject(entries) {
-  return Object.fromEntries(entries.map(([k, v]) => [k, Buffer.from(v).toString("latin1")]));
+  return Object.fromEntries([...entries].map(([k, v]) => [k, Buffer.from(v).toString("latin1")]));
 }
 
 // ---- SIGKILL ----------------------------------------------------------------
@@ -1271,7 +1271,7 @@ test("view(): the state on disk when taken, read elsewhere while writes and a co
   t.after(() => seen.close());
   assert.deepEqual(state(seen), want);
   // Read twice: the files are read, not consumed or closed.
-  assert.equal(readView(view.files).length, seen.snapshot().length);
+  assert.equal([...readView(view.files)].length, seen.snapshot().length);
   view.close();
   view.close(); // (once is enough)
   assert.throws(() => readView(view.files), /EBADF/);
@@ -1314,4 +1314,51 @@ test("view(): only what an fsync covered (group commit: writes whose sync is hel
   assert.equal(lessor.get("c").value, "3");
   await store.close();
   lessor.close();
+});
+
+test("entries(): long values are read from the files as they are handed over; a value changed or a store closed meanwhile is an error, never another value", async (t) => {
+  const base = tempDir(t);
+  const dir = join(base, "a");
+  const big = new Uint8Array(10_000).fill(7);
+  {
+    const a = open(dir);
+    a.lessor.put("big", big);
+    a.lessor.put("small", "x");
+    a.lessor.close();
+    await a.store.close();
+  }
+  const copy = (name) => {
+    const to = join(base, name);
+    mkdirSync(to);
+    for (const f of readdirSync(dir)) if (!f.startsWith("lock")) copyFileSync(join(dir, f), join(to, f));
+    return to;
+  };
+  const closedDir = copy("closed");
+  const changedDir = copy("changed");
+
+  // Read whole: the same values.
+  const s = FileStore.open(dir);
+  const back = new Lessor({ storage: s, restore: s.entries(), now: () => T0, autoTick: false });
+  assert.deepEqual(back.get("big").value, big);
+  assert.equal(back.get("small").value, "x");
+  back.close();
+  await s.close();
+
+  // The store closed before its entries are read.
+  const c = FileStore.open(closedDir);
+  const pending = c.entries();
+  await c.close();
+  assert.throws(() => [...pending], { code: "Closed" });
+
+  // The value's bytes changed in the file after open read them.
+  const g = FileStore.open(changedDir);
+  const later = g.entries();
+  const file = liveJournal(changedDir);
+  const bytes = readFileSync(file);
+  const at = Buffer.from(bytes).indexOf(Buffer.from(big));
+  assert.ok(at > 0);
+  bytes.fill(9, at, at + big.length);
+  writeFileSync(file, bytes);
+  assert.throws(() => [...later], { code: "CorruptEntry" });
+  await g.close();
 });

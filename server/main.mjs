@@ -106,6 +106,9 @@ const engine = {
   maxValueBytes: Math.min(MAX_ITEM_BYTES, quotaBytes),
   quotaBytes,
   maxTxnOps: flags.maxTxnOps,
+  // etcd puts no bound on the keys of one lease (its revoke deletes them
+  // all in one transaction, as the engine's expiry does).
+  maxKeysPerLease: 2 ** 31,
   // etcd keeps every revision until compacted; revision-mode
   // auto-compaction keeps the last N.
   history: flags.autoCompaction?.revisions ?? Infinity,

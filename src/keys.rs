@@ -430,18 +430,21 @@ impl Lessor {
             _ => opts.lease,
         };
         self.config.check_value(value, opts.text)?;
+        // Whether the put attaches a key the lease does not have yet,
+        // counted with those the ops before it in a txn attached.
+        let mut attaches = false;
         if lease != 0 {
             let Some(l) = self.leases.live(lease, now) else {
                 return Err(Error::LeaseNotFound(lease));
             };
-            if l.keys.len() >= self.config.max_keys_per_lease
-                && l.keys.binary_search_by(|k| (**k).cmp(key)).is_err()
-            {
-                return Err(Error::invalid(format!(
-                    "lease {:016x} already has {} keys, the limit",
-                    lease as u64,
-                    l.keys.len()
-                )));
+            if l.keys.binary_search_by(|k| (**k).cmp(key)).is_err() {
+                if l.keys.len() + w.attached(lease) >= self.config.max_keys_per_lease {
+                    return Err(Error::invalid(format!(
+                        "lease {:016x} would carry more than {} keys (maxKeysPerLease)",
+                        lease as u64, self.config.max_keys_per_lease
+                    )));
+                }
+                attaches = true;
             }
         }
         if opts.if_absent {
@@ -480,6 +483,9 @@ impl Lessor {
         // An expired holder loses the key to this write.
         let old_lease = existing.map_or(0, |e| e.lease);
         w.put(self.kv.key(key), entry, old_lease);
+        if attaches {
+            w.attach(lease);
+        }
         Ok(result)
     }
 

@@ -65,6 +65,9 @@ pub struct Write {
     mark_compacted: bool,
     /// What the staged key changes add to the keyspace's bytes.
     added_bytes: usize,
+    /// Per lease, how many keys the staged puts attach to it that it does
+    /// not have yet (a transaction's, against `maxKeysPerLease`).
+    attached: Vec<(LeaseId, usize)>,
 }
 
 impl Write {
@@ -79,6 +82,7 @@ impl Write {
             sweep: None,
             mark_compacted: false,
             added_bytes: 0,
+            attached: Vec::new(),
         }
     }
 
@@ -177,6 +181,22 @@ impl Write {
             KeyChange::Delete { key: k, .. } if **k == *key => Some(None),
             _ => None,
         })
+    }
+
+    /// How many keys staged puts attach to `lease` that it did not have.
+    pub fn attached(&self, lease: LeaseId) -> usize {
+        self.attached
+            .iter()
+            .find(|(l, _)| *l == lease)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    /// Counts a staged put that attaches a key `lease` did not have.
+    pub fn attach(&mut self, lease: LeaseId) {
+        match self.attached.iter_mut().find(|(l, _)| *l == lease) {
+            Some((_, n)) => *n += 1,
+            None => self.attached.push((lease, 1)),
+        }
     }
 
     /// The keys this write changes.

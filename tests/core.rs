@@ -520,6 +520,40 @@ fn limits_refuse_and_change_nothing() {
 }
 
 #[test]
+fn a_txn_counts_its_own_puts_against_the_keys_per_lease_limit() {
+    use edge_lease::{Op, PutRequest, TxnRequest};
+    let mut l = Lessor::new(Config {
+        max_keys_per_lease: 3,
+        ..Default::default()
+    })
+    .unwrap();
+    let id = l.grant(T0, 10, 0).unwrap().id;
+    l.put(T0, b"a", b"1", with_lease(id)).unwrap();
+    let puts = |keys: &[&[u8]]| TxnRequest {
+        success: keys
+            .iter()
+            .map(|k| {
+                Op::Put(PutRequest {
+                    key: k.to_vec(),
+                    value: b"v".to_vec(),
+                    options: with_lease(id),
+                })
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let rev = l.revision();
+    // Three keys new to the lease, which has one: over by one, all refused.
+    let r = l.txn(T0, &puts(&[b"b", b"c", b"d"]));
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    assert_eq!((l.revision(), l.key_count()), (rev, 1));
+    // A key the lease has already does not count.
+    l.txn(T0, &puts(&[b"a", b"b", b"c"])).unwrap();
+    assert_eq!((l.revision(), l.key_count()), (rev + 1, 3));
+    assert!(l.txn(T0, &puts(&[b"a", b"d"])).is_err());
+}
+
+#[test]
 fn put_with_unknown_or_expired_lease_changes_nothing() {
     let mut l = lessor();
     assert_eq!(

@@ -119,3 +119,23 @@ test("etcdctl move-leader: to the one member itself it is done, to another id re
   assert.deepEqual(outs[0][0], [0, "Leadership transferred from <id> to <id>\n", ""]);
   assert.deepEqual(outs[0][1], [1, "", "Error: etcdserver: bad leader transferee"]);
 });
+
+test("etcdctl member update: to the peer URLs the member has it is done, as on etcd; an unknown id is refused", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const outs = [];
+  for (const side of [etcd, edge]) {
+    const [id, , , peer] = (await etcdctl(side.url, ["member", "list"])).stdout.split(", ");
+    // (Read as text: a uint64 does not survive JSON.parse.)
+    const cluster = /"cluster_id":(\d+)/.exec((await etcdctl(side.url, ["member", "list", "-w", "json"])).stdout)[1];
+    const hex = BigInt(cluster).toString(16);
+    const out = [];
+    for (const target of [id, "1234"]) {
+      const r = await etcdctl(side.url, ["member", "update", target, `--peer-urls=${peer}`]);
+      out.push([r.code, r.stdout.replaceAll(id, "<id>").replaceAll(hex, "<cluster>"), r.stderr.split("\n").filter((l) => l && !l.startsWith("{")).join("\n")]);
+    }
+    outs.push(out);
+  }
+  assert.deepEqual(outs[1], outs[0]);
+  assert.deepEqual(outs[0][0], [0, "Member <id> updated in cluster <cluster>\n", ""]);
+  assert.match(outs[0][1][2], /member not found/);
+});

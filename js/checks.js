@@ -38,6 +38,16 @@ function utf8Length(s) {
   return n;
 }
 
+// Keys (and compare values) a request only compares, never stores: etcd
+// takes whatever its transport lets through (2 MiB a request), and finds
+// nothing for a key longer than any it can hold. Here any up to this (or
+// maxKeyBytes, if more), so that a huge one is refused before it is copied
+// into wasm memory, which it could exhaust.
+const QUERY_BYTES = 4 << 20;
+
+/** The bound of a key that is only compared, for a lessor whose keys are at most `max` bytes. */
+export const queryBound = (max) => Math.max(max, QUERY_BYTES);
+
 export function checkKey(key, max, what = "key") {
   if (typeof key !== "string") throw invalid(`${what} must be a string, got ${typeof key}`);
   // UTF-8 is never shorter than the UTF-16 length: refuse huge keys before copying them.

@@ -40,8 +40,11 @@ export class Writer {
   // bigint (lease ids), zigzag-encoded.
   int(v) {
     if (typeof v !== "bigint") {
-      // 2v or -2v-1 stays exact up to 2^54 (both even or below it).
-      this.uint(v >= 0 ? v * 2 : -v * 2 - 1);
+      // 2v is exact for any integer double; -2v-1 is odd, so exact only
+      // below 2^53: past it, as a bigint (rounded, it would change sign).
+      if (v >= 0) this.uint(v * 2);
+      else if (v >= -(2 ** 52)) this.uint(-v * 2 - 1);
+      else this.int(BigInt(v));
       return;
     }
     // As two u32 halves: a BigInt operation allocates, so 7 bits at a

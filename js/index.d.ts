@@ -214,7 +214,12 @@ export interface KeyValue {
 /** Keys and values: strings (UTF-8) or bytes. */
 export type Bytes = string | Uint8Array;
 
-/** A key, a range `[key, rangeEnd)` (`rangeEnd` `"\0"`: every key from `key` on), or every key starting with `key`. */
+/**
+ * A key, a range `[key, rangeEnd)` (`rangeEnd` `"\0"`: every key from `key` on), or every key starting with `key`.
+ * In etcd's requests (range, deleteRange, txn compares and ranges, watch) these are only compared, as on
+ * etcd: any up to 4 MiB (or `maxKeyBytes`, if more) is taken, and one longer than a key can be finds
+ * nothing. (`get`, `delete` and `range(prefix)` refuse such a key.)
+ */
 export type KeyRange = { key: Bytes } & ({ rangeEnd?: Bytes; prefix?: false } | { prefix: true; rangeEnd?: undefined });
 
 /** etcd's Range. */

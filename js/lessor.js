@@ -449,7 +449,7 @@ export class Lessor extends EventTarget {
   // is not re-entered: its changes are picked up by the loop. A watcher
   // catching up on a long history gets it a turn of the event loop at a
   // time (about DELIVER_TURN_EVENTS events, or DELIVER_TURN_ROUNDS rounds
-  // of 1000 revisions per watcher), so that other work runs in between.
+  // of up to 1000 revisions each), so that other work runs in between.
   #deliver() {
     if (this.#delivering || this.#watchers.size === 0 || this.#closed) return;
     this.#delivering = true;

@@ -5,7 +5,7 @@
 import { leaseI64 } from "./binding.js";
 import { bytesOf } from "./codec.js";
 import { prefixEnd } from "./prefix.js";
-import { checkInt, checkKey } from "./checks.js";
+import { checkInt, checkKey, queryBound } from "./checks.js";
 import { invalid } from "./errors.js";
 
 const SORT_ORDER = { none: 0, ascend: 1, descend: 2 };
@@ -45,8 +45,10 @@ function name(table, v, what, fallback) {
 }
 
 
-// key plus rangeEnd, or prefix: true.
-function keyRange(r, what, max) {
+// key plus rangeEnd, or prefix: true. Compared, never stored: bounded by
+// queryBound(max).
+function keyRange(r, what, maxKey) {
+  const max = queryBound(maxKey);
   const key = bytes(r.key, `${what} key`, max);
   if (r.prefix) {
     if (r.rangeEnd !== undefined && r.rangeEnd !== null) throw invalid(`${what}: give prefix or rangeEnd, not both`);
@@ -105,7 +107,7 @@ function compare(arg, maxKey, maxValue) {
   const result = name(RESULT, c.result, "compare result", undefined);
   if (result === undefined) throw invalid("compare result is required (=, !=, <, >)");
   let value;
-  if (target === TARGET.value) value = bytes(c.value ?? "", "compare value", maxValue);
+  if (target === TARGET.value) value = bytes(c.value ?? "", "compare value", queryBound(maxValue));
   else if (target === TARGET.lease) value = leaseI64(c.value);
   else value = int(c.value, "compare value");
   const { key, rangeEnd } = keyRange(c, "compare", maxKey);

@@ -85,11 +85,19 @@ impl Config {
         Ok(())
     }
 
-    /// Refuses keys and values the limits do not allow.
-    pub fn check_key(&self, key: &[u8]) -> Result<()> {
+    /// Refuses a key a request compares (a read's, a delete's, a compare's,
+    /// a watch's): only an empty one, as etcd does. One longer than any key
+    /// can be is absent, not an error.
+    pub fn check_query_key(&self, key: &[u8]) -> Result<()> {
         if key.is_empty() {
             return Err(Error::invalid("key must not be empty"));
         }
+        Ok(())
+    }
+
+    /// Refuses keys and values the limits do not allow.
+    pub fn check_key(&self, key: &[u8]) -> Result<()> {
+        self.check_query_key(key)?;
         if key.len() > self.max_key_bytes {
             return Err(Error::invalid(format!(
                 "key is {} bytes, the limit is {}",

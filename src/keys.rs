@@ -107,7 +107,7 @@ impl Lessor {
     /// etcd's Range: keys in a range, at the current or a past revision.
     pub fn range_kv(&mut self, now: i64, req: &RangeRequest) -> Result<RangeResponse> {
         let now = self.observe(now);
-        self.config.check_key(&req.key)?;
+        self.config.check_query_key(&req.key)?;
         let mut t = Tally::default();
         let r = self.read(now, &Write::new(&self.kv), &mut t, req);
         t.end(&mut self.counts);
@@ -117,7 +117,7 @@ impl Lessor {
     /// etcd's DeleteRange: deletes the live keys of a range in one revision.
     pub fn delete_range(&mut self, now: i64, req: &DeleteRequest) -> Result<DeleteResponse> {
         let now = self.observe(now);
-        self.config.check_key(&req.key)?;
+        self.config.check_query_key(&req.key)?;
         let mut w = Write::new(&self.kv);
         let mut t = Tally::default();
         let mut r = self.stage_delete(now, &mut w, &mut t, req)?;
@@ -531,13 +531,13 @@ impl Lessor {
             return Err(Error::TooManyOps);
         }
         for c in &req.compare {
-            self.config.check_key(&c.key)?;
+            self.config.check_query_key(&c.key)?;
         }
         for op in req.success.iter().chain(&req.failure) {
             match op {
-                Op::Range(r) => self.config.check_key(&r.key)?,
+                Op::Range(r) => self.config.check_query_key(&r.key)?,
                 Op::Put(p) => self.config.check_key(&p.key)?,
-                Op::Delete(d) => self.config.check_key(&d.key)?,
+                Op::Delete(d) => self.config.check_query_key(&d.key)?,
                 Op::Txn(t) => self.check_txn(t)?,
             }
         }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::kv::{Bound, Event};
+use crate::kv::{Bound, Event, Key};
 use crate::lessor::Lessor;
 
 /// etcd's WatchCreateRequest, as the core needs it.
@@ -57,9 +57,15 @@ pub struct WatchEvents {
     pub revision: i64,
 }
 
-/// At most this many revisions of changes per watcher per poll, as etcd
-/// catches up a watcher in batches of 1000 revisions.
-const BATCH_REVISIONS: i64 = 1000;
+/// At most this many revisions with changes in a watcher's range per poll:
+/// etcd catches up a watcher in batches of 1000 such revisions (its
+/// watchBatchMaxRevs, counted before the watcher's filters).
+const BATCH_REVISIONS: usize = 1000;
+
+/// At most about this many changes of the log read per watcher per poll
+/// (a revision is never split): a watcher of a rare key far behind goes on
+/// at the next poll instead of reading all history in one call.
+const SCAN_CHANGES: usize = 4096;
 
 /// How far back from the newest change a poll shares events between
 /// watchers.
@@ -69,6 +75,18 @@ struct Watcher {
     req: WatchRequest,
     /// The next revision to report.
     next: i64,
+    /// A batch being found over several polls (far behind, sparse in its
+    /// range): `next` stays at its start until it is handed out.
+    scan: Option<Scan>,
+}
+
+/// How far a batch has been found: read up to `from`, `revs` revisions
+/// with changes in range so far, the last being `last`, and those changes.
+struct Scan {
+    from: i64,
+    revs: usize,
+    last: i64,
+    wanted: Vec<(i64, u32, Key)>,
 }
 
 impl Watcher {
@@ -96,7 +114,7 @@ impl Watchers {
 impl Lessor {
     /// Starts a watcher; returns its id (unique in this lessor).
     pub fn watch(&mut self, req: &WatchRequest) -> Result<i64> {
-        self.config.check_key(&req.key)?;
+        self.config.check_query_key(&req.key)?;
         if let Some(Bound::Excluded(end)) = Bound::of(&req.range_end) {
             if end <= &req.key[..] {
                 return Err(Error::invalid("watch range is empty"));
@@ -115,6 +133,7 @@ impl Lessor {
             Watcher {
                 req: req.clone(),
                 next,
+                scan: None,
             },
         );
         Ok(id)
@@ -132,7 +151,8 @@ impl Lessor {
     }
 
     /// The changes each watcher has not been given yet (at most 1000
-    /// revisions' worth each; `watches_pending` says whether more remain).
+    /// revisions with changes in its range each, as etcd batches them;
+    /// `watches_pending` says whether more remain).
     /// A watcher whose next revision was compacted is cancelled.
     pub fn poll_watches(&mut self) -> Polled {
         let rev = self.kv.revision();
@@ -169,24 +189,66 @@ impl Lessor {
                 });
                 continue;
             }
-            let upto = w.next.saturating_add(BATCH_REVISIONS).min(rev + 1);
-            let mut events = Vec::new();
-            for (pos, at, sub, key) in self.kv.changes_from(w.next) {
-                if at >= upto {
+            // Find the batch: the changes in range from `next`, up to 1000
+            // revisions of them (etcd's), reading at most about
+            // SCAN_CHANGES changes this poll; if that is not enough, the
+            // search goes on at the next poll.
+            let mut scan = w.scan.take().unwrap_or(Scan {
+                from: w.next,
+                revs: 0,
+                last: 0,
+                wanted: Vec::new(),
+            });
+            let mut found = Vec::new();
+            let mut upto = Some(rev + 1);
+            let (mut read, mut last_read) = (0, 0);
+            for (pos, at, sub, key) in self.kv.changes_from(scan.from) {
+                read += 1;
+                if read > SCAN_CHANGES && at != last_read {
+                    scan.from = at;
+                    upto = None;
                     break;
                 }
+                last_read = at;
                 if !w.wants(key) {
                     continue;
                 }
+                if at != scan.last {
+                    if scan.revs == BATCH_REVISIONS {
+                        upto = Some(at);
+                        break;
+                    }
+                    scan.revs += 1;
+                    scan.last = at;
+                }
+                found.push((pos, at, sub, key));
+            }
+            let Some(upto) = upto else {
+                // (Keys are shared: keeping them copies no bytes.)
+                let more = found
+                    .into_iter()
+                    .map(|(_, at, sub, key)| (at, sub, key.clone()));
+                scan.wanted.extend(more);
+                w.scan = Some(scan);
+                continue;
+            };
+            // The batch's events: those found at earlier polls made here,
+            // the rest shared with other watchers where they can be.
+            let earlier = scan
+                .wanted
+                .iter()
+                .map(|(at, sub, key)| (usize::MAX, *at, *sub, key));
+            let mut events = Vec::new();
+            for (pos, at, sub, key) in earlier.chain(found) {
                 let mut unshared = usize::MAX;
                 let slot = match pos.checked_sub(base) {
-                    Some(at) => {
+                    Some(at) if pos != usize::MAX => {
                         if made.len() <= at {
                             made.resize(at + 1, [usize::MAX; 2]);
                         }
                         &mut made[at][w.req.prev_kv as usize]
                     }
-                    None => &mut unshared,
+                    _ => &mut unshared,
                 };
                 let fresh = *slot == usize::MAX;
                 if fresh {

@@ -1327,6 +1327,95 @@ fn filtered_and_far_behind_watchers() {
     assert_eq!(got(near), want(rev - 9..rev + 1));
 }
 
+// A watcher catching up gets etcd's batches: 1000 revisions that have
+// changes in its range (before its filters), however far apart they are.
+#[test]
+fn catching_up_comes_in_batches_of_1000_revisions_with_changes_in_range() {
+    let mut l = Lessor::new(Config {
+        history: i64::MAX,
+        ..Default::default()
+    })
+    .unwrap();
+    // "a" on every other revision (1224 of them), "b" between; "c" once
+    // every 300 revisions.
+    for i in 0..2448u32 {
+        let key: &[u8] = match i {
+            i if i % 300 == 0 => b"c",
+            i if i % 2 == 0 => b"a",
+            _ => b"b",
+        };
+        l.put(T0, key, &i.to_le_bytes(), PutOptions::default())
+            .unwrap();
+    }
+    let rev = l.revision();
+    let watch = |key: &[u8], no_put| WatchRequest {
+        key: key.to_vec(),
+        start_revision: 1,
+        no_put,
+        ..Default::default()
+    };
+    let a = l.watch(&watch(b"a", false)).unwrap();
+    let c = l.watch(&watch(b"c", false)).unwrap();
+    // Puts only, all filtered out: the revisions count all the same.
+    let filtered = l.watch(&watch(b"a", true)).unwrap();
+    let mut sizes: std::collections::HashMap<i64, Vec<usize>> = Default::default();
+    for _ in 0..4 {
+        for (b, _) in poll(&mut l) {
+            assert_eq!(b.revision, rev);
+            sizes.entry(b.id).or_default().push(b.events.len());
+        }
+    }
+    let a_revs = (0..2448).filter(|i| i % 300 != 0 && i % 2 == 0).count();
+    assert_eq!(sizes[&a], [1000, a_revs - 1000]);
+    assert_eq!(sizes[&c], [9]);
+    assert!(!sizes.contains_key(&filtered));
+    assert!(!l.watches_pending());
+}
+
+// A batch found over several polls, when a watcher's changes are far
+// apart: each poll reads a bounded part of the log, and the batch comes
+// whole once found, as etcd sends it.
+#[test]
+fn a_sparse_batch_far_behind_is_found_over_several_polls_and_comes_whole() {
+    let mut l = Lessor::new(Config {
+        history: i64::MAX,
+        ..Default::default()
+    })
+    .unwrap();
+    l.put(T0, b"z", b"first", PutOptions::default()).unwrap();
+    for i in 0..150_000u32 {
+        l.put(T0, b"b", &i.to_le_bytes(), PutOptions::default())
+            .unwrap();
+    }
+    l.put(T0, b"z", b"second", PutOptions::default()).unwrap();
+    let id = l
+        .watch(&WatchRequest {
+            key: b"z".to_vec(),
+            start_revision: 1,
+            ..Default::default()
+        })
+        .unwrap();
+    let mut polls = 0;
+    let mut got = Vec::new();
+    while l.watches_pending() && polls < 100 {
+        polls += 1;
+        for (b, events) in poll(&mut l) {
+            assert_eq!(b.id, id);
+            got.push(
+                events
+                    .iter()
+                    .map(|e| e.entry.as_ref().unwrap().value.to_vec())
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    assert!(polls > 2, "{polls} polls");
+    assert_eq!(got, [vec![b"first".to_vec(), b"second".to_vec()]]);
+    // A write meanwhile: the next batch, on its own.
+    l.put(T0, b"z", b"third", PutOptions::default()).unwrap();
+    assert_eq!(poll(&mut l).len(), 1);
+}
+
 // The key bucket read in pieces while the lessor goes on: records are read
 // as their versions are (a later put or delete of the key changes nothing
 // read), and a compaction that drops a version not yet read fails the read

@@ -186,7 +186,14 @@ export function alarmRpc(alarms, req) {
   if (action === "GET" || action === 0) {
     const list = alarms.get(type);
     return list.length ? { alarms: list } : {};
-  } else if (action === "ACTIVATE" || action === 1) e = alarms.activate(member, type);
+  } else if (action === "ACTIVATE" || action === 1) {
+    // Both fields zero: etcd 3.4 exits, storing the alarm under their
+    // encoding, an empty key.
+    if (type === "NONE" && member === "0") {
+      throw new GrpcError(Code.InvalidArgument, "edge-lease: an alarm of type NONE for member 0 cannot be raised");
+    }
+    e = alarms.activate(member, type);
+  }
   else if (action === "DEACTIVATE" || action === 2) e = alarms.deactivate(member, type);
   // (etcd 3.4 answers nothing for an unknown action, which its gateway
   // turns into a crash: an empty answer here.)

@@ -74,7 +74,9 @@ test("alarms: NOSPACE and CORRUPT raised, listed, obeyed and cleared as on etcd 
     // holds by now may differ: not compared).
     const { header } = (await post(side.url, "/v3/kv/deleterange", { key: b64("\0"), range_end: b64("\0") })).body;
     await post(side.url, "/v3/kv/compaction", { revision: header.revision, physical: true });
-    assert.equal((await post(side.url, "/v3/maintenance/defragment", {})).status, 200);
+    // (etcd 3.4's answer: no header.)
+    const defrag = await post(side.url, "/v3/maintenance/defragment", {});
+    assert.deepEqual([defrag.status, defrag.body], [200, {}]);
     // CORRUPT, raised by a client for a member that does not exist.
     await step("raise CORRUPT", "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: "1", alarm: "CORRUPT" });
     await step("raise it again", "/v3/maintenance/alarm", { action: "ACTIVATE", memberID: "1", alarm: "CORRUPT" });

@@ -204,6 +204,24 @@ export async function scripted(call) {
   kv("Range", { key: B("m/"), range_end: B("m0"), count_only: true });
   kv("DeleteRange", { key: B("m/"), range_end: B("m0") });
 
+  // int64s past -2^52 keep their sign on the way into the engine.
+  const huge = "-1152921504606846977"; // -(2^60) - 1
+  kv("Range", { key: B("a"), revision: huge });
+  kv("Range", { ...all, min_mod_revision: huge, max_create_revision: huge });
+  kv("Range", { ...all, max_mod_revision: huge });
+  kv("Txn", { compare: [cmp("VERSION", "GREATER", "version", huge), cmp("MOD", "LESS", "mod_revision", huge)] });
+  kv("Txn", { compare: [cmp("CREATE", "GREATER", "create_revision", huge)], success: [{ request_range: { key: B("a"), revision: huge } }] });
+  // Keys and values a read only compares: etcd serves reads (a txn of
+  // ranges too) without raft, so past its request limit, and finds nothing
+  // for a key longer than any. A write that long is too large.
+  const long = Buffer.alloc(1_600_000, 0x61);
+  kv("Range", { key: long });
+  kv("Range", { key: B("a"), range_end: long, count_only: true });
+  kv("Txn", { compare: [cmp("VALUE", "EQUAL", "value", long)], success: [{ request_range: { key: long } }], failure: [{ request_range: { key: B("a"), range_end: long } }] });
+  kv("Txn", { compare: [{ key: long, target: "VERSION", result: "EQUAL", version: 0 }] });
+  kv("Txn", { success: [{ request_range: { key: B("a") } }, { request_delete_range: { key: long } }] });
+  kv("DeleteRange", { key: long });
+
   // Revoking a lease deletes its keys in one revision.
   lease("LeaseRevoke", { ID: 2000 });
   kv("Range", all);

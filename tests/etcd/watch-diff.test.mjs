@@ -259,3 +259,30 @@ test("Watch: fragment splits one revision's events across responses as etcd 3.4 
   assert.equal(del("2").length, 1);
   t.diagnostic(`the delete revision came in ${del("1").length} fragments on both`);
 });
+
+test("Watch: history comes in batches of 1000 revisions that have changes for the watcher, however far apart, as etcd's", async (t) => {
+  const { etcd, edge } = await startBoth(t);
+  const out = [];
+  for (const side of [etcd, edge]) {
+    const c = connect(t, side.url);
+    // 2100 puts, 32 at a time: "a" on 1043 of them, "c" on 7, "b" on the rest.
+    const keyOf = (i) => (i % 300 === 0 ? "c" : i % 2 === 0 ? "a" : "b");
+    for (let i = 0; i < 2100; i += 32) {
+      const puts = [];
+      for (let j = i; j < Math.min(i + 32, 2100); j++) puts.push(c.kv("Put", { key: B(keyOf(j)), value: B(String(j)) }));
+      for (const r of await Promise.all(puts)) assert.ok(r.header, `${side.name}: ${JSON.stringify(r)}`);
+    }
+    const w = c.watch();
+    w.write({ create_request: { key: B("a"), start_revision: 1, watch_id: 1 } });
+    w.write({ create_request: { key: B("c"), start_revision: 1, watch_id: 2 } });
+    w.write({ create_request: { key: B("a"), start_revision: 1, watch_id: 3, filters: ["NOPUT"] } });
+    const events = () => w.messages.reduce((n, m) => n + (m.events?.length ?? 0), 0);
+    assert.ok(await until(() => events() === 1050, 10_000), `${side.name}: ${events()} of 1050 events`);
+    await settle([w]);
+    const sizes = {};
+    for (const m of norm(w.messages)) if (!m.created) (sizes[m.watch_id] ??= []).push(m.events?.length ?? 0);
+    out.push(sizes);
+  }
+  assert.deepEqual(out[1], out[0]);
+  assert.deepEqual(out[0], { 1: [1000, 43], 2: [7] });
+});

@@ -289,6 +289,14 @@ export class Binding {
     return this.#raw.cancel_watch(id);
   }
 
+  pauseWatch(id, paused) {
+    return this.#raw.pause_watch(id, paused);
+  }
+
+  watchCaughtUp(id) {
+    return this.#raw.watch_caught_up(id);
+  }
+
   /** `[{ id, compactRevision, revision, events }]`. */
   pollWatches() {
     return readWatchBatches(new Reader(this.#raw.poll_watches()), leaseHex);

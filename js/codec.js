@@ -26,9 +26,9 @@ export class Writer {
     this.#buf[this.#at++] = b;
   }
 
-  // A count or length: unsigned.
+  // A count or length: unsigned (a zigzag int64 takes up to 10 bytes).
   uint(n) {
-    this.#room(8);
+    this.#room(10);
     while (n >= 128) {
       this.#buf[this.#at++] = (n % 128) | 128;
       n = Math.floor(n / 128);

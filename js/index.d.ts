@@ -360,6 +360,12 @@ export interface WatchBatch {
 export interface Watcher {
   readonly id: number;
   cancel(): void;
+  /** Gets nothing until `resume()`; where it is is kept, and so is the history it still needs. */
+  pause(): void;
+  /** Goes on from where it was paused. */
+  resume(): void;
+  /** Whether it has had every change so far (false while it catches up on history, or once cancelled). */
+  readonly caughtUp: boolean;
 }
 
 export class LeaseEvent extends Event {}

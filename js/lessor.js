@@ -428,7 +428,10 @@ export class Lessor extends EventTarget {
    * revision's changes once, in order, right after the write that made
    * them (history from a past start comes in a microtask); a start before
    * the compaction point gets one call with `compactRevision` set, and the
-   * watcher ends. Returns `{ id, cancel() }`.
+   * watcher ends. Returns `{ id, cancel(), pause(), resume(), caughtUp }`:
+   * a paused watcher gets nothing until resumed, then goes on where it was
+   * (the history it needs is kept meanwhile); `caughtUp` is whether it has
+   * had every change so far (false while it catches up on history).
    */
   watch(req, listener) {
     this.#enter();
@@ -437,10 +440,23 @@ export class Lessor extends EventTarget {
     const id = this.#b.watch(q);
     this.#watchers.set(id, listener);
     queueMicrotask(() => this.#deliver());
+    const live = () => this.#watchers.has(id) && !this.#closed;
+    const caughtUp = () => live() && this.#b.watchCaughtUp(id);
     return {
       id,
       cancel: () => {
         if (this.#watchers.delete(id) && !this.#closed) this.#b.cancelWatch(id);
+      },
+      pause: () => {
+        if (live()) this.#b.pauseWatch(id, true);
+      },
+      resume: () => {
+        if (!live()) return;
+        this.#b.pauseWatch(id, false);
+        queueMicrotask(() => this.#deliver());
+      },
+      get caughtUp() {
+        return caughtUp();
       },
     };
   }

@@ -34,6 +34,8 @@ function bytes(v, what, max) {
 function int(v, what, fallback = 0) {
   if (v === undefined || v === null) return fallback;
   checkInt(v, what);
+  // (etcd's are int64s, and the codec carries no more.)
+  if (v < -(2 ** 63) || v >= 2 ** 63) throw invalid(`${what} must be within an int64, got ${v}`);
   return v;
 }
 

@@ -718,6 +718,14 @@ impl RawLessor {
         self.inner.cancel_watch(id as i64)
     }
 
+    pub fn pause_watch(&mut self, id: f64, paused: bool) -> bool {
+        self.inner.pause_watch(id as i64, paused)
+    }
+
+    pub fn watch_caught_up(&self, id: f64) -> bool {
+        self.inner.watch_caught_up(id as i64)
+    }
+
     /// What the watchers have not been given, in the codec's format.
     pub fn poll_watches(&mut self) -> Vec<u8> {
         let mut w = Writer::default();

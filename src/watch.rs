@@ -78,11 +78,17 @@ struct Watcher {
     /// A batch being found over several polls (far behind, sparse in its
     /// range): `next` stays at its start until it is handed out.
     scan: Option<Scan>,
+    /// Left out of polls until resumed (its host cannot take more now);
+    /// where it is, its search included, is kept.
+    paused: bool,
 }
 
 /// How far a batch has been found: read up to `from`, `revs` revisions
-/// with changes in range so far, the last being `last`, and those changes.
+/// with changes in range so far, the last being `last`, and those changes;
+/// found under the compaction point `compacted` (if it moves, the search
+/// starts again, as the changes found may have been dropped).
 struct Scan {
+    compacted: i64,
     from: i64,
     revs: usize,
     last: i64,
@@ -105,9 +111,13 @@ pub(crate) struct Watchers {
 }
 
 impl Watchers {
-    /// The oldest revision some watcher still has to be given.
+    /// The newest revision a compaction may take while watchers wait: one
+    /// before the oldest some watcher still has to be given, since a
+    /// compaction drops what a watch from its own revision does not see
+    /// (a deletion there, a version a later change of that revision
+    /// replaced), and that watcher needs those.
     pub(crate) fn oldest_wanted(&self) -> Option<i64> {
-        self.map.values().map(|w| w.next).min()
+        self.map.values().map(|w| w.next - 1).min()
     }
 }
 
@@ -134,6 +144,7 @@ impl Lessor {
                 req: req.clone(),
                 next,
                 scan: None,
+                paused: false,
             },
         );
         Ok(id)
@@ -144,10 +155,32 @@ impl Lessor {
         self.watchers.map.remove(&id).is_some()
     }
 
-    /// Whether some watcher has changes it has not been given.
+    /// Leaves a watcher out of polls (`paused`) or takes it back, where it
+    /// was; false if there is none with that id. History it still needs is
+    /// kept meanwhile.
+    pub fn pause_watch(&mut self, id: i64, paused: bool) -> bool {
+        self.watchers
+            .map
+            .get_mut(&id)
+            .map(|w| w.paused = paused)
+            .is_some()
+    }
+
+    /// Whether a watcher has been given every change so far (false while
+    /// it catches up on history, or if there is none with that id).
+    pub fn watch_caught_up(&self, id: i64) -> bool {
+        let rev = self.kv.revision();
+        self.watchers.map.get(&id).is_some_and(|w| w.next > rev)
+    }
+
+    /// Whether some watcher that is not paused has changes it has not been
+    /// given.
     pub fn watches_pending(&self) -> bool {
         let rev = self.kv.revision();
-        self.watchers.map.values().any(|w| w.next <= rev)
+        self.watchers
+            .map
+            .values()
+            .any(|w| !w.paused && w.next <= rev)
     }
 
     /// The changes each watcher has not been given yet (at most 1000
@@ -169,14 +202,14 @@ impl Lessor {
             .watchers
             .map
             .values()
-            .filter(|w| w.next <= rev && w.next >= compacted)
+            .filter(|w| !w.paused && w.next <= rev && w.next >= compacted)
             .map(|w| self.kv.position(w.next))
             .min()
             .unwrap_or(newest)
             .max(newest.saturating_sub(SHARED_CHANGES));
         let mut made: Vec<[usize; 2]> = Vec::new();
         for (&id, w) in self.watchers.map.iter_mut() {
-            if w.next > rev {
+            if w.paused || w.next > rev {
                 continue;
             }
             if w.next < compacted {
@@ -193,7 +226,9 @@ impl Lessor {
             // revisions of them (etcd's), reading at most about
             // SCAN_CHANGES changes this poll; if that is not enough, the
             // search goes on at the next poll.
-            let mut scan = w.scan.take().unwrap_or(Scan {
+            let found_before = w.scan.take().filter(|s| s.compacted == compacted);
+            let mut scan = found_before.unwrap_or(Scan {
+                compacted,
                 from: w.next,
                 revs: 0,
                 last: 0,

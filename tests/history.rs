@@ -1416,6 +1416,154 @@ fn a_sparse_batch_far_behind_is_found_over_several_polls_and_comes_whole() {
     assert_eq!(poll(&mut l).len(), 1);
 }
 
+// Every change a watcher is owed survives compactions between polls: one
+// the host asks for at the start of a batch still being found (the search
+// starts again, and the watcher gets what a watch from there sees, as on
+// etcd), and the automatic ones, which stop one revision short of what a
+// watcher still needs (a deletion at its next revision is not dropped).
+#[test]
+fn compactions_between_polls_never_lose_or_change_what_a_watcher_is_given() {
+    use edge_lease::{DeleteRequest, Op, PutRequest, TxnRequest};
+    // (revision, value or None for a deletion, previous value)
+    type Seen = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+    let describe = |events: &[Event]| -> Vec<Seen> {
+        events
+            .iter()
+            .map(|e| {
+                (
+                    e.revision,
+                    e.entry.as_ref().map(|x| x.value.to_vec()),
+                    e.prev.as_ref().map(|x| x.value.to_vec()),
+                )
+            })
+            .collect()
+    };
+    let drain = |l: &mut Lessor| {
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            if !l.watches_pending() {
+                break;
+            }
+            for (b, events) in poll(l) {
+                assert_eq!(b.compact_revision, 0, "cancelled");
+                got.extend(events);
+            }
+        }
+        got
+    };
+    // z is put and deleted again in one revision x (a put, then a from-key
+    // delete), then 6000 other changes in 300 revisions: a watch of z from
+    // x is found over several polls.
+    let setup = |history| {
+        let mut l = Lessor::new(Config {
+            history,
+            ..Default::default()
+        })
+        .unwrap();
+        l.put(T0, b"z", b"old", PutOptions::default()).unwrap();
+        let put = Op::Put(PutRequest {
+            key: b"z".to_vec(),
+            value: b"new".to_vec(),
+            options: PutOptions::default(),
+        });
+        let delete = Op::Delete(DeleteRequest {
+            key: b"y".to_vec(),
+            range_end: vec![0],
+            prev_kv: false,
+        });
+        let txn = TxnRequest {
+            success: vec![put, delete],
+            ..Default::default()
+        };
+        let x = l.txn(T0, &txn).unwrap().revision;
+        for r in 0..300u32 {
+            let puts = (0..20u32).map(|i| {
+                Op::Put(PutRequest {
+                    key: format!("b/{i}").into_bytes(),
+                    value: r.to_le_bytes().to_vec(),
+                    options: PutOptions::default(),
+                })
+            });
+            let txn = TxnRequest {
+                success: puts.collect(),
+                ..Default::default()
+            };
+            l.txn(T0, &txn).unwrap();
+        }
+        let z = WatchRequest {
+            key: b"z".to_vec(),
+            start_revision: x,
+            prev_kv: true,
+            ..Default::default()
+        };
+        (l, x, z)
+    };
+    let (mut l, x, z) = setup(i64::MAX);
+    l.watch(&z).unwrap();
+    let whole = describe(&drain(&mut l));
+    let old = Some(b"old".to_vec());
+    assert_eq!(
+        whole,
+        [(x, Some(b"new".to_vec()), old.clone()), (x, None, old)]
+    );
+    // Compacted at x first: what a watch from x sees then.
+    let (mut l, x, z) = setup(i64::MAX);
+    l.compact(x).unwrap();
+    while l.compact_step(usize::MAX).unwrap() > 0 {}
+    l.watch(&z).unwrap();
+    let from_point = describe(&drain(&mut l));
+    // The same when the compaction comes while the batch is being found.
+    let (mut l, x, z) = setup(i64::MAX);
+    l.watch(&z).unwrap();
+    assert!(poll(&mut l).is_empty() && l.watches_pending());
+    l.compact(x).unwrap();
+    while l.compact_step(usize::MAX).unwrap() > 0 {}
+    assert_eq!(describe(&drain(&mut l)), from_point);
+
+    // Automatic compaction (history 1000) while the watcher is behind: it
+    // stops short of the revision the watcher needs next.
+    let (mut l, x, z) = setup(1000);
+    l.watch(&z).unwrap();
+    assert!(poll(&mut l).is_empty());
+    for i in 0..1000u32 {
+        l.put(T0, b"c", &i.to_le_bytes(), PutOptions::default())
+            .unwrap();
+    }
+    assert_eq!(l.compacted(), x - 1);
+    assert_eq!(describe(&drain(&mut l)), whole);
+
+    // A deletion at the revision a full batch ends before.
+    let mut l = Lessor::new(Config::default()).unwrap();
+    let k = WatchRequest {
+        key: b"k".to_vec(),
+        start_revision: 2,
+        ..Default::default()
+    };
+    l.watch(&k).unwrap();
+    for i in 0..1000u32 {
+        l.put(T0, b"k", &i.to_le_bytes(), PutOptions::default())
+            .unwrap();
+        l.put(T0, b"o", &i.to_le_bytes(), PutOptions::default())
+            .unwrap();
+    }
+    let deleted = l.delete(T0, b"k", false).unwrap().revision;
+    l.put(T0, b"k", b"again", PutOptions::default()).unwrap();
+    let first: usize = poll(&mut l).iter().map(|(_, e)| e.len()).sum();
+    assert_eq!(first, 1000);
+    for i in 0..2500u32 {
+        l.put(T0, b"o", &i.to_le_bytes(), PutOptions::default())
+            .unwrap();
+    }
+    let rest = describe(&drain(&mut l));
+    assert_eq!(
+        rest[..2],
+        [
+            (deleted, None, None),
+            (deleted + 1, Some(b"again".to_vec()), None)
+        ]
+    );
+}
+
 // The key bucket read in pieces while the lessor goes on: records are read
 // as their versions are (a later put or delete of the key changes nothing
 // read), and a compaction that drops a version not yet read fails the read

@@ -529,26 +529,54 @@ function readStoreFiles(dir, names, keep) {
 
 // `list`'s entries handed out once, each let go as it is read (a value
 // left in its file read then): a restore from them never holds the whole
-// state twice (here and in the engine). `fds`, the files those values are
-// in, are closed once all are handed over.
-function handOver(list, fds = []) {
-  let i = 0;
+// state twice (here and in the engine). They are let go, and `fds` (the
+// files those values are in) closed, once all are read, or when the reader
+// stops early or fails; `onRelease` hears it. Read once: reading them again
+// is an error, never an empty store.
+function handOver(list, fds = [], onRelease = null) {
+  const n = list.length;
   const owned = fds.length > 0;
+  let i = 0;
+  let begun = false;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    list.length = 0;
+    closeAll(fds);
+    onRelease?.();
+  };
   return {
     [Symbol.iterator]() {
+      if (begun) throw new LeaseError("InvalidArgument", "a store's entries are read once, and these were read already");
+      begun = true;
       return this;
     },
     next() {
-      if (i >= list.length) {
-        closeAll(fds);
+      begun = true;
+      if (i >= n) {
+        release();
         return { value: undefined, done: true };
       }
-      // (Closed by the store's close(): an fd may be another file's now.)
-      if (owned && fds.length === 0) throw new LeaseError("Closed", "the file store was closed before its entries were read");
+      // (Let go early, or closed by the store: an fd may be another file's now.)
+      if (released || (owned && fds.length === 0)) {
+        throw new LeaseError("Closed", "the store's entries were let go (the store closed, or their reader stopped) before they were read");
+      }
       const entry = list[i];
       list[i++] = undefined;
-      if (entry[1] instanceof Stored) entry[1] = entry[1].read();
+      if (entry[1] instanceof Stored) {
+        try {
+          entry[1] = entry[1].read();
+        } catch (e) {
+          release();
+          throw e;
+        }
+      }
       return { value: entry, done: false };
+    },
+    return() {
+      release();
+      return { value: undefined, done: true };
     },
   };
 }
@@ -923,12 +951,20 @@ export class FileStore {
     if (this.#opened) {
       const { list, fds } = this.#opened;
       this.#opened = null; // the lessor now holds the state: do not keep a copy
-      return handOver(list, fds);
+      return handOver(list, fds, () => this.#handing.delete(fds));
     }
     this.#check();
     const fds = [];
     this.#handing.add(fds);
-    return handOver([...readStore(this.#dir, readdirSync(this.#dir), fds).map], fds);
+    return handOver([...readStore(this.#dir, readdirSync(this.#dir), fds).map], fds, () => this.#handing.delete(fds));
+  }
+
+  // What open read, never asked for: let go (its files may be compacted away).
+  #dropOpened() {
+    if (!this.#opened) return;
+    closeAll(this.#opened.fds);
+    this.#handing.delete(this.#opened.fds);
+    this.#opened = null;
   }
 
   /**
@@ -1189,6 +1225,7 @@ export class FileStore {
     let list;
     try {
       this.#check();
+      this.#dropOpened();
       if (typeof entries?.[Symbol.iterator] !== "function") throw new TypeError("compact(entries): entries must be an array or an iterable");
       list = entries;
       this.#switchJournal(gen);

@@ -242,9 +242,9 @@ class Session {
     if (this.#turnEvents >= TURN_EVENTS && !this.#pausedForTurn) this.#pauseForTurn();
   }
 
-  // Stops the engine watchers where they are, and starts them again from
-  // there in the next turn (its count starts afresh: #batch), so that
-  // others are answered in between.
+  // Pauses the engine watchers where they are, and resumes them in the
+  // next turn (its count starts afresh: #batch), so that others are
+  // answered in between.
   #pauseForTurn() {
     this.#pausedForTurn = true;
     this.#stopWatchers();
@@ -254,20 +254,18 @@ class Session {
     });
   }
 
-  // Each engine watcher stopped where it is (`st.next`), to be started
-  // again from there (#restart).
+  // Each engine watcher paused where it is (a catch-up's search for its
+  // next batch included), to be resumed (#restart).
   #stopWatchers() {
-    for (const st of this.#watchers.values()) {
-      st.w?.cancel();
-      st.w = null;
-    }
+    for (const st of this.#watchers.values()) st.w?.pause();
   }
 
   #restart() {
     if (this.#blocked || this.#closed) return;
     for (const [id, st] of this.#watchers) {
       if (this.#blocked || this.#pausedForTurn) break;
-      if (!st.w && !st.compacted) this.#start(id, st);
+      if (st.w) st.w.resume();
+      else if (!st.compacted) this.#start(id, st);
     }
   }
 
@@ -307,7 +305,7 @@ class Session {
     for (const [id, st] of this.#watchers) {
       if (st.progress === undefined) continue;
       // Only a watcher that is caught up (etcd's synced group) reports.
-      if (st.progress && st.w && !this.#blocked) this.#out({ header: this.#head(), watch_id: id });
+      if (st.progress && st.w?.caughtUp && !this.#blocked) this.#out({ header: this.#head(), watch_id: id });
       st.progress = true;
     }
   }

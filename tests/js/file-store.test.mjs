@@ -14,6 +14,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   rmSync,
   statSync,
   unlinkSync,
@@ -1350,6 +1351,31 @@ test("entries(): long values are read from the files as they are handed over; a 
   await c.close();
   assert.throws(() => [...pending], { code: "Closed" });
 
+  // Read once: a second reading is an error, not an empty store.
+  const twice = FileStore.open(dir);
+  const once = twice.entries();
+  assert.equal([...once].length > 0, true);
+  assert.throws(() => new Lessor({ storage: twice, restore: once, now: () => T0, autoTick: false }), { code: "InvalidArgument" });
+  await twice.close();
+
+  // The files open read are let go when the entries are, however reading
+  // ends: all read, a reader that stops early, a failed read.
+  const held = (where = dir) =>
+    readdirSync("/proc/self/fd").filter((f) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${f}`).startsWith(where + "/");
+      } catch {
+        return false;
+      }
+    }).length;
+  const s2 = FileStore.open(dir);
+  const live = 1; // the live journal, for appends
+  assert.ok(held() > live, `${held()} fds`);
+  for (const entry of s2.entries()) if (entry) break;
+  assert.equal(held(), live, "a reader that stopped early");
+  await s2.close();
+  assert.equal(held(), 0);
+
   // The value's bytes changed in the file after open read them.
   const g = FileStore.open(changedDir);
   const later = g.entries();
@@ -1360,5 +1386,6 @@ test("entries(): long values are read from the files as they are handed over; a 
   bytes.fill(9, at, at + big.length);
   writeFileSync(file, bytes);
   assert.throws(() => [...later], { code: "CorruptEntry" });
+  assert.equal(held(changedDir), 1, "a failed read lets the files go");
   await g.close();
 });

@@ -179,10 +179,10 @@ impl Lessor {
             Err(Error::NoSpace) => {
                 let wanted = self.watchers.oldest_wanted().unwrap_or(i64::MAX);
                 let to = wanted.min(self.kv.revision());
-                if to <= self.kv.compacted() && self.kv.unswept() == 0 {
+                if to <= self.kv.compacted().max(0) && self.kv.unswept() == 0 {
                     return Err(Error::NoSpace);
                 }
-                if to > self.kv.compacted() {
+                if to > self.kv.compacted().max(0) {
                     let mut w = Write::new(&self.kv);
                     w.compact(to);
                     self.commit(w)?;

@@ -133,7 +133,9 @@ impl Lessor {
             if floor.saturating_sub(self.kv.compacted()) > (keep / 4).max(1) {
                 let wanted = self.watchers.oldest_wanted().unwrap_or(floor);
                 let to = floor.min(wanted);
-                if to > self.kv.compacted() {
+                // (Revision 0 holds nothing to compact: the point stays
+                // where etcd starts it.)
+                if to > self.kv.compacted() && to > 0 {
                     w.compact(to);
                 }
             }

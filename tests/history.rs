@@ -934,6 +934,25 @@ fn automatic_compaction_waits_for_watchers() {
         20,
         "no change dropped before the watcher had it"
     );
+    // It held the point one short of the revision it wanted first (2).
+    assert_eq!(l.compacted(), 1);
+    // One that wants revision 1 on holds it where etcd starts it (-1), not
+    // at a revision 0 that holds nothing.
+    let mut l = Lessor::new(Config {
+        history: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    l.watch(&WatchRequest {
+        key: b"k".to_vec(),
+        start_revision: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    for v in 0..20u8 {
+        l.put(T0, b"k", &[v], PutOptions::default()).unwrap();
+    }
+    assert_eq!(l.compacted(), -1);
 }
 
 #[test]

@@ -360,7 +360,10 @@ export interface WatchBatch {
 export interface Watcher {
   readonly id: number;
   cancel(): void;
-  /** Gets nothing until `resume()`; where it is is kept, and so is the history it still needs. */
+  /**
+   * Gets nothing more until `resume()` (a batch already taken for it in the round of listener calls under
+   * way still comes); where it is is kept, and so is the history it still needs: not for long.
+   */
   pause(): void;
   /** Goes on from where it was paused. */
   resume(): void;

@@ -429,9 +429,11 @@ export class Lessor extends EventTarget {
    * them (history from a past start comes in a microtask); a start before
    * the compaction point gets one call with `compactRevision` set, and the
    * watcher ends. Returns `{ id, cancel(), pause(), resume(), caughtUp }`:
-   * a paused watcher gets nothing until resumed, then goes on where it was
-   * (the history it needs is kept meanwhile); `caughtUp` is whether it has
-   * had every change so far (false while it catches up on history).
+   * a paused watcher gets nothing more until resumed (a batch already
+   * taken for it in the round of calls under way still comes), then goes
+   * on where it was; the history it needs is kept meanwhile, so do not
+   * leave one paused for long. `caughtUp` is whether it has had every
+   * change so far (false while it catches up on history).
    */
   watch(req, listener) {
     this.#enter();

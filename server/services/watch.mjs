@@ -255,7 +255,7 @@ class Session {
   }
 
   // Each engine watcher paused where it is (a catch-up's search for its
-  // next batch included), to be resumed (#restart).
+  // next batch included), to be resumed (#restart): for one turn.
   #stopWatchers() {
     for (const st of this.#watchers.values()) st.w?.pause();
   }
@@ -278,10 +278,17 @@ class Session {
     this.#out({ header: this.#head(), watch_id: id, canceled: true });
   }
 
-  // The transport is full: stop the engine watchers where they are.
+  // The transport is full, for as long as the client does not read: the
+  // engine watchers are cancelled, to be started again from `st.next` once
+  // it drains (a paused one would hold the history, and so the quota's
+  // compaction, for that long); a compaction that passes them meanwhile
+  // ends them, as it does etcd's slow watchers.
   #block() {
     this.#blocked = true;
-    this.#stopWatchers();
+    for (const st of this.#watchers.values()) {
+      st.w?.cancel();
+      st.w = null;
+    }
   }
 
   /** The transport can take more: restart the watchers from where they stopped. */

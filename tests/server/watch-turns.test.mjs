@@ -47,3 +47,26 @@ test("a long catch-up is handed over a turn at a time, every event once and in o
   await Promise.resolve();
   assert.equal(revs(0).at(-1), writes + 2);
 });
+
+test("a watch stream whose client stops reading holds neither the history bound nor the quota's compaction; its watchers end as etcd's slow ones", async (t) => {
+  for (const opts of [{ history: 10 }, { quotaBytes: 200_000, maxValueBytes: 10_000 }]) {
+    const lessor = new Lessor({ autoTick: false, ...opts });
+    t.after(() => lessor.close());
+    let full = false;
+    const sent = [];
+    const session = createServices({ lessor, member }).get("etcdserverpb.Watch/Watch").open((m) => (sent.push(m), !full));
+    t.after(() => session.close());
+    session.request({ create_request: { key: key("k") } });
+    await turn();
+    full = true;
+    lessor.put("k", "a"); // sent; the transport is full from now on
+    await turn();
+    for (let i = 0; i < 500; i++) lessor.put("other", "x".repeat(opts.quotaBytes ? 5000 : 1));
+    assert.ok(lessor.compactRevision > 400, `compaction point ${lessor.compactRevision}`);
+    lessor.put("k", "b");
+    full = false;
+    session.drain();
+    for (let i = 0; i < 5; i++) await turn();
+    assert.ok(sent.some((m) => m.canceled && Number(m.compact_revision) > 0), "ended by the compaction, as etcd's slow watcher");
+  }
+});

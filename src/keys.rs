@@ -179,10 +179,11 @@ impl Lessor {
             Err(Error::NoSpace) => {
                 let wanted = self.watchers.oldest_wanted().unwrap_or(i64::MAX);
                 let to = wanted.min(self.kv.revision());
-                if to <= self.kv.compacted().max(0) && self.kv.unswept() == 0 {
+                let moves = self.compaction_moves_to(to);
+                if !moves && self.kv.unswept() == 0 {
                     return Err(Error::NoSpace);
                 }
-                if to > self.kv.compacted().max(0) {
+                if moves {
                     let mut w = Write::new(&self.kv);
                     w.compact(to);
                     self.commit(w)?;

@@ -119,6 +119,13 @@ impl Lessor {
         self.now
     }
 
+    /// Whether compacting at `to` would move the point: past it, and past
+    /// revision 0, which holds nothing (the point stays at -1, where etcd
+    /// starts it).
+    pub(crate) fn compaction_moves_to(&self, to: i64) -> bool {
+        to > self.kv.compacted().max(0)
+    }
+
     /// Commits a write. It also moves the compaction point past history
     /// beyond what `Config::history` keeps, a quarter of it at a time, never
     /// past a change a watcher has not been given; a write that changes keys
@@ -133,9 +140,7 @@ impl Lessor {
             if floor.saturating_sub(self.kv.compacted()) > (keep / 4).max(1) {
                 let wanted = self.watchers.oldest_wanted().unwrap_or(floor);
                 let to = floor.min(wanted);
-                // (Revision 0 holds nothing to compact: the point stays
-                // where etcd starts it.)
-                if to > self.kv.compacted() && to > 0 {
+                if self.compaction_moves_to(to) {
                     w.compact(to);
                 }
             }

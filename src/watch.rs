@@ -256,7 +256,7 @@ impl Lessor {
                     scan.revs += 1;
                     scan.last = at;
                 }
-                found.push((pos, at, sub, key));
+                found.push((Some(pos), at, sub, key));
             }
             let Some(upto) = upto else {
                 // (Keys are shared: keeping them copies no bytes.)
@@ -267,23 +267,24 @@ impl Lessor {
                 w.scan = Some(scan);
                 continue;
             };
-            // The batch's events: those found at earlier polls made here,
-            // the rest shared with other watchers where they can be.
+            // The batch's events: those found at earlier polls (no position:
+            // it may have moved since) made here, the rest shared with other
+            // watchers where they can be.
             let earlier = scan
                 .wanted
                 .iter()
-                .map(|(at, sub, key)| (usize::MAX, *at, *sub, key));
+                .map(|(at, sub, key)| (None, *at, *sub, key));
             let mut events = Vec::new();
             for (pos, at, sub, key) in earlier.chain(found) {
                 let mut unshared = usize::MAX;
-                let slot = match pos.checked_sub(base) {
-                    Some(at) if pos != usize::MAX => {
+                let slot = match pos.and_then(|p| p.checked_sub(base)) {
+                    Some(at) => {
                         if made.len() <= at {
                             made.resize(at + 1, [usize::MAX; 2]);
                         }
                         &mut made[at][w.req.prev_kv as usize]
                     }
-                    _ => &mut unshared,
+                    None => &mut unshared,
                 };
                 let fresh = *slot == usize::MAX;
                 if fresh {

@@ -390,13 +390,16 @@ function openPart(dir, kind, gen, size = null) {
 // (Stored), adding its fd to `keep`.
 function readPart(dir, kind, gen, replay, map, keep = null) {
   const part = openPart(dir, kind, gen);
+  let result;
   try {
-    const result = replay(part, map, keep !== null);
-    if (keep) keep.push(part.fd);
-    return result;
-  } finally {
-    if (!keep?.includes(part.fd)) closeSync(part.fd);
+    result = replay(part, map, keep !== null);
+  } catch (e) {
+    closeSync(part.fd);
+    throw e;
   }
+  if (keep) keep.push(part.fd);
+  else closeSync(part.fd);
+  return result;
 }
 
 // Replays journal-<gen> into `map`. Returns { sealed, good, size }: good is
@@ -531,11 +534,11 @@ function readStoreFiles(dir, names, keep) {
 // left in its file read then): a restore from them never holds the whole
 // state twice (here and in the engine). They are let go, and `fds` (the
 // files those values are in) closed, once all are read, or when the reader
-// stops early or fails; `onRelease` hears it. Read once: reading them again
-// is an error, never an empty store.
+// stops early or fails, or its owner lets them go (`return()`); `onRelease`
+// hears it. Read once: reading them again is an error, never an empty
+// store.
 function handOver(list, fds = [], onRelease = null) {
   const n = list.length;
-  const owned = fds.length > 0;
   let i = 0;
   let begun = false;
   let released = false;
@@ -558,8 +561,8 @@ function handOver(list, fds = [], onRelease = null) {
         release();
         return { value: undefined, done: true };
       }
-      // (Let go early, or closed by the store: an fd may be another file's now.)
-      if (released || (owned && fds.length === 0)) {
+      // (Let go early: an fd may be another file's now.)
+      if (released) {
         throw new LeaseError("Closed", "the store's entries were let go (the store closed, or their reader stopped) before they were read");
       }
       const entry = list[i];
@@ -841,10 +844,10 @@ export class FileStore {
   #compactFactor;
   #minCompactBytes;
   #maxJournalBytes;
-  // The entries read by open, until entries() hands them over.
+  // The entries read by open (a handOver), until entries() hands them over.
   #opened;
-  // The fds of store files that entries not yet handed over have values in
-  // (one array per read), closed by close() at the latest.
+  // Entries not yet all read (handOvers), which hold files open: let go by
+  // close() at the latest.
   #handing = new Set();
   #broken = null;
   #closed = false;
@@ -917,8 +920,8 @@ export class FileStore {
       changed = true;
     }
     const fds = [];
-    this.#handing.add(fds);
     const s = readStore(dir, names, fds);
+    this.#opened = this.#handOver([...s.map], fds);
     for (const n of s.obsolete) unlinkSync(join(dir, n));
     if (s.live === null) {
       createFile(dir, "journal-1", fileHeader(JOURNAL, 1));
@@ -935,12 +938,17 @@ export class FileStore {
     this.#durableBytes = s.live.good;
     this.#allocated = s.live.good;
     this.#snapshotBytes = s.snapshotBytes;
-    this.#opened = { list: [...s.map], fds };
+  }
+
+  // Entries to hand over once, their files kept open until they are read.
+  #handOver(list, fds) {
+    const entries = handOver(list, fds, () => this.#handing.delete(entries));
+    this.#handing.add(entries);
+    return entries;
   }
 
   #closeHanding() {
-    for (const fds of this.#handing) closeAll(fds);
-    this.#handing.clear();
+    for (const entries of [...this.#handing]) entries.return();
   }
 
   /**
@@ -949,21 +957,18 @@ export class FileStore {
    */
   entries() {
     if (this.#opened) {
-      const { list, fds } = this.#opened;
+      const entries = this.#opened;
       this.#opened = null; // the lessor now holds the state: do not keep a copy
-      return handOver(list, fds, () => this.#handing.delete(fds));
+      return entries;
     }
     this.#check();
     const fds = [];
-    this.#handing.add(fds);
-    return handOver([...readStore(this.#dir, readdirSync(this.#dir), fds).map], fds, () => this.#handing.delete(fds));
+    return this.#handOver([...readStore(this.#dir, readdirSync(this.#dir), fds).map], fds);
   }
 
   // What open read, never asked for: let go (its files may be compacted away).
   #dropOpened() {
-    if (!this.#opened) return;
-    closeAll(this.#opened.fds);
-    this.#handing.delete(this.#opened.fds);
+    this.#opened?.return();
     this.#opened = null;
   }
 

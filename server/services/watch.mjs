@@ -242,22 +242,16 @@ class Session {
     if (this.#turnEvents >= TURN_EVENTS && !this.#pausedForTurn) this.#pauseForTurn();
   }
 
-  // Pauses the engine watchers where they are, and resumes them in the
-  // next turn (its count starts afresh: #batch), so that others are
-  // answered in between.
+  // Pauses the engine watchers where they are (a catch-up's search for
+  // its next batch included), and resumes them in the next turn (its count
+  // starts afresh: #batch), so that others are answered in between.
   #pauseForTurn() {
     this.#pausedForTurn = true;
-    this.#stopWatchers();
+    for (const st of this.#watchers.values()) st.w?.pause();
     setImmediate(() => {
       this.#pausedForTurn = false;
       this.#restart();
     });
-  }
-
-  // Each engine watcher paused where it is (a catch-up's search for its
-  // next batch included), to be resumed (#restart): for one turn.
-  #stopWatchers() {
-    for (const st of this.#watchers.values()) st.w?.pause();
   }
 
   #restart() {

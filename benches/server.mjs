@@ -43,7 +43,11 @@ const ROUNDS = 5;
 
 // Servers that do no work, measured with the same load generator: what is
 // left is what their transport costs.
-const FLOORS = { "http2-floor": "benches/http2-floor.mjs", "socket-floor": "benches/socket-floor.mjs" };
+const FLOORS = {
+  "http2-floor": "benches/http2-floor.mjs",
+  "socket-floor": "benches/socket-floor.mjs",
+  "fanout-floor": "benches/fanout-floor.mjs",
+};
 
 async function start(kind) {
   const dir = mkdtempSync(join(tmpdir(), `bench-${kind}-`));
@@ -59,7 +63,7 @@ async function start(kind) {
   const child = kind === "etcd"
     ? spawn("etcd", args, { stdio: "ignore" })
     : floor
-      ? spawn(process.execPath, [join(ROOT, floor), new URL(client).port], { stdio: "ignore" })
+      ? spawn(process.execPath, [join(ROOT, floor), new URL(client).port, dir], { stdio: "ignore" })
       : spawn(process.execPath, [join(ROOT, "server/main.mjs"), ...args], { stdio: "ignore" });
   const exited = new Promise((r) => child.on("exit", r));
   for (let i = 0; i < 100; i++) {
@@ -231,6 +235,7 @@ export async function serverBench() {
   const floor = await runFloor("http2-floor", "range", MAX_OPS);
   // An echo is ~30x cheaper than a call: more of them, for as long a run.
   const socket = await runFloor("socket-floor", "echo", 20 * MAX_OPS);
+  const fanout = await runFloor("fanout-floor", "fanout", WATCH_PUTS);
   const lines = [
     "## Server: edge-lease against etcd 3.4 (benches/server.mjs)",
     "",
@@ -255,10 +260,25 @@ export async function serverBench() {
     return `${e.name} ${fmt(r, 2)}x, p99 ${fmt(e.p99, 1)} vs ${fmt(t.p99, 1)} ms: ${r >= 3 && e.p99 < t.p99 ? "MET" : "MISS"}`;
   });
   lines.push("", `Goal (issue 10): at least 3x etcd's throughput at ${MAX_CLIENTS} clients with a lower p99, on every operation. ${goal.join("; ")}.`);
+  // What no server can pass here: the one-writer fan-out's floor against
+  // etcd's row of the same run.
+  const watchName = `watch fan-out (${WATCHERS} watchers, 1 writer)`;
+  const etcdWatch = etcd.find((x) => x.name === watchName);
+  const floorRatio = fanout.error || !etcdWatch || etcdWatch.error ? NaN : fanout.opsPerSec / etcdWatch.opsPerSec;
+  if (Number.isFinite(floorRatio)) {
+    lines.push(
+      "",
+      `The one-writer watch fan-out's floor on this machine (below) is ${fmt(floorRatio, 2)}x etcd's row above: ${floorRatio < 3 ? "3x is beyond what any server that syncs each put before its events go out can reach here" : "3x is within it"}.`,
+    );
+  }
   const rate = (r, what) => (r.error ? `error: ${r.error}` : `${fmt(r.opsPerSec, 0)} ${what}/s at ${MAX_CLIENTS} clients, ${fmt(r.cpuUs, 1)} µs of server CPU per ${what.slice(0, -1)}`);
   lines.push(
     "",
     `Floors, measured with the same load generator. Sockets: what one Node thread can serve on ${MAX_CLIENTS} loopback connections at all (benches/socket-floor.mjs: a bare TCP server writing back what it reads; the generator's echo case, ${MAX_CLIENTS} connections each writing 96 bytes and waiting for them, no HTTP/2): ${rate(socket, "exchanges")}. node:http2, on which the server's gRPC ran before it moved to its own HTTP/2 (benches/http2-floor.mjs: bare node:http2 answering each call with one fixed message, no work): ${rate(floor, "calls")}.`,
+  );
+  lines.push(
+    "",
+    `Watch fan-out floor (benches/fanout-floor.mjs, the generator's fanout case: the watch row's ${MAX_CLIENTS} connections, its ${WATCHERS} watchers spread over them and its one writer, in raw TCP; per put the server writes the record into a journal extended ahead, fdatasyncs it on the event loop, then writes each connection its watchers' events, 72 bytes each (a one-event WatchResponse in its gRPC and HTTP/2 frames), the writer's with the put's answer; the client decodes nothing): ${fanout.error ? `error: ${fanout.error}` : `${fmt(fanout.opsPerSec, 0)} events/s, p50 / p99 ${fmt(fanout.p50, 2)} / ${fmt(fanout.p99, 2)} ms per put, ${fmt(fanout.cpuUs * WATCHERS, 1)} µs of server CPU per put`}. A server doing any work per put, or a client decoding what it reads, is slower than this.`,
   );
   const snap = (k) => (snapshots.error ? `error: ${snapshots.error}` : `${fmt(snapshots[k].secs, 2)} s, a ${fmt(snapshots[k].fileMiB, 0)} MiB file, peak memory +${fmt(snapshots[k].peakMiB, 0)} MiB`);
   lines.push(

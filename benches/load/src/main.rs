@@ -5,9 +5,10 @@
 //!
 //! Cases: grant+put, keepalive, range, lock, watch (100 watch streams on one
 //! key over `clients` connections, one writer; watch:N with N puts in
-//! flight), and echo: no HTTP/2, each
+//! flight), echo: no HTTP/2, each
 //! client writes ECHO_BYTES on its own TCP connection and waits for as many
-//! back (the socket floor, against benches/socket-floor.mjs). Each client has its own
+//! back (the socket floor, against benches/socket-floor.mjs), and fanout:
+//! the watch case's floor in raw TCP (against benches/fanout-floor.mjs). Each client has its own
 //! HTTP/2 connection; all run on one thread, so the generator takes at most
 //! one of the machine's cores. Every call carries grpc-timeout and a local
 //! timeout of 10 s; every case stops at `max ops` or `max ms`.
@@ -559,6 +560,81 @@ async fn echo(addr: &str, clients: usize, max_ops: usize, max_ms: u64) -> Result
     })
 }
 
+/// The `fanout` case's sizes, as benches/fanout-floor.mjs has them: a put,
+/// its answer, and one watcher's event as a server frames it (about what
+/// the `watch` case's put and events take on the wire).
+const FANOUT_PUT_BYTES: usize = 48;
+const FANOUT_ANSWER_BYTES: usize = 40;
+const FANOUT_EVENT_BYTES: usize = 72;
+
+/// The floor of the `watch` case, against benches/fanout-floor.mjs: the same
+/// connections, watchers spread over them the same way and one writer on the
+/// first, but raw TCP: per cycle the writer sends a put and every connection
+/// reads its watchers' events (the writer's with the put's answer), nothing
+/// decoded. Counted in events, as `watch` is.
+async fn fanout(addr: &str, clients: usize, max_puts: usize, max_ms: u64) -> Result<Report> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let done = Rc::new(Cell::new(0usize)); // connections that read a cycle's bytes
+    let notify = Rc::new(Notify::new());
+    let mut writers = Vec::new(); // kept: a dropped write half would end its connection
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let mut s = TcpStream::connect(addr).await?;
+        s.set_nodelay(true)?;
+        // One at a time, so the server knows the first as the writer's.
+        s.write_all(b"W").await?;
+        let mut ack = [0u8; 1];
+        timeout(CALL_TIMEOUT, s.read_exact(&mut ack))
+            .await
+            .map_err(|_| "fanout: not registered in 10 s")??;
+        let (mut r, w) = s.into_split();
+        let c = writers.len();
+        writers.push(w);
+        let events = WATCHERS / clients + usize::from(c < WATCHERS % clients);
+        let want = events * FANOUT_EVENT_BYTES + if c == 0 { FANOUT_ANSWER_BYTES } else { 0 };
+        let (done, notify) = (done.clone(), notify.clone());
+        tasks.push(tokio::task::spawn_local(async move {
+            let mut buf = vec![0u8; want];
+            while r.read_exact(&mut buf).await.is_ok() {
+                done.set(done.get() + 1);
+                notify.notify_waiters();
+            }
+        }));
+    }
+    let writer = writers.first_mut().ok_or("fanout: no connection")?;
+    let put = [b'P'; FANOUT_PUT_BYTES];
+    let mut lat = Vec::with_capacity(max_puts);
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_millis(max_ms);
+    while lat.len() < max_puts && Instant::now() <= deadline {
+        let a = Instant::now();
+        let target = (lat.len() + 1) * clients;
+        writer.write_all(&put).await?;
+        let all = async {
+            loop {
+                let wait = notify.notified();
+                if done.get() >= target {
+                    return;
+                }
+                wait.await;
+            }
+        };
+        timeout(CALL_TIMEOUT, all)
+            .await
+            .map_err(|_| "fanout: a cycle took over 10 s")?;
+        lat.push(a.elapsed().as_secs_f64() * 1e3);
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    for t in tasks {
+        t.abort();
+    }
+    Ok(Report {
+        ops: lat.len() * WATCHERS,
+        secs,
+        lat_ms: lat,
+    })
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -576,6 +652,10 @@ async fn main_async(args: Vec<String>) -> Result<String> {
         (clients.parse()?, max_ops.parse()?, max_ms.parse()?);
     if case == "echo" {
         let mut r = echo(addr, n.max(1), max_ops, max_ms).await?;
+        return Ok(summary(&mut r));
+    }
+    if case == "fanout" {
+        let mut r = fanout(addr, n.max(1), max_ops, max_ms).await?;
         return Ok(summary(&mut r));
     }
     let mut conns = Vec::new();

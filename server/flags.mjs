@@ -1,6 +1,8 @@
 // etcd's command-line flags, for a single-member cluster. Flags are
-// `--name value` or `--name=value`, as etcd takes them. A configuration that
-// needs a second member is refused: edge-lease is one process.
+// `--name value` or `--name=value`, as etcd takes them, or ETCD_NAME in the
+// environment (etcd's pkg/flags rules, which container set-ups rely on). A
+// configuration that needs a second member is refused: edge-lease is one
+// process.
 
 const DEFAULTS = {
   name: "default",
@@ -21,9 +23,33 @@ const DEFAULTS = {
   "auto-compaction-retention": "0",
   "experimental-watch-progress-notify-interval": "10m",
 };
-// Accepted and without effect here (logging, raft timing that has no
-// counterpart in one process).
-const IGNORED = new Set(["logger", "log-level", "log-outputs", "debug", "heartbeat-interval", "enable-v2"]);
+// Accepted and without effect here: logging, and tuning of raft, its WAL
+// and bbolt, which have no counterpart in one process with its own journal.
+const IGNORED = new Set([
+  "logger", "log-level", "log-outputs", "log-package-levels", "debug", "enable-v2", "metrics",
+  "heartbeat-interval", "initial-election-tick-advance", "pre-vote", "strict-reconfig-check",
+  "snapshot-count", "max-snapshots", "max-wals", "backend-batch-interval", "backend-batch-limit",
+  "experimental-backend-bbolt-freelist-type", "experimental-compaction-batch-limit",
+  "experimental-enable-lease-checkpoint", "experimental-initial-corrupt-check",
+  "experimental-corrupt-check-time", "experimental-warning-apply-duration",
+]);
+// Go bool flags: a bare one is true (a following "true" or "false" is taken
+// as its value too).
+const BOOLEAN = new Set(["debug", "enable-v2", "pre-vote", "strict-reconfig-check", "experimental-enable-lease-checkpoint", "experimental-initial-corrupt-check"]);
+// etcd 3.4's other flags (`etcd --help`): refused when given, as a flag or
+// as ETCD_*, rather than dropped, since most change what a client can rely
+// on (TLS, auth, CORS, Host checks, the request limit, the WAL's place).
+const UNSUPPORTED = new Set([
+  "wal-dir", "max-request-bytes", "grpc-keepalive-min-time", "grpc-keepalive-interval", "grpc-keepalive-timeout",
+  "discovery", "discovery-fallback", "discovery-proxy", "discovery-srv", "discovery-srv-name",
+  "cert-file", "key-file", "client-cert-auth", "client-crl-file", "client-cert-allowed-hostname", "trusted-ca-file",
+  "auto-tls", "peer-cert-file", "peer-key-file", "peer-client-cert-auth", "peer-trusted-ca-file",
+  "peer-cert-allowed-cn", "peer-cert-allowed-hostname", "peer-auto-tls", "peer-crl-file", "cipher-suites",
+  "cors", "host-whitelist", "auth-token", "bcrypt-cost", "auth-token-ttl", "enable-pprof", "listen-metrics-urls",
+  "proxy", "proxy-failure-wait", "proxy-refresh-interval", "proxy-dial-timeout", "proxy-write-timeout",
+  "proxy-read-timeout", "experimental-enable-v2v3", "experimental-peer-skip-client-san-verification",
+  "force-new-cluster",
+]);
 
 export class FlagError extends Error {}
 
@@ -79,19 +105,51 @@ function checkUrls(flag, list) {
   return list;
 }
 
-export function parseFlags(argv) {
+/** The ETCD_* variable etcd reads for flag `name` (pkg/flags' FlagToEnv). */
+const envName = (name) => `ETCD_${name.toUpperCase().replaceAll("-", "_")}`;
+
+/**
+ * The configuration from `argv` and, for flags not given there, `env`'s
+ * ETCD_* variables (an empty one is unset). `log(text)` hears which were
+ * used, and of those that name no etcd flag (etcd logs both and goes on).
+ */
+export function parseFlags(argv, env = {}, log = () => {}) {
   const v = { ...DEFAULTS };
+  const given = new Set();
+  const known = (name, from) => {
+    if (!(name in DEFAULTS) && !IGNORED.has(name)) {
+      throw new FlagError(`flag provided but not supported: ${from}${UNSUPPORTED.has(name) ? "" : " (not an etcd 3.4 flag)"}`);
+    }
+  };
   for (let i = 0; i < argv.length; i++) {
     const m = /^--?([a-z0-9-]+)(?:=(.*))?$/s.exec(argv[i]);
     if (!m) throw new FlagError(`unexpected argument ${JSON.stringify(argv[i])}`);
     const [, name, inline] = m;
-    if (!(name in DEFAULTS) && !IGNORED.has(name)) throw new FlagError(`flag provided but not supported: --${name}`);
+    known(name, `--${name}`);
     let value = inline;
     if (value === undefined) {
-      if (name === "debug" || (name === "enable-v2" && !/^(true|false)$/.test(argv[i + 1] ?? ""))) value = "true";
+      if (BOOLEAN.has(name)) value = /^(true|false)$/.test(argv[i + 1] ?? "") ? argv[++i] : "true";
       else if (i + 1 < argv.length) value = argv[++i];
       else throw new FlagError(`flag needs an argument: --${name}`);
     }
+    v[name] = value;
+    given.add(name);
+  }
+  for (const [key, value] of Object.entries(env)) {
+    if (!key.startsWith("ETCD_") || !value) continue;
+    const name = key.slice(5).toLowerCase().replaceAll("_", "-");
+    if (envName(name) !== key || !(name in DEFAULTS || IGNORED.has(name) || UNSUPPORTED.has(name))) {
+      log(`unrecognized environment variable ${key}=${value}`);
+      continue;
+    }
+    if (given.has(name)) {
+      // etcd 3.4 exits on this too, in these words.
+      throw new FlagError(
+        `conflicting environment variable ${JSON.stringify(key)} is shadowed by corresponding command-line flag (either unset environment variable or disable flag)`,
+      );
+    }
+    known(name, `${key} (--${name})`);
+    log(`recognized and used environment variable ${key}=${value}`);
     v[name] = value;
   }
   if (v["enable-v2"] === "true") throw new FlagError("--enable-v2: the v2 API is not supported");

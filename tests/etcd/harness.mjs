@@ -100,36 +100,36 @@ export async function clusterFlags(name, dataDir) {
   };
 }
 
-function run(t, cmd, args, name) {
-  const child = spawn(cmd, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+function run(t, cmd, args, name, env) {
+  const child = spawn(cmd, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: env && { ...process.env, ...env } });
   let log = "";
   child.stdout.on("data", (d) => (log += d));
   child.stderr.on("data", (d) => (log += d));
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, log })));
-  const p = { child, exited, log: () => log, name, cmd, args };
+  const p = { child, exited, log: () => log, name, cmd, args, env };
   if (!started.has(t)) started.set(t, []);
   started.get(t).push(p);
   t.after(() => stopAll(t));
   return p;
 }
 
-/** `args`: more etcd flags; `flags` (clusterFlags) to choose its name, data and ports. */
-export async function startEtcd(t, { args = [], flags } = {}) {
+/** `args`: more etcd flags; `flags` (clusterFlags) to choose its name, data and ports; `env`: more environment. */
+export async function startEtcd(t, { args = [], flags, env } = {}) {
   try {
     execFileSync("etcd", ["--version"], { stdio: "ignore" });
   } catch {
     throw new Error("etcd is not installed: run `bash scripts/setup.sh --etcd` (npm test does)");
   }
   const f = flags ?? (await clusterFlags("etcd-node", join(tempDir(t, "edge-lease-etcd-"), "data")));
-  const p = run(t, "etcd", [...f.args, ...args], "etcd");
+  const p = run(t, "etcd", [...f.args, ...args], "etcd", env);
   await waitHealthy(f.url, p.log);
   return { ...p, url: f.url, peer: f.peer };
 }
 
-/** edge-lease's server with the same flags; `dataDir` to reuse one; `args`: more flags; `nodeArgs`: Node's. */
-export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [] } = {}) {
+/** edge-lease's server with the same flags; `dataDir` to reuse one; `args`: more flags; `nodeArgs`: Node's; `env`: more environment. */
+export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [], env } = {}) {
   const f = flags ?? (await clusterFlags("edge-node", dataDir ?? join(tempDir(t), "data")));
-  const p = run(t, process.execPath, [...nodeArgs, "server/main.mjs", ...f.args, ...args], "edge-lease");
+  const p = run(t, process.execPath, [...nodeArgs, "server/main.mjs", ...f.args, ...args], "edge-lease", env);
   await waitHealthy(f.url, p.log);
   return { ...p, url: f.url, peer: f.peer, flags: f };
 }
@@ -141,7 +141,7 @@ export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [] } 
  */
 export async function restart(t, p) {
   await kill(p);
-  const q = run(t, p.cmd, p.args, p.name);
+  const q = run(t, p.cmd, p.args, p.name, p.env);
   await waitHealthy(p.url, q.log, async () => (await fetch(p.url + "/version")).ok);
   return { ...p, ...q };
 }

@@ -19,6 +19,7 @@ const DEFAULTS = {
   "max-concurrent-streams": "1000",
   "quota-backend-bytes": "0",
   "max-txn-ops": "128",
+  "max-request-bytes": String(1.5 * 1024 * 1024),
   "auto-compaction-mode": "periodic",
   "auto-compaction-retention": "0",
   "experimental-watch-progress-notify-interval": "10m",
@@ -40,7 +41,7 @@ const BOOLEAN = new Set(["debug", "enable-v2", "pre-vote", "strict-reconfig-chec
 // as ETCD_*, rather than dropped, since most change what a client can rely
 // on (TLS, auth, CORS, Host checks, the request limit, the WAL's place).
 const UNSUPPORTED = new Set([
-  "wal-dir", "max-request-bytes", "grpc-keepalive-min-time", "grpc-keepalive-interval", "grpc-keepalive-timeout",
+  "wal-dir", "grpc-keepalive-min-time", "grpc-keepalive-interval", "grpc-keepalive-timeout",
   "discovery", "discovery-fallback", "discovery-proxy", "discovery-srv", "discovery-srv-name",
   "cert-file", "key-file", "client-cert-auth", "client-crl-file", "client-cert-allowed-hostname", "trusted-ca-file",
   "auto-tls", "peer-cert-file", "peer-key-file", "peer-client-cert-auth", "peer-trusted-ca-file",
@@ -87,6 +88,17 @@ function autoCompaction(mode, retention) {
   const ms = /^\d+$/.test(retention) ? Number(retention) * 3_600_000 : parseDuration(retention);
   if (ms === null || ms < 0) throw new FlagError(`invalid auto-compaction-retention ${JSON.stringify(retention)}`);
   return ms === 0 ? null : { periodMs: ms };
+}
+
+// The most --max-request-bytes may be here: a request is held a few times
+// over on its way into the engine (JSON, base64, bytes), within wasm's 4 GiB.
+// etcd itself warns past 10 MiB.
+const MAX_REQUEST_BYTES_LIMIT = 128 * 1024 * 1024;
+
+function requestBytes(v) {
+  const n = integerFlag(v, "max-request-bytes", 0);
+  if (n > MAX_REQUEST_BYTES_LIMIT) throw new FlagError(`--max-request-bytes: at most ${MAX_REQUEST_BYTES_LIMIT} (128 MiB) here`);
+  return n;
 }
 
 const urls = (s) => s.split(",").map((u) => u.trim()).filter(Boolean);
@@ -210,6 +222,7 @@ export function parseFlags(argv, env = {}, log = () => {}) {
     // 0: etcd's default (2 GiB), which main.mjs clamps to what the engine holds.
     quotaBytes: integerFlag(v["quota-backend-bytes"], "quota-backend-bytes", Number.MIN_SAFE_INTEGER),
     maxTxnOps: integerFlag(v["max-txn-ops"], "max-txn-ops", 1),
+    maxRequestBytes: requestBytes(v["max-request-bytes"]),
     autoCompaction: autoCompaction(v["auto-compaction-mode"], v["auto-compaction-retention"]),
     progressIntervalMs: progressMs,
   };

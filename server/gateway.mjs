@@ -7,13 +7,15 @@ import { services as schema } from "./proto/schema.mjs";
 import { Code, GrpcError, httpStatus, tooLargeMessage, unimplemented } from "./errors.mjs";
 import { fromJson, parseBody, parseValue, scanValue, toJson, toJsonPieces } from "./json.mjs";
 import { encodedSize } from "./size.mjs";
-import { CLUSTER_VERSION, SERVER_VERSION } from "./services/common.mjs";
+import { CLUSTER_VERSION, GRPC_OVERHEAD_BYTES, MAX_REQUEST_BYTES, SERVER_VERSION } from "./services/common.mjs";
 
-// etcd's gRPC receive limit (max request bytes + 512 KiB of gRPC overhead).
-export const MAX_MESSAGE_BYTES = 2 * 1024 * 1024;
+// etcd's gRPC receive limit: --max-request-bytes (1.5 MiB by default) and
+// 512 KiB of gRPC overhead.
+export const MAX_MESSAGE_BYTES = MAX_REQUEST_BYTES + GRPC_OVERHEAD_BYTES;
 // JSON carries bytes as base64 (4/3) plus field names: room for a message
 // at the gRPC limit, and not unbounded.
-const MAX_BODY_BYTES = 4 * MAX_MESSAGE_BYTES;
+const bodyLimit = (maxMessage) => 4 * maxMessage;
+const MAX_BODY_BYTES = bodyLimit(MAX_MESSAGE_BYTES);
 // A single message inside a stream body.
 const MAX_STREAM_VALUE_BYTES = 64 * 1024;
 
@@ -182,12 +184,20 @@ function counting(counters, name) {
   };
 }
 
-/** The request as a service message, with etcd's size checks. */
-function decode(type, value) {
+/** The request as a service message, with etcd's size checks (`max`: the gRPC receive limit). */
+function decode(type, value, max) {
   const msg = fromJson(type, value);
   const size = encodedSize(type, msg);
-  if (size > MAX_MESSAGE_BYTES) throw tooLargeMessage(size, MAX_MESSAGE_BYTES);
+  if (size > max) throw tooLargeMessage(size, max);
   return { msg, size };
+}
+
+/** A request body's text, refused past the body limit as etcd's gRPC limit refuses it. */
+async function bodyText(request, maxMessage) {
+  const limit = bodyLimit(maxMessage);
+  const body = await readText(request, limit);
+  if (body === null) throw tooLargeMessage(`more than ${limit}`, maxMessage);
+  return body;
 }
 
 /**
@@ -234,13 +244,13 @@ async function* parse(reader) {
  * is. As etcd's gateway: an error before the first message is an error
  * response; after it, the stream just ends.
  */
-async function eachStream(request, m, handler, count) {
+async function eachStream(request, m, handler, count, maxMessage) {
   const it = values(request);
   let started = false;
   const answer = (v) => {
     let msg, size;
     try {
-      ({ msg, size } = decode(m.request, v));
+      ({ msg, size } = decode(m.request, v, maxMessage));
     } catch (e) {
       // grpc-gateway hands a stream's decode error on as a plain error: Unknown.
       throw new GrpcError(Code.Unknown, e.message);
@@ -299,13 +309,11 @@ async function eachStream(request, m, handler, count) {
  * and one `{"result":...}\n` chunk per response, for as long as the handler
  * yields. A cancel (the client gone) aborts the handler's signal.
  */
-async function serverStream(request, m, handler, count) {
+async function serverStream(request, m, handler, count, maxMessage) {
   let msg;
   let size;
   try {
-    const body = await readText(request, MAX_BODY_BYTES);
-    if (body === null) throw tooLargeMessage(`more than ${MAX_BODY_BYTES}`, MAX_MESSAGE_BYTES);
-    ({ msg, size } = decode(m.request, parseBody(body)));
+    ({ msg, size } = decode(m.request, parseBody(await bodyText(request, maxMessage)), maxMessage));
   } catch (e) {
     return errorResponse(e);
   }
@@ -354,10 +362,10 @@ async function serverStream(request, m, handler, count) {
  * first request that does not parse is an error response (code 2, HTTP
  * 500); a later one stops the reading, not the stream.
  */
-async function sessionStream(request, m, handler, count) {
+async function sessionStream(request, m, handler, count, maxMessage) {
   const it = values(request);
   const next = (v) => {
-    const { msg, size } = decode(m.request, v);
+    const { msg, size } = decode(m.request, v, maxMessage);
     count.received(size);
     return msg;
   };
@@ -421,7 +429,7 @@ async function sessionStream(request, m, handler, count) {
  * of /metrics (services/metrics.mjs), or null (404 there); `health`:
  * { success, failures }, the /health answers counted for /metrics, or null.
  */
-export function createGateway({ services, metrics = null, counters = null, health: healthCounts = null }) {
+export function createGateway({ services, metrics = null, counters = null, health: healthCounts = null, maxMessageBytes = MAX_MESSAGE_BYTES }) {
   // etcd's /health: false while an alarm is raised (except those named by
   // `exclude`, each excusing one entry of its type: etcd's checkHealth
   // forgets the name once used), or when the engine fails. Go's http.Error
@@ -469,13 +477,11 @@ export function createGateway({ services, metrics = null, counters = null, healt
     const handler = services.get(name);
     const count = counting(counters, name);
     if (!handler) return errorResponse(unimplemented(name));
-    if (handler.each) return eachStream(request, meta, handler, count);
-    if (handler.stream) return serverStream(request, meta, handler, count);
-    if (handler.open) return sessionStream(request, meta, handler, count);
+    if (handler.each) return eachStream(request, meta, handler, count, maxMessageBytes);
+    if (handler.stream) return serverStream(request, meta, handler, count, maxMessageBytes);
+    if (handler.open) return sessionStream(request, meta, handler, count, maxMessageBytes);
     try {
-      const body = await readText(request, MAX_BODY_BYTES);
-      if (body === null) throw tooLargeMessage(`more than ${MAX_BODY_BYTES}`, MAX_MESSAGE_BYTES);
-      const { msg, size } = decode(meta.request, parseBody(body));
+      const { msg, size } = decode(meta.request, parseBody(await bodyText(request, maxMessageBytes)), maxMessageBytes);
       count.start();
       count.received(size);
       // The request's signal aborts when the client goes (a blocked Lock cleans up).

@@ -149,7 +149,7 @@ function idBytes(T, id) {
   return b;
 }
 
-function codec(root, typeName) {
+function codec(root, typeName, maxMessage = MAX_MESSAGE_BYTES) {
   const T = root.lookupType(typeName);
   const field = T.fields.header;
   const H = field?.id === 1 && field.resolvedType?.fullName === ".etcdserverpb.ResponseHeader" ? field.resolvedType : null;
@@ -188,7 +188,7 @@ function codec(root, typeName) {
      * unary call's request and a stream's message).
      */
     decode(bytes, compressed, encoding, stream = false) {
-      if (compressed) bytes = decompress(bytes, encoding);
+      if (compressed) bytes = decompress(bytes, encoding, maxMessage);
       try {
         const refused = refusal?.(bytes);
         if (refused) throw new Error(refused);
@@ -206,14 +206,14 @@ function codec(root, typeName) {
 }
 
 // grpc-go's answers for a compressed request message.
-function decompress(bytes, encoding) {
+function decompress(bytes, encoding, max) {
   if (encoding === "identity") throw new GrpcError(Code.Internal, "grpc: compressed flag set with identity or empty encoding");
   const inflate = DECOMPRESS[encoding];
   if (!inflate) throw new GrpcError(Code.Unimplemented, `grpc: Decompressor is not installed for grpc-encoding "${encoding}"`);
   try {
-    return inflate(bytes, { maxOutputLength: MAX_MESSAGE_BYTES + 1 });
+    return inflate(bytes, { maxOutputLength: max + 1 });
   } catch (e) {
-    if (e.code === "ERR_BUFFER_TOO_LARGE") throw tooLargeMessage(`more than ${MAX_MESSAGE_BYTES}`, MAX_MESSAGE_BYTES);
+    if (e.code === "ERR_BUFFER_TOO_LARGE") throw tooLargeMessage(`more than ${max}`, max);
     throw new GrpcError(Code.Internal, `grpc: failed to decompress the received message: ${e.message}`);
   }
 }
@@ -479,7 +479,7 @@ export function activeCalls(socket) {
  * their messages and bytes for /metrics. A server stream whose client reads
  * nothing for `stallMs` ends with Unavailable.
  */
-export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 5 * 60 * 1000, counters = null, stallMs = 60_000 } = {}) {
+export function createGrpcServer(services, { maxConcurrentStreams = 0, maxMessageBytes = MAX_MESSAGE_BYTES, idleMs = 5 * 60 * 1000, counters = null, stallMs = 60_000 } = {}) {
   const root = loadRoot();
   const methods = new Map();
   for (const [service, rpcs] of Object.entries(schema)) {
@@ -487,7 +487,7 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
       const name = `${service}/${rpc}`;
       const handler = services.get(name);
       const expired = deadlineAnswer(name, streaming);
-      const m = { handler, req: codec(root, reqType), res: codec(root, resType), expired, counts: counters?.of(`/${name}`) ?? null, stallMs, stream: streaming !== "" };
+      const m = { handler, req: codec(root, reqType, maxMessageBytes), res: codec(root, resType), expired, counts: counters?.of(`/${name}`) ?? null, stallMs, stream: streaming !== "" };
       let start;
       if (!handler) {
         const e = unimplemented(name);
@@ -503,7 +503,7 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
   const onCall = (call) => {
     // A request message over the limit ends its call with etcd's error.
     call.onTooLarge = (size) => {
-      const e = tooLargeMessage(size, MAX_MESSAGE_BYTES);
+      const e = tooLargeMessage(size, maxMessageBytes);
       call.finish(e.code, e.message);
       call.onCancel?.();
     };
@@ -520,7 +520,7 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, idleMs = 
   sweep.unref();
   return {
     serve(socket) {
-      const s = new H2Session(socket, { onCall, maxConcurrentStreams, maxMessage: MAX_MESSAGE_BYTES });
+      const s = new H2Session(socket, { onCall, maxConcurrentStreams, maxMessage: maxMessageBytes });
       socket[SESSION] = s;
       sessions.add(s);
       socket.once("close", () => sessions.delete(s));

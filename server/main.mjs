@@ -8,7 +8,7 @@ import { Lessor } from "../js/node.mjs";
 import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "./services/index.mjs";
-import { isEngineFailure } from "./services/common.mjs";
+import { GRPC_OVERHEAD_BYTES, isEngineFailure } from "./services/common.mjs";
 import { createCallCounters, createHistogram, createMetrics, createServiceStats } from "./services/metrics.mjs";
 import { services as schema } from "./proto/schema.mjs";
 import { hostMetrics } from "./host-metrics.mjs";
@@ -25,8 +25,6 @@ import { storeHashKv, storeSnapshot } from "./snapshot-thread.mjs";
 // The most the engine holds (wasm's 4 GiB must fit the data and a snapshot
 // of it): etcd's default quota (2 GiB) and larger ones are clamped to this.
 const MAX_QUOTA_BYTES = 1024 * 1024 * 1024;
-// etcd's only limit on keys and values is the 1.5 MiB request size.
-const MAX_ITEM_BYTES = 1536 * 1024;
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -98,12 +96,17 @@ for (const url of flags.listen) {
 // (a FileStore is for one process at a time).
 const dataDir = resolve(flags.dataDir);
 const syncs = createHistogram();
+// etcd's only limit on keys and values is its request size
+// (--max-request-bytes, which the services check); the engine's own limits
+// are never below the default's 1.5 MiB, so reads of long keys answer as
+// they do at the default.
+const itemBytes = Math.max(1536 * 1024, flags.maxRequestBytes);
 const quotaBytes = flags.quotaBytes > 0 ? Math.min(flags.quotaBytes, MAX_QUOTA_BYTES) : MAX_QUOTA_BYTES;
 const engine = {
   minTtl: flags.minTtl,
   // The engine needs each limit within the quota.
-  maxKeyBytes: Math.min(MAX_ITEM_BYTES, quotaBytes),
-  maxValueBytes: Math.min(MAX_ITEM_BYTES, quotaBytes),
+  maxKeyBytes: Math.min(itemBytes, quotaBytes),
+  maxValueBytes: Math.min(itemBytes, quotaBytes),
   quotaBytes,
   maxTxnOps: flags.maxTxnOps,
   // etcd puts no bound on the keys of one lease (its revoke deletes them
@@ -139,7 +142,7 @@ process.on("uncaughtException", (e) => {
   process.exit(1);
 });
 const stats = createServiceStats();
-services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), hashKv: storeHashKv(store, engine), maxTxnOps: flags.maxTxnOps, progressIntervalMs: flags.progressIntervalMs, stats, onFatal: engineFailed });
+services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), hashKv: storeHashKv(store, engine), maxTxnOps: flags.maxTxnOps, maxRequestBytes: flags.maxRequestBytes, progressIntervalMs: flags.progressIntervalMs, stats, onFatal: engineFailed });
 const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs, { compact: (rev) => compact(lessor, stats, rev) }) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
 // (Alarm too: each change rewrites the alarm list, a host entry.)
@@ -154,8 +157,10 @@ for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcds
 }
 const calls = createCallCounters(schema);
 const health = { success: 0, failures: 0 };
-gateway = createGateway({ services, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs, stats, health }) });
-grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, counters: calls });
+// etcd's gRPC receive limit, which its gateway meets too.
+const maxMessageBytes = flags.maxRequestBytes + GRPC_OVERHEAD_BYTES;
+gateway = createGateway({ services, maxMessageBytes, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs, stats, health }) });
+grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, maxMessageBytes, counters: calls });
 
 for (const s of servers) {
   const a = s.address();

@@ -6,6 +6,8 @@ export const SERVER_VERSION = "3.4.23";
 export const CLUSTER_VERSION = "3.4.0";
 // etcd's --max-request-bytes default, checked on what goes through raft.
 export const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+// What etcd adds to it for gRPC's receive limit and its watch fragments.
+export const GRPC_OVERHEAD_BYTES = 512 * 1024;
 // etcd wraps a write in an InternalRaftRequest (a request header with a
 // 64-bit id, and the field tag and length) before it compares the size.
 const RAFT_OVERHEAD = 18;
@@ -100,9 +102,9 @@ export const throughErrors = (fn, onError) => (req, call) => {
   return typeof res?.then === "function" ? res.catch(onError) : res;
 };
 
-/** Refuses a write whose raft entry would pass etcd's request limit. */
-export function checkSize(call) {
-  if ((call?.size ?? 0) + RAFT_OVERHEAD > MAX_REQUEST_BYTES) throw Etcd.requestTooLarge();
+/** Refuses a write whose raft entry would pass etcd's request limit (--max-request-bytes). */
+export function checkSize(call, max = MAX_REQUEST_BYTES) {
+  if ((call?.size ?? 0) + RAFT_OVERHEAD > max) throw Etcd.requestTooLarge();
 }
 
 /** Runs an engine call, turning its LeaseErrors into etcd's errors. */

@@ -33,12 +33,12 @@ export { memberIds } from "./cluster.mjs";
  * `onFatal(error)` hears the first call that finds the engine failed
  * (below).
  */
-export function createServices({ lessor, store = null, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats = createServiceStats(), onFatal = null }) {
+export function createServices({ lessor, store = null, member, maxTxnOps, maxRequestBytes, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats = createServiceStats(), onFatal = null }) {
   const alarms = createAlarms(member, lessor);
   // Each step of a compaction's sweep but the last, as etcd observes a
   // pause after each batch of deletes that more batches follow.
   lessor.addEventListener("compaction", (e) => e.pending > 0 && stats.compactionPause.observe(e.ms));
-  const ctx = { lessor, store, member, maxTxnOps, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats, alarms, ...headers(lessor, member) };
+  const ctx = { lessor, store, member, maxTxnOps, maxRequestBytes, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats, alarms, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),
     "etcdserverpb.Watch": watchService(ctx),

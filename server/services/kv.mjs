@@ -3,7 +3,7 @@
 // does (key.go: which error comes first matters to clients) and translates
 // between wire messages and the engine's. Keys are any bytes.
 import { Etcd } from "../errors.mjs";
-import { bytesOf, checkSize, engine, etcdError, int, keyOf, kvOut, leaseIn, txnOps, txnReadOnly } from "./common.mjs";
+import { bytesOf, checkSize as checkRequestSize, engine, etcdError, int, keyOf, kvOut, leaseIn, txnOps, txnReadOnly } from "./common.mjs";
 
 
 const SORT_ORDER = { NONE: "none", ASCEND: "ascend", DESCEND: "descend" };
@@ -185,8 +185,9 @@ export function compact(lessor, stats, revision) {
   return done;
 }
 
-export function kvService({ lessor, header, stats, maxTxnOps = 128 }) {
+export function kvService({ lessor, header, stats, maxTxnOps = 128, maxRequestBytes }) {
   const top = (revision) => ({ ...header(), revision });
+  const checkSize = (call) => checkRequestSize(call, maxRequestBytes);
   return {
     Range(req) {
       keyOf(req.key);

@@ -1,9 +1,10 @@
 // etcdserverpb.Lease: the engine's lessor, with etcd's ids and errors.
-import { checkSize, engine, etcdError, leaseIn, leaseOut } from "./common.mjs";
+import { checkSize as checkRequestSize, engine, etcdError, leaseIn, leaseOut } from "./common.mjs";
 
 const id = (v) => leaseIn(v) ?? 0n;
 
-export function leaseService({ lessor, header, stats, alarms }) {
+export function leaseService({ lessor, header, stats, alarms, maxRequestBytes }) {
+  const checkSize = (call) => checkRequestSize(call, maxRequestBytes);
   // A stream: one answer per request. An unknown lease is TTL 0, not an
   // error, and the stream goes on (etcd's LeaseKeepAlive). Past its
   // deadline while expiry is held (CORRUPT), etcd's renewal waits for the

@@ -16,10 +16,10 @@
 // costs a bounded buffer, and, as in etcd, loses its watchers to a
 // compaction that passes them while it lags.
 import { encodedSize, lengthSize } from "../size.mjs";
-import { bytesOf, int, kvOut } from "./common.mjs";
+import { GRPC_OVERHEAD_BYTES, MAX_REQUEST_BYTES, bytesOf, int, kvOut } from "./common.mjs";
 
 // etcd's --max-request-bytes plus gRPC overhead: where fragments are cut.
-const FRAGMENT_BYTES = 1.5 * 1024 * 1024 + 512 * 1024;
+const FRAGMENT_BYTES = MAX_REQUEST_BYTES + GRPC_OVERHEAD_BYTES;
 const WATCH_RESPONSE = "etcdserverpb.WatchResponse";
 const EVENT = "mvccpb.Event";
 // etcd's --experimental-watch-progress-notify-interval default, and its minimum.
@@ -88,6 +88,7 @@ class Session {
   #header;
   #send;
   #interval;
+  #fragmentBytes;
   // watch id -> { req, start, next, prevKv, fragment, progress, w, compacted }
   #watchers = new Map();
   #nextId = 0;
@@ -101,8 +102,9 @@ class Session {
   #outbox = [];
   #flushing = false;
 
-  constructor({ lessor, header, progressIntervalMs, stats }, send) {
+  constructor({ lessor, header, progressIntervalMs, fragmentBytes, stats }, send) {
     this.#lessor = lessor;
+    this.#fragmentBytes = fragmentBytes;
     this.#stats = stats;
     stats.sessions.add(this);
     this.#header = header;
@@ -236,7 +238,7 @@ class Session {
     if (st.progress !== undefined) st.progress = false;
     const resp = { header: this.#head(b.revision), watch_id: id, events: b.events.map(eventOut) };
     if (!st.fragment) this.#out(resp);
-    else for (const r of fragments(resp)) this.#out(r);
+    else for (const r of fragments(resp, this.#fragmentBytes)) this.#out(r);
     if (this.#turnEvents === 0) setImmediate(() => (this.#turnEvents = 0));
     this.#turnEvents += b.events.length;
     if (this.#turnEvents >= TURN_EVENTS && !this.#pausedForTurn) this.#pauseForTurn();
@@ -339,8 +341,8 @@ class Session {
  * `stats.watch` (services/metrics.mjs createServiceStats), which /metrics
  * reads: the open sessions, and the events handed to their watchers.
  */
-export function watchService({ lessor, header, progressIntervalMs = PROGRESS_INTERVAL_MS, stats }) {
-  const ctx = { lessor, header, progressIntervalMs: Math.max(MIN_PROGRESS_INTERVAL_MS, progressIntervalMs), stats: stats.watch };
+export function watchService({ lessor, header, progressIntervalMs = PROGRESS_INTERVAL_MS, maxRequestBytes = MAX_REQUEST_BYTES, stats }) {
+  const ctx = { lessor, header, progressIntervalMs: Math.max(MIN_PROGRESS_INTERVAL_MS, progressIntervalMs), fragmentBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES, stats: stats.watch };
   return {
     Watch: {
       open: (send) => new Session(ctx, send),

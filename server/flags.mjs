@@ -1,8 +1,10 @@
-// etcd's command-line flags, for a single-member cluster. Flags are
-// `--name value` or `--name=value`, as etcd takes them, or ETCD_NAME in the
-// environment (etcd's pkg/flags rules, which container set-ups rely on). A
-// configuration that needs a second member is refused: edge-lease is one
-// process.
+// etcd's configuration, for a single-member cluster, from where etcd 3.4
+// takes it: flags (`--name value` or `--name=value`), ETCD_NAME in the
+// environment (pkg/flags' rules, which container set-ups rely on), or a YAML
+// file (--config-file). A configuration that needs a second member is
+// refused: edge-lease is one process.
+
+import { readFileSync } from "node:fs";
 
 const DEFAULTS = {
   name: "default",
@@ -23,11 +25,15 @@ const DEFAULTS = {
   "auto-compaction-mode": "periodic",
   "auto-compaction-retention": "0",
   "experimental-watch-progress-notify-interval": "10m",
+  // etcd's hidden flag; the gateway is always served here (below).
+  "enable-grpc-gateway": "true",
 };
-// Accepted and without effect here: logging, and tuning of raft, its WAL
-// and bbolt, which have no counterpart in one process with its own journal.
+// Accepted and without effect here: logging and profiling (no pprof
+// endpoints: etcd's sample config turns them on), and tuning of raft, its
+// WAL and bbolt, which have no counterpart in one process with its own
+// journal.
 const IGNORED = new Set([
-  "logger", "log-level", "log-outputs", "log-package-levels", "debug", "enable-v2", "metrics",
+  "logger", "log-level", "log-outputs", "log-package-levels", "debug", "enable-v2", "metrics", "enable-pprof",
   "heartbeat-interval", "initial-election-tick-advance", "pre-vote", "strict-reconfig-check",
   "snapshot-count", "max-snapshots", "max-wals", "backend-batch-interval", "backend-batch-limit",
   "experimental-backend-bbolt-freelist-type", "experimental-compaction-batch-limit",
@@ -36,21 +42,37 @@ const IGNORED = new Set([
 ]);
 // Go bool flags: a bare one is true (a following "true" or "false" is taken
 // as its value too).
-const BOOLEAN = new Set(["debug", "enable-v2", "pre-vote", "strict-reconfig-check", "experimental-enable-lease-checkpoint", "experimental-initial-corrupt-check"]);
-// etcd 3.4's other flags (`etcd --help`): refused when given, as a flag or
-// as ETCD_*, rather than dropped, since most change what a client can rely
-// on (TLS, auth, CORS, Host checks, the request limit, the WAL's place).
-const UNSUPPORTED = new Set([
-  "wal-dir", "grpc-keepalive-min-time", "grpc-keepalive-interval", "grpc-keepalive-timeout",
-  "discovery", "discovery-fallback", "discovery-proxy", "discovery-srv", "discovery-srv-name",
-  "cert-file", "key-file", "client-cert-auth", "client-crl-file", "client-cert-allowed-hostname", "trusted-ca-file",
-  "auto-tls", "peer-cert-file", "peer-key-file", "peer-client-cert-auth", "peer-trusted-ca-file",
-  "peer-cert-allowed-cn", "peer-cert-allowed-hostname", "peer-auto-tls", "peer-crl-file", "cipher-suites",
-  "cors", "host-whitelist", "auth-token", "bcrypt-cost", "auth-token-ttl", "enable-pprof", "listen-metrics-urls",
-  "proxy", "proxy-failure-wait", "proxy-refresh-interval", "proxy-dial-timeout", "proxy-write-timeout",
-  "proxy-read-timeout", "experimental-enable-v2v3", "experimental-peer-skip-client-san-verification",
-  "force-new-cluster",
+const BOOLEAN = new Set([
+  "enable-grpc-gateway", "debug", "enable-v2", "pre-vote", "strict-reconfig-check", "experimental-enable-lease-checkpoint",
+  "experimental-initial-corrupt-check", "client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls",
+  "enable-pprof", "experimental-peer-skip-client-san-verification", "force-new-cluster",
 ]);
+// etcd 3.4's other flags with its defaults (`etcd --help`). Given its
+// default, one asks for nothing etcd would not do without it, and is
+// accepted; any other value is refused, as a flag, as ETCD_* or in a config
+// file, rather than dropped, since most change what a client can rely on
+// (TLS, auth, CORS, Host checks, the WAL's place).
+const UNSUPPORTED = {
+  "wal-dir": "", "grpc-keepalive-min-time": "5s", "grpc-keepalive-interval": "2h", "grpc-keepalive-timeout": "20s",
+  discovery: "", "discovery-fallback": "proxy", "discovery-proxy": "", "discovery-srv": "", "discovery-srv-name": "",
+  "cert-file": "", "key-file": "", "client-cert-auth": "false", "client-crl-file": "", "client-cert-allowed-hostname": "",
+  "trusted-ca-file": "", "auto-tls": "false", "peer-cert-file": "", "peer-key-file": "", "peer-client-cert-auth": "false",
+  "peer-trusted-ca-file": "", "peer-cert-allowed-cn": "", "peer-cert-allowed-hostname": "", "peer-auto-tls": "false",
+  "peer-crl-file": "", "cipher-suites": "", cors: "*", "host-whitelist": "*", "auth-token": "simple", "bcrypt-cost": "10",
+  "auth-token-ttl": "300", "listen-metrics-urls": "", proxy: "off", "proxy-failure-wait": "5000",
+  "proxy-refresh-interval": "30000", "proxy-dial-timeout": "1000", "proxy-write-timeout": "5000", "proxy-read-timeout": "0",
+  "experimental-enable-v2v3": "", "experimental-peer-skip-client-san-verification": "false", "force-new-cluster": "false",
+};
+// Flags that are Go durations: a config file gives them in nanoseconds.
+const DURATIONS = new Set([
+  "experimental-watch-progress-notify-interval", "grpc-keepalive-min-time", "grpc-keepalive-interval",
+  "grpc-keepalive-timeout", "experimental-corrupt-check-time", "experimental-warning-apply-duration", "backend-batch-interval",
+]);
+// A config file's transport sections, as the flags they stand for.
+const TRANSPORT = {
+  "client-transport-security": { "cert-file": "cert-file", "key-file": "key-file", "client-cert-auth": "client-cert-auth", "trusted-ca-file": "trusted-ca-file", "auto-tls": "auto-tls", "crl-file": "client-crl-file" },
+  "peer-transport-security": { "cert-file": "peer-cert-file", "key-file": "peer-key-file", "client-cert-auth": "peer-client-cert-auth", "trusted-ca-file": "peer-trusted-ca-file", "auto-tls": "peer-auto-tls", "crl-file": "peer-crl-file" },
+};
 
 export class FlagError extends Error {}
 
@@ -120,51 +142,114 @@ function checkUrls(flag, list) {
 /** The ETCD_* variable etcd reads for flag `name` (pkg/flags' FlagToEnv). */
 const envName = (name) => `ETCD_${name.toUpperCase().replaceAll("-", "_")}`;
 
+const isFlag = (name) => name in DEFAULTS || IGNORED.has(name) || Object.hasOwn(UNSUPPORTED, name);
+
+/** Refuses flag `name` set to `value` (from `from`) unless it is one served here, or an unsupported one at etcd's default. */
+function check(name, value, from) {
+  if (name in DEFAULTS || IGNORED.has(name)) return;
+  if (Object.hasOwn(UNSUPPORTED, name)) {
+    const d = UNSUPPORTED[name];
+    const ms = parseDuration(d);
+    if (value === d || (ms !== null && d !== "" && parseDuration(value) === ms)) return;
+    throw new FlagError(`flag provided but not supported: ${from}`);
+  }
+  throw new FlagError(`flag provided but not supported: ${from} (not an etcd 3.4 flag)`);
+}
+
+/**
+ * A config file's settings as flag values. etcd reads it as YAML into its
+ * Config, so durations are numbers of nanoseconds there, and keys it does
+ * not know are left alone.
+ */
+function fromConfigFile(doc, log) {
+  const out = new Map();
+  const put = (name, value) => {
+    if (value === null || value === undefined || value === "") return;
+    if (Array.isArray(value)) value = value.join(",");
+    else if (typeof value === "number" && DURATIONS.has(name)) value = `${value}ns`;
+    out.set(name, String(value));
+  };
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) throw new FlagError("the config file is not a YAML mapping of etcd's settings");
+  for (const [key, value] of Object.entries(doc)) {
+    if (Object.hasOwn(TRANSPORT, key)) {
+      for (const [k, v] of Object.entries(value ?? {})) if (Object.hasOwn(TRANSPORT[key], k)) put(TRANSPORT[key][k], v);
+    } else if (key !== "config-file" && isFlag(key)) put(key, value);
+    else log(`config file: ${key} is not one of etcd 3.4's settings; left alone`);
+  }
+  return out;
+}
+
 /**
  * The configuration from `argv` and, for flags not given there, `env`'s
- * ETCD_* variables (an empty one is unset). `log(text)` hears which were
- * used, and of those that name no etcd flag (etcd logs both and goes on).
+ * ETCD_* variables (an empty one is unset); or, with --config-file (or
+ * ETCD_CONFIG_FILE), from that YAML file alone, as etcd reads it.
+ * `log(text)` hears which variables were used, and of those that name no
+ * etcd flag (etcd logs both and goes on).
  */
-export function parseFlags(argv, env = {}, log = () => {}) {
+export async function parseFlags(argv, env = {}, log = () => {}) {
   const v = { ...DEFAULTS };
-  const given = new Set();
-  const known = (name, from) => {
-    if (!(name in DEFAULTS) && !IGNORED.has(name)) {
-      throw new FlagError(`flag provided but not supported: ${from}${UNSUPPORTED.has(name) ? "" : " (not an etcd 3.4 flag)"}`);
-    }
-  };
+  const given = new Map();
   for (let i = 0; i < argv.length; i++) {
     const m = /^--?([a-z0-9-]+)(?:=(.*))?$/s.exec(argv[i]);
     if (!m) throw new FlagError(`unexpected argument ${JSON.stringify(argv[i])}`);
     const [, name, inline] = m;
-    known(name, `--${name}`);
+    if (name !== "config-file" && !isFlag(name)) check(name, inline, `--${name}`);
     let value = inline;
     if (value === undefined) {
       if (BOOLEAN.has(name)) value = /^(true|false)$/.test(argv[i + 1] ?? "") ? argv[++i] : "true";
       else if (i + 1 < argv.length) value = argv[++i];
       else throw new FlagError(`flag needs an argument: --${name}`);
     }
-    v[name] = value;
-    given.add(name);
+    given.set(name, value);
   }
-  for (const [key, value] of Object.entries(env)) {
-    if (!key.startsWith("ETCD_") || !value) continue;
-    const name = key.slice(5).toLowerCase().replaceAll("_", "-");
-    if (envName(name) !== key || !(name in DEFAULTS || IGNORED.has(name) || UNSUPPORTED.has(name))) {
-      log(`unrecognized environment variable ${key}=${value}`);
-      continue;
+  const configFile = given.get("config-file") || env.ETCD_CONFIG_FILE;
+  if (configFile) {
+    // etcd's own rule: the file alone, flags and variables left aside.
+    log(`loading server configuration from ${JSON.stringify(configFile)}; other configuration command line flags and environment variables will be ignored if provided`);
+    let text;
+    try {
+      text = readFileSync(configFile, "utf8");
+    } catch (e) {
+      throw new FlagError(`cannot read the config file ${configFile}: ${e.message}`);
     }
-    if (given.has(name)) {
-      // etcd 3.4 exits on this too, in these words.
-      throw new FlagError(
-        `conflicting environment variable ${JSON.stringify(key)} is shadowed by corresponding command-line flag (either unset environment variable or disable flag)`,
-      );
+    let doc;
+    try {
+      doc = (await import("yaml")).parse(text);
+    } catch (e) {
+      throw new FlagError(`the config file ${configFile} is not YAML: ${e.message.split("\n")[0]}`);
     }
-    known(name, `${key} (--${name})`);
-    log(`recognized and used environment variable ${key}=${value}`);
-    v[name] = value;
+    for (const [name, value] of fromConfigFile(doc, log)) {
+      check(name, value, `${name} in ${configFile}`);
+      v[name] = value;
+    }
+  } else {
+    for (const [name, value] of given) {
+      check(name, value, `--${name}`);
+      v[name] = value;
+    }
+    for (const [key, value] of Object.entries(env)) {
+      if (!key.startsWith("ETCD_") || !value) continue;
+      const name = key.slice(5).toLowerCase().replaceAll("_", "-");
+      if (envName(name) !== key || !isFlag(name)) {
+        log(`unrecognized environment variable ${key}=${value}`);
+        continue;
+      }
+      if (given.has(name)) {
+        // etcd 3.4 exits on this too, in these words.
+        throw new FlagError(
+          `conflicting environment variable ${JSON.stringify(key)} is shadowed by corresponding command-line flag (either unset environment variable or disable flag)`,
+        );
+      }
+      check(name, value, `${key} (--${name})`);
+      log(`recognized and used environment variable ${key}=${value}`);
+      v[name] = value;
+    }
   }
   if (v["enable-v2"] === "true") throw new FlagError("--enable-v2: the v2 API is not supported");
+  // etcd 3.4 leaves its JSON gateway off for a config file that does not
+  // say `enable-grpc-gateway: true`; here it is always on (the demo page and
+  // gateway clients need it), and only turning it off is refused.
+  if (v["enable-grpc-gateway"] !== "true") throw new FlagError("--enable-grpc-gateway: the JSON gateway is always served here");
 
   const listen = checkUrls("listen-client-urls", urls(v["listen-client-urls"]));
   const advertise = checkUrls("advertise-client-urls", urls(v["advertise-client-urls"]));

@@ -30,7 +30,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 let flags;
 try {
-  flags = parseFlags(process.argv.slice(2), process.env, (text) => console.error(`edge-lease: ${text}`));
+  flags = await parseFlags(process.argv.slice(2), process.env, (text) => console.error(`edge-lease: ${text}`));
 } catch (e) {
   if (!(e instanceof FlagError)) throw e;
   console.error(`edge-lease: ${e.message}`);

@@ -66,7 +66,7 @@ export function packedProject() {
     const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", work], repo));
     const tgz = join(work, packed.filename);
     writeFileSync(join(work, "package.json"), JSON.stringify({ name: "edge-lease-user", private: true }));
-    // Its one dependency (protobufjs, for the server) comes from npm's
+    // Its dependencies (protobufjs and yaml, for the server) come from npm's
     // cache when it is there: `npm ci` cached the tarballs, but not the
     // registry's metadata that resolving a fresh project's install needs,
     // so on a new machine that is fetched once.

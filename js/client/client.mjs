@@ -103,6 +103,8 @@ export class Client {
   #backend;
   #closer = new AbortController();
   #sessions = new Set();
+  #creating = new Set(); // sessions being created: close() waits for them
+  #closing = null;
 
   constructor(backend) {
     this.#backend = backend;
@@ -120,6 +122,10 @@ export class Client {
 
   #check() {
     if (this.#closer.signal.aborted) throw closed();
+  }
+
+  #checkOpen() {
+    if (this.#closing !== null) throw closed();
   }
 
   // ---- KV --------------------------------------------------------------------
@@ -254,10 +260,24 @@ export class Client {
   // ---- recipes ---------------------------------------------------------------
 
   async session(o = {}) {
-    this.#check();
-    const s = await Session.create(this, opts(o, "session"));
+    this.#checkOpen();
+    const creating = Session.create(this, opts(o, "session"));
+    this.#creating.add(creating);
+    let s;
+    try {
+      s = await creating;
+    } finally {
+      this.#creating.delete(creating);
+    }
     this.#sessions.add(s);
     s.signal.addEventListener("abort", () => this.#sessions.delete(s), { once: true });
+    // close() began meanwhile: it closes this session too, with the others
+    // (it looks once every creation has settled, so it finds this one
+    // here), and revokes its lease before the backend goes.
+    if (this.#closing !== null) {
+      await this.#closing;
+      throw closed();
+    }
     return s;
   }
 
@@ -288,11 +308,14 @@ export class Client {
   }
 
   /** Closes open sessions (revoking their leases), then stops every request and watch. */
-  async close() {
-    if (this.#closer.signal.aborted) return;
-    await Promise.allSettled([...this.#sessions].map((s) => s.close()));
-    this.#closer.abort(closed());
-    await this.#backend.close();
+  close() {
+    this.#closing ??= (async () => {
+      await Promise.allSettled([...this.#creating]);
+      await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+      this.#closer.abort(closed());
+      await this.#backend.close();
+    })();
+    return this.#closing;
   }
 
   [Symbol.asyncDispose ?? Symbol.for("Symbol.asyncDispose")]() {

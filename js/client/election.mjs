@@ -6,8 +6,8 @@
 
 import { keyBytes, toBytes, toText } from "./codec.mjs";
 import { entryOut } from "./entries.mjs";
-import { LeaseError, aborted } from "./errors.mjs";
-import { byCreate, waitDeletes } from "./mutex.mjs";
+import { LeaseError, aborted, closed } from "./errors.mjs";
+import { byCreate, keyId, waitDeletes } from "./mutex.mjs";
 import { linkSignals, signalOption } from "./signals.mjs";
 
 const concat = (a, b) => {
@@ -60,14 +60,29 @@ export class Election {
     try {
       if (s.aborted) throw aborted(s);
       const key = concat(this.#pfx, toBytes(this.#session.keySuffix));
-      const r = await this.#client.backend.txn(
-        {
-          compare: [{ key, rangeEnd: null, target: "create", result: "=", value: 0 }],
-          success: [{ put: { key, value: val, lease: this.#lease(), prevKv: false } }],
-          failure: [{ range: { key, rangeEnd: null } }],
-        },
-        { signal: s },
-      );
+      const first = this.#claim(key);
+      let r;
+      try {
+        r = await this.#client.backend.txn(
+          {
+            compare: [{ key, rangeEnd: null, target: "create", result: "=", value: 0 }],
+            success: [{ put: { key, value: val, lease: this.#lease(), prevKv: false } }],
+            failure: [{ range: { key, rangeEnd: null } }],
+          },
+          { signal: s },
+        );
+      } catch (e) {
+        // Its outcome is unknown (an abort or a timeout can come after the
+        // server applied it): withdraw, unless another candidate of this
+        // session uses the key.
+        if (this.#leaderKey === null) {
+          this.#unclaim(key);
+          if (first && !this.#client.closed.aborted) {
+            await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {}).catch(() => {});
+          }
+        }
+        throw s.aborted ? aborted(s) : e;
+      }
       this.#leaderKey = key;
       this.#leaderRev = r.revision;
       if (!r.succeeded) {
@@ -91,11 +106,26 @@ export class Election {
           throw aborted(s);
         }
         this.#leaderKey = null;
+        this.#unclaim(key);
         throw e;
       }
     } finally {
       link.dispose();
     }
+  }
+
+  // This candidate's use of its key, counted once in the session.
+  #claimed = false;
+  #claim(key) {
+    if (this.#claimed) return false;
+    this.#claimed = true;
+    return this.#session.claim(keyId(key));
+  }
+
+  #unclaim(key) {
+    if (!this.#claimed) return;
+    this.#claimed = false;
+    this.#session.unclaim(keyId(key));
   }
 
   /** A new value from the leader, without a new election; NotLeader if this candidate no longer leads. */
@@ -112,6 +142,7 @@ export class Election {
     );
     if (!r.succeeded) {
       this.#leaderKey = null;
+      this.#unclaim(key);
       throw notLeader();
     }
   }
@@ -130,6 +161,7 @@ export class Election {
     );
     this.#leaderKey = null;
     this.#leaderRev = -1;
+    this.#unclaim(key);
   }
 
   /** The leader's entry (`value` is its proclamation), or undefined when there is none. */
@@ -140,12 +172,36 @@ export class Election {
 
   /**
    * The leader and each new proclamation or leader, as an async iterator
-   * (etcd's Observe). Ends with Aborted when `signal` aborts.
+   * (etcd's Observe). Ends with Aborted when `signal` aborts; return()
+   * (a `break`) ends it at once, a next() waiting meanwhile resolving done.
    */
-  async *observe({ bytes = false, signal } = {}) {
-    const link = linkSignals([signalOption(signal), this.#client.closed]);
+  observe({ bytes = false, signal } = {}) {
+    const ended = new AbortController();
+    const gen = this.#observe(bytes, signal, ended.signal);
+    return {
+      next: () => gen.next(),
+      async return(value) {
+        ended.abort(closed());
+        await gen.return(value);
+        return { value, done: true };
+      },
+      throw: (e) => gen.throw(e),
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      [Symbol.asyncDispose ?? Symbol.for("Symbol.asyncDispose")]() {
+        return this.return();
+      },
+    };
+  }
+
+  async *#observe(bytes, signal, ended) {
+    const link = linkSignals([signalOption(signal), this.#client.closed, ended]);
     const s = link.signal;
     const backend = this.#client.backend;
+    // A watch whose start was compacted away: read the leader again.
+    const compacted = (e) => e instanceof LeaseError && e.code === "Compacted";
+    let last = ""; // the leader's key and mod revision last handed out (not again after a re-read)
     try {
       for (;;) {
         if (s.aborted) throw aborted(s);
@@ -161,6 +217,9 @@ export class Election {
               rev = ev.modRevision;
               break;
             }
+          } catch (e) {
+            if (!compacted(e)) throw e;
+            continue;
           } finally {
             await w.return();
           }
@@ -169,18 +228,25 @@ export class Election {
           kv = r.kvs[0];
           rev = r.revision;
         }
-        yield entryOut(kv, bytes);
+        const seen = `${keyId(kv.key)}@${kv.modRevision}`;
+        if (seen !== last) yield entryOut(kv, bytes);
+        last = seen;
         // Follow this leader until its key goes.
         const w = this.#client.watch(kv.key, { startRevision: rev + 1, bytes: true, signal: s });
         try {
           for await (const ev of w) {
             if (ev.type === "delete") break;
+            last = `${keyId(ev.key)}@${ev.modRevision}`;
             yield entryOut(ev, bytes);
           }
+        } catch (e) {
+          if (!compacted(e)) throw e;
         } finally {
           await w.return();
         }
       }
+    } catch (e) {
+      if (!ended.aborted) throw e;
     } finally {
       link.dispose();
     }

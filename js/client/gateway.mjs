@@ -145,23 +145,32 @@ function watchIn(m) {
 
 // ---- transport -------------------------------------------------------------
 
-/** Splits a byte stream into lines and parses each as JSON. */
+/**
+ * Splits a byte stream into lines and parses each as JSON. A line's text
+ * is kept in pieces until its newline arrives, and only new text is
+ * searched, so a long line costs time in proportion to its length.
+ */
 async function* jsonLines(body) {
   const reader = body.getReader();
   const decoder = new TextDecoder();
-  let buf = "";
+  let pieces = []; // the current line's text so far
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      const text = done ? decoder.decode() : decoder.decode(value, { stream: true });
+      let at = 0;
       let nl;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
+      while ((nl = text.indexOf("\n", at)) >= 0) {
+        pieces.push(text.slice(at, nl));
+        const line = pieces.join("").trim();
+        pieces = [];
+        at = nl + 1;
         if (line) yield JSON.parse(line);
       }
+      if (at < text.length) pieces.push(text.slice(at));
       if (done) {
-        if (buf.trim()) yield JSON.parse(buf); // a last message without its newline
+        const last = pieces.join("").trim();
+        if (last) yield JSON.parse(last); // a last message without its newline
         return;
       }
     }
@@ -329,6 +338,9 @@ export class GatewayBackend {
       range_end: bytes(req.rangeEnd),
       start_revision: num(req.startRevision),
       prev_kv: req.prevKv || undefined,
+      // Progress notifications let a quiet watch resume from where they say
+      // it is, not from before a later compaction (watch.mjs).
+      progress_notify: true,
       filters: [req.noPut && "NOPUT", req.noDelete && "NODELETE"].filter(Boolean),
     };
     if (create.filters.length === 0) delete create.filters;

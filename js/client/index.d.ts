@@ -305,8 +305,8 @@ export interface Election {
   resign(options?: Call): Promise<void>;
   /** The leader's entry (`value`: its proclamation), or undefined when there is none. */
   leader<B extends boolean = false>(options?: Call & Bytes<B>): Promise<Entry<B> | undefined>;
-  /** The leader, then each new proclamation or leader (etcd's Observe). */
-  observe<B extends boolean = false>(options?: Call & Bytes<B>): AsyncGenerator<Entry<B>, void, undefined>;
+  /** The leader, then each new proclamation or leader (etcd's Observe); return() (a `break`) ends it at once. */
+  observe<B extends boolean = false>(options?: Call & Bytes<B>): AsyncIterableIterator<Entry<B>> & AsyncDisposableIfKnown;
 }
 
 export interface WithLockOptions extends Call {

@@ -25,7 +25,6 @@ import { LeaseError, aborted, asLeaseError, closed } from "./errors.mjs";
 import { linkSignals } from "./signals.mjs";
 
 const NO_BYTES = new Uint8Array(0);
-const encoder = new TextEncoder();
 
 export function isLessor(x) {
   return (
@@ -216,8 +215,8 @@ export class LocalBackend {
   }
 
   async timeToLive(id, keys, { signal } = {}) {
-    const r = this.#read(signal, (l) => l.timeToLive(id, { keys }));
-    return { ttl: r.ttl, grantedTtl: r.grantedTtl, keys: r.keys.map((k) => encoder.encode(k)) };
+    const r = this.#read(signal, (l) => l.timeToLive(id, { keys, bytes: true }));
+    return { ttl: r.ttl, grantedTtl: r.grantedTtl, keys: r.keys };
   }
 
   async leases({ signal } = {}) {
@@ -266,19 +265,33 @@ export class LocalBackend {
     const link = linkSignals([this.#closer.signal, signal]);
     const queue = [];
     let wake = null;
+    let watcher = null;
+    // An abort lets the engine's watcher go at once, even while this
+    // generator waits at a yield nobody resumes.
+    const cancel = () => {
+      try {
+        watcher?.cancel();
+      } catch {
+        // the lessor was closed
+      }
+      watcher = null;
+    };
     const notify = () => {
       const w = wake;
       wake = null;
       w?.();
     };
-    link.signal.addEventListener("abort", notify, { once: true });
-    let watcher = null;
+    const onAbort = () => (cancel(), notify());
+    link.signal.addEventListener("abort", onAbort, { once: true });
     try {
       let created;
       try {
         const compactRevision = req.startRevision ? lessor.compactRevision : 0;
         if (req.startRevision && req.startRevision < compactRevision) {
-          yield { revision: lessor.revision, created: false, canceled: true, compactRevision, cancelReason: "", events: [] };
+          // As etcd answers it: created, then canceled with the compaction.
+          const revision = lessor.revision;
+          yield { revision, created: true, canceled: false, compactRevision: 0, cancelReason: "", events: [] };
+          yield { revision, created: false, canceled: true, compactRevision, cancelReason: "", events: [] };
           return;
         }
         watcher = lessor.watch(
@@ -303,6 +316,7 @@ export class LocalBackend {
       } catch (e) {
         throw engineError(e);
       }
+      if (link.signal.aborted) cancel();
       yield { revision: created, created: true, canceled: false, compactRevision: 0, cancelReason: "", events: [] };
       for (;;) {
         while (queue.length) {
@@ -314,13 +328,9 @@ export class LocalBackend {
         await new Promise((resolve) => (wake = resolve));
       }
     } finally {
-      link.signal.removeEventListener("abort", notify);
+      link.signal.removeEventListener("abort", onAbort);
       link.dispose();
-      try {
-        watcher?.cancel();
-      } catch {
-        // the lessor was closed
-      }
+      cancel();
     }
   }
 

@@ -10,6 +10,9 @@ import { keyBytes, prefixEnd, toBytes, toText } from "./codec.mjs";
 import { LeaseError, aborted } from "./errors.mjs";
 import { linkSignals, signalOption } from "./signals.mjs";
 
+/** A key's bytes as a Map key. */
+export const keyId = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+
 const concat = (a, b) => {
   const out = new Uint8Array(a.length + b.length);
   out.set(a);
@@ -92,23 +95,34 @@ export class Mutex {
     return this.#session.signal;
   }
 
+  // Creates this session's key under the prefix (or finds it), and reads
+  // who holds the lock. If the request fails, its outcome is unknown (an
+  // abort or a timeout can come after the server applied it), so the key is
+  // removed, unless another lock of this session uses it.
   async #tryAcquire(signal) {
     const myKey = concat(this.#pfx, toBytes(this.#session.keySuffix));
     const lease = BigInt.asIntN(64, BigInt("0x" + this.#session.lease));
     const owner = { range: byCreate(this.#pfx, "ascend") };
-    const r = await this.#client.backend.txn(
-      {
-        compare: [{ key: myKey, rangeEnd: null, target: "create", result: "=", value: 0 }],
-        success: [{ put: { key: myKey, value: new Uint8Array(0), lease, prevKv: false } }, owner],
-        // The session already has the key (it holds or waits): reuse it.
-        failure: [{ range: { key: myKey, rangeEnd: null } }, owner],
-      },
-      { signal },
-    );
+    const first = this.#claim(myKey);
+    let r;
+    try {
+      r = await this.#client.backend.txn(
+        {
+          compare: [{ key: myKey, rangeEnd: null, target: "create", result: "=", value: 0 }],
+          success: [{ put: { key: myKey, value: new Uint8Array(0), lease, prevKv: false } }, owner],
+          // The session already has the key (it holds or waits): reuse it.
+          failure: [{ range: { key: myKey, rangeEnd: null } }, owner],
+        },
+        { signal },
+      );
+    } catch (e) {
+      await this.#release(myKey, first);
+      throw signal.aborted ? aborted(signal) : e;
+    }
     const myRev = r.succeeded ? r.revision : r.responses[0].range.kvs[0]?.createRevision ?? r.revision;
     const ownerKvs = r.responses[1].range.kvs;
     const held = ownerKvs.length === 0 || ownerKvs[0].createRevision === myRev;
-    return { myKey, myRev, held };
+    return { myKey, myRev, held, first };
   }
 
   /** Waits for the lock. `signal` (and the session's end) abort the wait; the key is then removed. */
@@ -117,7 +131,7 @@ export class Mutex {
     try {
       const s = link.signal;
       if (s.aborted) throw aborted(s);
-      const { myKey, myRev, held } = await this.#tryAcquire(s);
+      const { myKey, myRev, held, first } = await this.#tryAcquire(s);
       if (!held) {
         try {
           await waitDeletes(this.#client, this.#pfx, myRev - 1, s);
@@ -127,7 +141,7 @@ export class Mutex {
             throw new LeaseError("LeaseNotFound", `the session's lease ${this.#session.lease} expired while waiting for the lock`);
           }
         } catch (e) {
-          await this.#deleteQuietly(myKey);
+          await this.#release(myKey, first);
           throw s.aborted ? aborted(s) : e;
         }
       }
@@ -143,9 +157,9 @@ export class Mutex {
     const link = linkSignals([signalOption(signal), this.#session.signal]);
     try {
       if (link.signal.aborted) throw aborted(link.signal);
-      const { myKey, myRev, held } = await this.#tryAcquire(link.signal);
+      const { myKey, myRev, held, first } = await this.#tryAcquire(link.signal);
       if (!held) {
-        await this.#client.backend.deleteRange({ key: myKey, rangeEnd: null, prevKv: false }, {});
+        await this.#release(myKey, first, true);
         return false;
       }
       this.#myKey = myKey;
@@ -163,6 +177,34 @@ export class Mutex {
     await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, { signal: signalOption(signal) });
     this.#myKey = null;
     this.#myRev = -1;
+    this.#unclaim(key);
+  }
+
+  // This object's use of its key, counted once in the session (a second
+  // lock() while holding does not count again).
+  #claimed = false;
+  #claim(key) {
+    if (this.#claimed) return false;
+    this.#claimed = true;
+    return this.#session.claim(keyId(key));
+  }
+
+  #unclaim(key) {
+    if (!this.#claimed) return;
+    this.#claimed = false;
+    this.#session.unclaim(keyId(key));
+  }
+
+  // Gives up a key this lock did not get: removed if nothing else of the
+  // session used it before (`first`); `loud`: a failed removal throws.
+  async #release(key, first, loud = false) {
+    if (this.#myKey === null) {
+      this.#unclaim(key);
+      if (first) {
+        if (loud) await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {});
+        else await this.#deleteQuietly(key);
+      }
+    }
   }
 
   async #deleteQuietly(key) {

@@ -25,6 +25,9 @@ const DEFAULT_TTL = 60; // etcd's concurrency.NewSession default
 const RETRY_MS = 500; // after a failed keepalive, as clientv3 retries its stream
 
 const now = () => performance.now();
+// setTimeout's longest delay; a longer one fires at once (after 1 ms).
+const MAX_DELAY = 2 ** 31 - 1;
+const delay = (ms) => Math.min(MAX_DELAY, Math.max(0, ms));
 
 export class Session extends EventTarget {
   #client;
@@ -40,6 +43,10 @@ export class Session extends EventTarget {
   #lost = false;
   #closing = null;
   #tracker = null; // the backend's view of the lease, when it has one (in-process)
+  // The keys this session's mutexes and candidates hold or are taking, with
+  // how many use each: a key created by a request whose answer was lost is
+  // removed only if nothing else of this session uses it.
+  #claims = new Map();
 
   /** Use `client.session()`. */
   constructor(client, id, ttl, deadline) {
@@ -110,6 +117,20 @@ export class Session extends EventTarget {
     return this.#client;
   }
 
+  /** @internal Marks `key` (text) as used by one more lock or candidate; true if nothing used it before. */
+  claim(key) {
+    const n = this.#claims.get(key) ?? 0;
+    this.#claims.set(key, n + 1);
+    return n === 0;
+  }
+
+  /** @internal One user of `key` fewer. */
+  unclaim(key) {
+    const n = this.#claims.get(key) ?? 0;
+    if (n <= 1) this.#claims.delete(key);
+    else this.#claims.set(key, n - 1);
+  }
+
   mutex(name) {
     return new Mutex(this, name);
   }
@@ -120,21 +141,22 @@ export class Session extends EventTarget {
 
   #schedule(ms) {
     clearTimeout(this.#keepTimer);
-    this.#keepTimer = setTimeout(() => this.#keepAlive(), Math.max(0, ms));
+    // (A TTL over ~74 days: the keepalive comes after ~24.8 days, early.)
+    this.#keepTimer = setTimeout(() => this.#keepAlive(), delay(ms));
   }
 
   #setDeadline(t) {
     this.#deadline = t;
     this.#deadlineEpoch = Math.round(Date.now() + (t - now()));
     clearTimeout(this.#deadTimer);
-    this.#deadTimer = setTimeout(() => this.#onDeadline(), Math.max(0, t - now()));
+    this.#deadTimer = setTimeout(() => this.#onDeadline(), delay(t - now()));
   }
 
   #onDeadline() {
     // Timers can fire a little early; only the clock says the deadline passed.
     const left = this.#deadline - now();
     if (left > 0) {
-      this.#deadTimer = setTimeout(() => this.#onDeadline(), left);
+      this.#deadTimer = setTimeout(() => this.#onDeadline(), delay(left));
       return;
     }
     // In-process, the engine's clock decides (it may be a simulated one, or

@@ -41,6 +41,7 @@ export class Watch {
   #stream = null; // the current backend iterator
   #gen;
   #ready;
+  #returned = false; // return() ended it: pending next()s finish, not throw
 
   /** `closer`: the client's signal (close() ends every watch). */
   constructor(backend, req, { bytes = false, signal } = {}, closer) {
@@ -94,6 +95,9 @@ export class Watch {
       ]();
       try {
         const first = await it.next();
+        // Ended meanwhile (return() before the first next(), an abort):
+        // the stream is let go here, as nothing else holds it.
+        if (this.#stop.signal.aborted) throw this.#error();
         if (!first.done) {
           const m = first.value;
           if (m.canceled) throw this.#canceled(m);
@@ -122,32 +126,47 @@ export class Watch {
 
   async *#run() {
     try {
-      await this.#ready;
-      for (;;) {
-        if (this.#stream === null) await this.#open();
-        let r;
-        try {
-          r = await this.#stream.next();
-        } catch (e) {
-          if (this.#stop.signal.aborted) throw this.#error();
-          if (!retryable(e)) throw e;
-          this.#stream = null; // dropped: resume
-          continue;
-        }
-        if (r.done) {
-          if (this.#stop.signal.aborted) throw this.#error();
-          this.#stream = null;
-          continue;
-        }
-        const m = r.value;
-        if (m.canceled) throw this.#canceled(m);
-        if (m.events.length === 0) continue; // created or progress
-        // A response holds whole revisions; resume after its last one.
-        this.#next = m.events[m.events.length - 1].kv.modRevision + 1;
-        for (const e of m.events) yield eventOut(e, this.#bytes);
-      }
+      yield* this.#events();
+    } catch (e) {
+      if (!this.#returned) throw e;
     } finally {
       this.#close();
+    }
+  }
+
+  async *#events() {
+    await this.#ready;
+    for (;;) {
+      if (this.#stream === null) await this.#open();
+      let r;
+      try {
+        r = await this.#stream.next();
+      } catch (e) {
+        if (this.#stop.signal.aborted) throw this.#error();
+        if (!retryable(e)) throw e;
+        this.#stream = null; // dropped: resume
+        continue;
+      }
+      if (r.done) {
+        if (this.#stop.signal.aborted) throw this.#error();
+        this.#stream = null;
+        continue;
+      }
+      const m = r.value;
+      if (m.canceled) throw this.#canceled(m);
+      if (m.events.length === 0) {
+        // A progress notification: everything up to its revision was
+        // sent. (Not `created`, whose revision can be ahead of the
+        // history still to come.)
+        if (!m.created && m.revision >= this.#next) this.#next = m.revision + 1;
+        continue;
+      }
+      // A response holds whole revisions; resume after its last one.
+      this.#next = m.events[m.events.length - 1].kv.modRevision + 1;
+      for (const e of m.events) {
+        if (this.#stop.signal.aborted) throw this.#error();
+        yield eventOut(e, this.#bytes);
+      }
     }
   }
 
@@ -162,8 +181,9 @@ export class Watch {
     return this.#gen.next();
   }
 
-  /** Ends the watch (`break` in a for await calls it). */
+  /** Ends the watch (`break` in a for await calls it); a next() waiting meanwhile resolves done. */
   async return(value) {
+    this.#returned = true;
     this.#close();
     await this.#gen.return(value);
     return { value, done: true };

@@ -265,3 +265,13 @@ eachBackend("in-process writes resolve once the lessor's storage has them (an as
   assert.equal((await put).revision, lessor.revision);
   assert.equal(done, true);
 });
+
+eachBackend("timeToLive({ keys, bytes }): keys of any bytes come back as they are", {}, async (t, { connect }) => {
+  const etcd = connect();
+  const g = await etcd.grant(30);
+  const key = new Uint8Array([0x6b, 0xff, 0xfe, 0x00, 0x80]);
+  await etcd.put(key, "v", { lease: g.id });
+  const r = await etcd.timeToLive(g.id, { keys: true, bytes: true });
+  assert.deepEqual(r.keys.map((k) => Buffer.from(k).toString("hex")), ["6bfffe0080"]);
+  await etcd.revoke(g.id);
+});

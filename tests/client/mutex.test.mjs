@@ -217,3 +217,66 @@ eachBackend("interop: elections with `etcdctl elect`", { needs: [...RECIPES, "se
   observer.interrupt();
   await s.close();
 });
+
+// A fetch whose answers to kv/txn come 300 ms late: the request reaches the
+// server (and is applied) at once, so an abort meanwhile loses the answer.
+function lateTxnAnswers() {
+  return async (url, init = {}) => {
+    if (!String(url).endsWith("/kv/txn")) return fetch(url, init);
+    const { signal, ...rest } = init;
+    const res = await fetch(url, rest);
+    const body = await res.arrayBuffer();
+    await new Promise((ok, no) => {
+      const timer = setTimeout(ok, 300);
+      signal?.addEventListener("abort", () => (clearTimeout(timer), no(signal.reason)), { once: true });
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  };
+}
+
+eachBackend("lock() and campaign() aborted after their request reached the server leave no key: the lock is free, no candidate stands", { needs: [...RECIPES, "url"], timeout: 20_000 }, async (t, { connect }) => {
+  const slow = connect({ fetch: lateTxnAnswers() });
+  const other = connect();
+  const s = await slow.session({ ttl: 30 });
+  const m = s.mutex("ab1");
+  await assert.rejects(m.lock({ signal: AbortSignal.timeout(100) }), { code: "Aborted" });
+  assert.equal(m.key, undefined);
+  assert.equal((await other.range({ key: "ab1/", prefix: true })).count, 0, "the aborted lock's key is gone");
+  const s2 = await other.session({ ttl: 30 });
+  assert.equal(await s2.mutex("ab1").tryLock(), true, "another session takes the lock at once");
+  const e = s.election("ab2");
+  await assert.rejects(e.campaign("A", { signal: AbortSignal.timeout(100) }), { code: "Aborted" });
+  assert.equal(e.key, undefined);
+  assert.equal(await s2.election("ab2").leader(), undefined, "no leader stands for the withdrawn candidate");
+});
+
+eachBackend("an aborted lock() leaves the key another lock of the same session holds", { needs: [...RECIPES, "url"], timeout: 20_000 }, async (t, { connect }) => {
+  const slow = connect({ fetch: lateTxnAnswers() });
+  const s = await slow.session({ ttl: 30 });
+  const holder = s.mutex("ab3");
+  await holder.lock();
+  await assert.rejects(s.mutex("ab3").lock({ signal: AbortSignal.timeout(100) }), { code: "Aborted" });
+  const still = await connect().get(holder.key);
+  assert.equal(still?.createRevision, holder.token, "the holder's key stays");
+  await holder.unlock();
+});
+
+eachBackend("observe() goes on past a compaction of the history it would have watched, and return() ends it at once", { needs: [...RECIPES, "compact"], timeout: 20_000 }, async (t, { connect }) => {
+  const etcd = connect();
+  const s = await etcd.session({ ttl: 30 });
+  const e = s.election("ob1");
+  await e.campaign("v1");
+  const seen = e.observe();
+  assert.equal((await within(seen.next(), 5000, "the leader")).value.value, "v1");
+  // History moves on and is compacted before the observer reads on.
+  for (let i = 0; i < 5; i++) await etcd.put("ob1-other", String(i));
+  await e.proclaim("v2");
+  const last = await etcd.put("ob1-other", "x");
+  await etcd.compact(last.revision);
+  assert.equal((await within(seen.next(), 5000, "the proclamation")).value.value, "v2");
+  const waiting = seen.next();
+  await sleep(50);
+  assert.deepEqual(await within(seen.return(), 5000, "return()"), { value: undefined, done: true });
+  assert.deepEqual(await within(waiting, 5000, "the waiting next()"), { value: undefined, done: true });
+  await e.resign();
+});

@@ -180,3 +180,34 @@ eachBackend("in-process: the lessor expires the lease; the session ends then, an
   assert.equal(waiter.signal.aborted, false);
   await m2.unlock();
 });
+
+eachBackend("a TTL past setTimeout's range (100 days): no timer storm, no keepalive storm", { needs: ["url"], timeout: 20_000 }, async (t, { connect }) => {
+  let keepalives = 0;
+  const counting = (url, init) => {
+    if (String(url).endsWith("/lease/keepalive")) keepalives++;
+    return fetch(url, init);
+  };
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w.name);
+  process.on("warning", onWarning);
+  t.after(() => process.off("warning", onWarning));
+  const c = connect({ fetch: counting });
+  const s = await c.session({ ttl: 100 * 24 * 3600 });
+  assert.equal(s.ttl, 100 * 24 * 3600);
+  await sleep(500);
+  assert.equal(keepalives, 0, "no keepalive is due for 33 days");
+  assert.deepEqual(warnings.filter((n) => n === "TimeoutOverflowWarning"), []);
+  assert.equal(s.signal.aborted, false);
+  await s.close();
+});
+
+eachBackend("session() racing close(): the session is closed with the client (its lease revoked) and session() rejects Closed", {}, async (t, { connect, lessor }) => {
+  const c = connect();
+  const direct = connect();
+  const pending = c.session({ ttl: 30 });
+  const closing = c.close();
+  await assert.rejects(within(pending, 10_000, "session()"), { code: "Closed" });
+  await within(closing, 10_000, "close()");
+  const leases = lessor ? lessor.leases() : await direct.leases();
+  assert.deepEqual(leases, [], "no lease left behind");
+});

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { test } from "node:test";
 import { connect } from "../../js/client/index.mjs";
+import { Lessor } from "../../js/node.mjs";
 import { eachBackend, proxy, restartable, sleep, useServers, within } from "./servers.mjs";
 
 useServers();
@@ -185,6 +186,104 @@ eachBackend("in-process: an expired lease's deletes, history then live events, t
   for (let i = 0; i < 5000 && lessor.compactRevision <= p.revision; i++) lessor.put("w8/c", String(i));
   assert.ok(lessor.compactRevision > p.revision);
   const old = etcd.watch("w8/", { prefix: true, startRevision: p.revision });
-  await assert.rejects(old.ready, (e) => e.code === "Compacted" && e.compactRevision === lessor.compactRevision);
-  await assert.rejects(take(old, 1), { code: "Compacted" });
+  await old.ready; // created first, as etcd answers
+  await assert.rejects(take(old, 1), (e) => e.code === "Compacted" && e.compactRevision === lessor.compactRevision);
 });
+
+eachBackend("after an abort no further event is handed out, even those already received", { needs: ["watch", "txn"] }, async (t, { connect }) => {
+  const etcd = connect();
+  const ctl = new AbortController();
+  const w = etcd.watch("w11/", { prefix: true, signal: ctl.signal });
+  await w.ready;
+  // Ten events in one revision: one response, all received at once.
+  await etcd.txn({ compare: [], success: Array.from({ length: 10 }, (_, i) => ({ put: { key: `w11/${i}`, value: "v" } })), failure: [] });
+  const [first] = await take(w, 1);
+  assert.equal(first.key, "w11/0");
+  ctl.abort();
+  await assert.rejects(w.next(), { code: "Aborted" });
+  assert.deepEqual(await w.next(), { value: undefined, done: true });
+});
+
+eachBackend("return() with a next() waiting: that next() resolves done, the client stays open", { needs: ["watch"] }, async (t, { connect }) => {
+  const etcd = connect();
+  const w = etcd.watch("w9/", { prefix: true });
+  await w.ready;
+  const waiting = w.next();
+  await sleep(20);
+  assert.deepEqual(await within(w.return(), 5000, "return()"), { value: undefined, done: true });
+  assert.deepEqual(await within(waiting, 5000, "the waiting next()"), { value: undefined, done: true });
+  assert.equal(etcd.closed.aborted, false);
+  assert.equal((await etcd.put("w9/a", "1")).revision > 0, true, "the client still works");
+});
+
+eachBackend("a compacted start: ready resolves (etcd answers created first), the iteration throws Compacted", { needs: ["watch", "compact"] }, async (t, { connect }) => {
+  const etcd = connect();
+  const p1 = await etcd.put("w10/a", "1");
+  const p2 = await etcd.put("w10/a", "2");
+  await etcd.compact(p2.revision);
+  const w = etcd.watch("w10/a", { startRevision: p1.revision });
+  assert.equal(typeof (await within(w.ready, 5000, "ready")), "number");
+  await assert.rejects(take(w, 1), (e) => e.code === "Compacted" && e.compactRevision === p2.revision);
+});
+
+test("in-process: a watch ended before it was read, or aborted, lets the engine's watcher go", async (t) => {
+  const lessor = new Lessor();
+  t.after(() => lessor.close());
+  let live = 0;
+  const watch = lessor.watch.bind(lessor);
+  lessor.watch = (req, listener) => {
+    const w = watch(req, listener);
+    live++;
+    let cancelled = false;
+    return { ...w, cancel: () => (cancelled ? undefined : ((cancelled = true), live--, w.cancel())) };
+  };
+  const c = connect(lessor);
+  t.after(() => c.close());
+  for (let i = 0; i < 20; i++) await c.watch("k").return();
+  for (let i = 0; i < 20; i++) {
+    const w = c.watch("k");
+    await w.ready;
+    await w.return();
+  }
+  for (let i = 0; i < 20; i++) {
+    const ctl = new AbortController();
+    const w = c.watch("k", { signal: ctl.signal });
+    await w.ready;
+    ctl.abort();
+  }
+  await sleep(20);
+  assert.equal(live, 0, "engine watchers still registered");
+  const w = c.watch("k");
+  await w.ready;
+  assert.equal(live, 1);
+  await c.close();
+  assert.equal(live, 0, "close() lets the last one go");
+});
+
+// Servers of their own: progress notifications every 100 ms.
+for (const kind of ["etcd", "edge-lease"]) {
+  test(`a quiet watch resumes past a compaction of history it did not need, from its last progress notification [${kind}]`, { timeout: 30_000 }, async (t) => {
+    const { startEdge, startEtcd } = await import("../etcd/harness.mjs");
+    const args = ["--experimental-watch-progress-notify-interval", "100ms"];
+    const server = kind === "etcd" ? await startEtcd(t, { args }) : await startEdge(t, { args });
+    const p = await proxy(t, server.url);
+    const c = connect(p.url);
+    const direct = connect(server.url);
+    t.after(() => Promise.all([c.close(), direct.close()]));
+    const w = c.watch("quiet");
+    await w.ready;
+    let rev;
+    for (let i = 0; i < 20; i++) rev = (await direct.put("busy", String(i))).revision;
+    await direct.compact(rev);
+    // A progress notification reports the revision past the compaction.
+    await sleep(400);
+    p.cut();
+    const next = w.next();
+    await sleep(300);
+    const later = await direct.put("quiet", "at last");
+    const [e] = await within(next.then((r) => [r.value]), 10_000, "the event after the blip");
+    assert.deepEqual([e.key, e.value, e.modRevision], ["quiet", "at last", later.revision]);
+    assert.ok(w.resumeRevision > rev, `resumes after ${w.resumeRevision}`);
+    await w.return();
+  });
+}

@@ -25,6 +25,7 @@ const DEFAULTS = {
   "auto-compaction-mode": "periodic",
   "auto-compaction-retention": "0",
   "experimental-watch-progress-notify-interval": "10m",
+  "listen-metrics-urls": "",
   // etcd's hidden flag; the gateway is always served here (below).
   "enable-grpc-gateway": "true",
 };
@@ -59,7 +60,7 @@ const UNSUPPORTED = {
   "trusted-ca-file": "", "auto-tls": "false", "peer-cert-file": "", "peer-key-file": "", "peer-client-cert-auth": "false",
   "peer-trusted-ca-file": "", "peer-cert-allowed-cn": "", "peer-cert-allowed-hostname": "", "peer-auto-tls": "false",
   "peer-crl-file": "", "cipher-suites": "", cors: "*", "host-whitelist": "*", "auth-token": "simple", "bcrypt-cost": "10",
-  "auth-token-ttl": "300", "listen-metrics-urls": "", proxy: "off", "proxy-failure-wait": "5000",
+  "auth-token-ttl": "300", proxy: "off", "proxy-failure-wait": "5000",
   "proxy-refresh-interval": "30000", "proxy-dial-timeout": "1000", "proxy-write-timeout": "5000", "proxy-read-timeout": "0",
   "experimental-enable-v2v3": "", "experimental-peer-skip-client-san-verification": "false", "force-new-cluster": "false",
 };
@@ -255,6 +256,8 @@ export async function parseFlags(argv, env = {}, log = () => {}) {
   const advertise = checkUrls("advertise-client-urls", urls(v["advertise-client-urls"]));
   const peers = checkUrls("initial-advertise-peer-urls", urls(v["initial-advertise-peer-urls"]));
   checkUrls("listen-peer-urls", urls(v["listen-peer-urls"]));
+  const metricsUrls = urls(v["listen-metrics-urls"]);
+  if (metricsUrls.length) checkUrls("listen-metrics-urls", metricsUrls);
 
   const cluster = v["initial-cluster"] || `${v.name}=${peers.join(",")}`;
   const members = new Map();
@@ -299,6 +302,7 @@ export async function parseFlags(argv, env = {}, log = () => {}) {
     maxConcurrentStreams: streams,
     dataDir: v["data-dir"],
     listen: listen.map((u) => new URL(u)),
+    listenMetrics: metricsUrls.map((u) => new URL(u)),
     clientURLs: advertise,
     peerURLs: peers,
     token: v["initial-cluster-token"],

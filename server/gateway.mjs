@@ -512,6 +512,22 @@ export function createGateway({ services, metrics = null, counters = null, healt
 }
 
 /**
+ * What etcd serves on --listen-metrics-urls: `gateway`'s /metrics and
+ * /health, and Go's 404 for every other path.
+ */
+export function metricsOnly(gateway) {
+  return (request) => {
+    let path;
+    try {
+      path = new URL(request.url).pathname;
+    } catch {
+      return text(400, "400 bad request\n");
+    }
+    return path === "/metrics" || path === "/health" ? gateway(request) : text(404, "404 page not found\n");
+  };
+}
+
+/**
  * Reads and drops a request body nothing read (answers such as a 404 or a
  * 405), up to the gateway's body limit. workerd resets a keep-alive
  * connection whose request body was left unread, and a client that has

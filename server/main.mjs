@@ -12,7 +12,7 @@ import { GRPC_OVERHEAD_BYTES, isEngineFailure } from "./services/common.mjs";
 import { createCallCounters, createHistogram, createMetrics, createServiceStats } from "./services/metrics.mjs";
 import { services as schema } from "./proto/schema.mjs";
 import { hostMetrics } from "./host-metrics.mjs";
-import { createGateway } from "./gateway.mjs";
+import { createGateway, metricsOnly } from "./gateway.mjs";
 import { createGrpcServer, activeCalls } from "./grpc.mjs";
 import { createHttpServer, busy as httpBusy } from "./http.mjs";
 import { createStatic } from "./static.mjs";
@@ -89,6 +89,20 @@ for (const url of flags.listen) {
     process.exit(1);
   });
   servers.push(server);
+}
+// etcd's --listen-metrics-urls: /metrics and /health only, over HTTP/1.1.
+const metricsServers = [];
+const metricsHttp = createHttpServer({ gateway: metricsOnly(gatewayProxy), hosts: allowedHosts(flags.listenMetrics.map((u) => u.hostname)), serveFile: null, ...limits });
+for (const url of flags.listenMetrics) {
+  const server = sniffingServer({ http1: (socket) => metricsHttp.emit("connection", socket), http2: (socket) => socket.destroy(), pool, sniffTimeoutMs: limits.headersTimeoutMs });
+  await new Promise((ok, fail) => {
+    server.once("error", fail);
+    server.listen(Number(url.port || 80), listenHost(url), ok);
+  }).catch((e) => {
+    console.error(`edge-lease: cannot listen on ${url.href} (--listen-metrics-urls): ${e.message}`);
+    process.exit(1);
+  });
+  metricsServers.push(server);
 }
 
 // The store is opened only once the ports are ours, so a second server that
@@ -167,6 +181,10 @@ for (const s of servers) {
   const h = a.family === "IPv6" ? `[${a.address}]` : a.address;
   console.log(`edge-lease: etcd v3 API (gRPC and JSON) on http://${h}:${a.port}, demo page at http://${h}:${a.port}/`);
 }
+for (const s of metricsServers) {
+  const a = s.address();
+  console.log(`edge-lease: /metrics and /health on http://${a.family === "IPv6" ? `[${a.address}]` : a.address}:${a.port}`);
+}
 console.log(
   `edge-lease: member ${BigInt(member.id).toString(16)} (${member.name}) of cluster ${BigInt(member.clusterId).toString(16)}, data in ${dataDir}`,
 );
@@ -174,7 +192,7 @@ console.log(
 // Every acknowledged write is already fsync'd: closing only releases the
 // timer and the journal.
 async function shutdown(signal) {
-  for (const s of servers) s.close();
+  for (const s of [...servers, ...metricsServers]) s.close();
   grpcServer.current?.close();
   stopCompactor();
   lessor?.close();

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { clusterFlags, post, root, startEdge, startEtcd, tempDir } from "./harness.mjs";
+import { clusterFlags, freePort, post, root, startEdge, startEtcd, tempDir } from "./harness.mjs";
 import { grpcClient } from "./grpc-client.mjs";
 
 // clusterFlags' `--flag value` pairs as ETCD_FLAG variables.
@@ -168,4 +168,21 @@ test("--config-file: a file asking for client TLS, one that is not YAML and one 
   const missing = await exitOf(process.execPath, ["server/main.mjs"], { ETCD_CONFIG_FILE: join(dir, "nope.yml") });
   assert.equal(missing.code, 2, missing.out);
   assert.match(missing.out, /cannot read the config file .*nope\.yml/);
+});
+
+test("--listen-metrics-urls: /metrics and /health there, etcd's 404 for the rest, as etcd serves it", async (t) => {
+  const out = {};
+  for (const [side, start] of [["etcd", startEtcd], ["edge-lease", startEdge]]) {
+    const metrics = `http://127.0.0.1:${await freePort()}`;
+    await start(t, { args: ["--listen-metrics-urls", metrics] });
+    const r = {};
+    for (const [method, path] of [["GET", "/metrics"], ["GET", "/health"], ["POST", "/health"], ["GET", "/version"], ["POST", "/v3/kv/range"], ["GET", "/"]]) {
+      const res = await fetch(metrics + path, { method, body: method === "POST" ? "{}" : undefined });
+      const body = await res.text();
+      r[`${method} ${path}`] = [res.status, path === "/metrics" ? /^etcd_server_has_leader 1$/m.test(body) : body];
+    }
+    out[side] = r;
+  }
+  assert.deepEqual(out["edge-lease"], out.etcd);
+  assert.deepEqual(out.etcd["GET /metrics"], [200, true]);
 });

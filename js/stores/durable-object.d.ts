@@ -14,13 +14,16 @@ export interface DurableObjectStorageLike {
   delete?(keys: string[]): Promise<number>;
   getAlarm(): Promise<number | null>;
   setAlarm(scheduledTime: number | Date): Promise<void>;
+  /** SQLite-backed objects' synchronous API: when present, entries() reads through it lazily. */
+  readonly kv?: { list(options?: { prefix?: string }): Iterable<[string, unknown]> };
 }
 
 /** Each batch is one storage transaction, in calls of at most 128 keys; keys live under `prefix`. */
 export class DurableObjectStore implements Storage {
   /** `outputGate`: issue each batch's calls at once (one atomic write) and return nothing; see `DurableLessorOptions`. */
   constructor(storage: DurableObjectStorageLike, prefix?: string, options?: { outputGate?: boolean });
-  entries(): Promise<[string, Uint8Array][]>;
+  /** Every stored entry (keys without the prefix), for `restore`: read once; lazily on SQLite-backed objects. */
+  entries(): Promise<Iterable<[string, Uint8Array]>>;
   write(batch: Batch): Promise<void> | void;
   /** Resolves when every write issued so far is confirmed; rejects if one failed. */
   settled(): Promise<void>;

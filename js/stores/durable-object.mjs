@@ -45,6 +45,15 @@ const MAX_KEYS_PER_CALL = 128;
 // its value plus a header of about 80 bytes.
 const DEFAULT_MAX_VALUE_BYTES = 128 * 1024 - 1024;
 
+/** `storage.kv` (SQLite-backed objects' synchronous API), or null. */
+function syncKv(storage) {
+  try {
+    return typeof storage.kv?.list === "function" ? storage.kv : null;
+  } catch {
+    return null; // KV-backed objects throw on it
+  }
+}
+
 /**
  * A `Storage` for the lessor on `ctx.storage`: each batch is one storage
  * transaction (all or nothing), split into calls of at most 128 keys.
@@ -77,10 +86,23 @@ export class DurableObjectStore {
     if (this.#failed) throw this.#failed;
   }
 
-  /** Every stored entry, without the prefix, read in pages. */
+  /**
+   * Every stored entry, without the prefix. SQLite-backed objects have the
+   * synchronous `storage.kv`: its list() is read as the lessor takes each
+   * entry, so a restore never holds the state twice (once in JS, once in
+   * the engine) within the isolate's 128 MB. Otherwise read in pages.
+   */
   async entries() {
-    const out = [];
     const prefix = this.#prefix;
+    const kv = syncKv(this.#storage);
+    if (kv) {
+      return {
+        *[Symbol.iterator]() {
+          for (const [k, v] of kv.list({ prefix })) yield [k.slice(prefix.length), v];
+        },
+      };
+    }
+    const out = [];
     let startAfter;
     for (;;) {
       const page = await this.#storage.list({ prefix, startAfter, limit: 1000 });

@@ -28,10 +28,13 @@ export const DEFAULTS = {
   EDGE_LEASE_MIN_TTL: 2,
   // Every revision back to the last compaction, as etcd keeps them.
   EDGE_LEASE_HISTORY: Infinity,
-  // Keys, values and history of one namespace. One object's isolate has
-  // 128 MB of memory, shared with the JS heap (and perhaps other objects):
-  // the data is held in wasm memory, and a restore reads it all once.
-  EDGE_LEASE_QUOTA_BYTES: 32 * MiB,
+  // Keys, values and history of one namespace, as etcd's quota counts them
+  // (64 bytes a version on top). One object's isolate has 128 MB of memory,
+  // shared with the JS heap (and perhaps other objects), and the engine
+  // holds the data in wasm memory at up to ~4x what the quota counts (half
+  // a million one-byte keys: 33.5 MB counted, 121 MB of wasm memory): 8 MiB
+  // keeps a namespace of tiny keys near 32 MB.
+  EDGE_LEASE_QUOTA_BYTES: 8 * MiB,
 };
 
 function number(env, name) {
@@ -140,11 +143,11 @@ export class LeaseNamespace {
     // A grant may need an earlier alarm: set before the answer leaves (the
     // output gate holds it until the alarm is stored too).
     this.#dl.arm();
-    if (!/^\/v3[^/]*\/(lease\/keepalive|watch)$/.test(url.pathname) || !response.body || response.status !== 200) {
+    if (!/^\/v3[^/]*\/(lease\/keepalive|watch|election\/observe)$/.test(url.pathname) || !response.body || response.status !== 200) {
       return response;
     }
     // A stream: each chunk waits until the writes before it are confirmed
-    // (a persisted renewal; the change a watch event reports).
+    // (a persisted renewal; the change a watch event or a leader reports).
     const dl = this.#dl;
     const gated = response.body.pipeThrough(
       new TransformStream({

@@ -134,7 +134,9 @@ export class Sockets {
       const id = Number(msg.watch_id ?? 0);
       const w = state.a.watches;
       if (state.replaying !== null && id === state.replaying && msg.created && !msg.canceled) return true;
-      if (id >= 0) {
+      // (-1 marks a create that was refused; any other id, negative ones
+      // included, is a watcher etcd lets a client name.)
+      if (id !== -1) {
         if (msg.created && !msg.canceled && state.pending) {
           // (A negative start that was not compacted follows from now, as 0.)
           const start = Number(state.pending.start_revision ?? 0);

@@ -21,6 +21,9 @@ import { GRPC_OVERHEAD_BYTES, MAX_REQUEST_BYTES, bytesOf, int, kvOut } from "./c
 // etcd's --max-request-bytes plus gRPC overhead: where fragments are cut.
 const FRAGMENT_BYTES = MAX_REQUEST_BYTES + GRPC_OVERHEAD_BYTES;
 const WATCH_RESPONSE = "etcdserverpb.WatchResponse";
+// The next turn of the event loop: setImmediate where there is one (Node,
+// Bun, Deno); workerd has none without nodejs_compat.
+const nextTurn = (fn) => (typeof setImmediate === "function" ? setImmediate(fn) : setTimeout(fn, 0));
 const EVENT = "mvccpb.Event";
 // etcd's --experimental-watch-progress-notify-interval default, and its minimum.
 export const PROGRESS_INTERVAL_MS = 10 * 60 * 1000;
@@ -239,7 +242,7 @@ class Session {
     const resp = { header: this.#head(b.revision), watch_id: id, events: b.events.map(eventOut) };
     if (!st.fragment) this.#out(resp);
     else for (const r of fragments(resp, this.#fragmentBytes)) this.#out(r);
-    if (this.#turnEvents === 0) setImmediate(() => (this.#turnEvents = 0));
+    if (this.#turnEvents === 0) nextTurn(() => (this.#turnEvents = 0));
     this.#turnEvents += b.events.length;
     if (this.#turnEvents >= TURN_EVENTS && !this.#pausedForTurn) this.#pauseForTurn();
   }
@@ -250,7 +253,7 @@ class Session {
   #pauseForTurn() {
     this.#pausedForTurn = true;
     for (const st of this.#watchers.values()) st.w?.pause();
-    setImmediate(() => {
+    nextTurn(() => {
       this.#pausedForTurn = false;
       this.#restart();
     });

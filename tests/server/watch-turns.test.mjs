@@ -70,3 +70,28 @@ test("a watch stream whose client stops reading holds neither the history bound 
     assert.ok(sent.some((m) => m.canceled && Number(m.compact_revision) > 0), "ended by the compaction, as etcd's slow watcher");
   }
 });
+
+test("without setImmediate (workerd without nodejs_compat) the turns still pause and resume, and nothing fails", async (t) => {
+  const saved = globalThis.setImmediate;
+  delete globalThis.setImmediate;
+  t.after(() => (globalThis.setImmediate = saved));
+  const lessor = new Lessor({ autoTick: false, history: Infinity });
+  t.after(() => lessor.close());
+  const errors = [];
+  lessor.addEventListener("error", (e) => errors.push(String(e.error)));
+  const writes = 4 * TURN_EVENTS;
+  for (let i = 0; i < writes; i++) lessor.put(`k/${i % 100}`, `v${i}`);
+  const sent = [];
+  const session = createServices({ lessor, member }).get("etcdserverpb.Watch/Watch").open((m) => (sent.push(m), true));
+  t.after(() => session.close());
+  session.request({ create_request: { key: key("k/"), range_end: key("k0"), start_revision: 2 } });
+  const events = () => sent.reduce((n, m) => n + (m.events?.length ?? 0), 0);
+  await new Promise((ok) => queueMicrotask(ok));
+  assert.ok(events() < 2 * TURN_EVENTS, `${events()} events in the first turn`);
+  for (const end = Date.now() + 10_000; events() < writes && Date.now() < end; ) await new Promise((ok) => setTimeout(ok, 0));
+  assert.equal(events(), writes);
+  lessor.put("k/5", "live");
+  await new Promise((ok) => setTimeout(ok, 0));
+  assert.equal(events(), writes + 1);
+  assert.deepEqual(errors, []);
+});

@@ -283,6 +283,28 @@ test("an open HTTP keepalive stream gets each answer at once (not held back by c
   await reader.cancel();
 });
 
+test("an Observe stream gets the leader at once, uncompressed, also for clients that accept gzip", { timeout: 60_000 }, async (t) => {
+  const w = await startWorker(t);
+  const url = w.url("observe");
+  const lease = (await ok(url, "/v3/lease/grant", { TTL: 30 })).ID;
+  await ok(url, "/v3/election/campaign", { name: b64("e"), lease, value: b64("leader-1") });
+  const ctl = new AbortController();
+  t.after(() => ctl.abort());
+  const res = await fetch(url + "/v3/election/observe", {
+    method: "POST",
+    body: JSON.stringify({ name: b64("e") }),
+    headers: { "accept-encoding": "gzip, br" },
+    signal: ctl.signal,
+  });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-encoding"), "identity");
+  const reader = res.body.getReader();
+  const chunk = await Promise.race([reader.read(), sleep(3000).then(() => null)]);
+  assert.ok(chunk && !chunk.done, "the leader came while the stream is open");
+  assert.equal(unb64(JSON.parse(new TextDecoder().decode(chunk.value)).result.kv.value), "leader-1");
+  await reader.cancel();
+});
+
 test("20 namespaces x 5 clients under load: no errors, each namespace's state exact", { timeout: 180_000 }, async (t) => {
   const w = await startWorker(t);
   const ROUNDS = 10;

@@ -57,19 +57,28 @@ const CORRUPTED = {
   "v3electionpb.Election/Resign": always,
 };
 
-// The host entry that keeps them: a JSON array of [memberID, alarm], in
-// the order raised.
+// The host entry that keeps them: `{ "alarms": [[memberID, alarm], ...]
+// in the order raised, "heldSince": epoch ms or null }`, the second being
+// when CORRUPT's hold on expiry began, so that a restart (or a Durable
+// Object's wake-up) holds the same leases. (Earlier builds kept the bare
+// array, read as with no hold start.)
 const ENTRY = "alarms";
 const keyOf = (memberID, alarm) => `${memberID} ${alarm}`;
 
 function load(lessor) {
   const bytes = lessor?.hostEntry(ENTRY);
   const entries = new Map();
-  if (bytes === undefined) return entries;
+  if (bytes === undefined) return { entries, heldSince: null };
   let list;
+  let heldSince = null;
   try {
-    list = JSON.parse(new TextDecoder().decode(bytes));
-    if (!Array.isArray(list)) throw new Error("not an array");
+    const doc = JSON.parse(new TextDecoder().decode(bytes));
+    list = Array.isArray(doc) ? doc : doc?.alarms;
+    if (!Array.isArray(list)) throw new Error("no list of alarms");
+    if (!Array.isArray(doc) && doc.heldSince !== null && doc.heldSince !== undefined) {
+      if (!Number.isSafeInteger(doc.heldSince)) throw new Error(`heldSince ${JSON.stringify(doc.heldSince)}`);
+      heldSince = doc.heldSince;
+    }
   } catch (e) {
     throw new Error(`edge-lease: the stored alarms are unreadable (${e.message})`);
   }
@@ -80,32 +89,58 @@ function load(lessor) {
     }
     entries.set(keyOf(memberID, alarm), { memberID, alarm });
   }
-  return entries;
+  return { entries, heldSince };
 }
 
 /** The alarms of `member` (its id), kept in `lessor`'s store when it has one. */
 export function createAlarms(member, lessor = null) {
   // "memberID alarm" -> { memberID, alarm }, in the order raised.
-  let entries = load(lessor);
-  const count = (alarm) => [...entries.values()].filter((e) => e.alarm === alarm).length;
+  const loaded = load(lessor);
+  let entries = loaded.entries;
+  const count = (alarm, of = entries) => [...of.values()].filter((e) => e.alarm === alarm).length;
   // The rule sets in force, checked in this order: etcd's applier. Under
   // CORRUPT's, expiry is held; what waits for its end (`released`) is woken.
   let rules;
   const waiting = [];
-  const setRules = (next) => {
+  const setRules = (next, since) => {
     rules = next;
     const held = rules.includes("CORRUPT");
     if (lessor && lessor.expiryHeld !== held) {
-      // (From now: a lease already past its deadline stays gone.)
-      lessor.holdExpiry(held);
+      // (From `since`, default now: a lease already past its deadline
+      // then stays gone.)
+      lessor.holdExpiry(held, since === null || since === undefined ? undefined : { since });
       if (!held) for (const wake of waiting.splice(0)) wake();
     }
   };
-  setRules(["CORRUPT", "NOSPACE"].filter((a) => count(a) > 0));
-  // The store first: if it refuses, nothing changed.
-  const save = (next) => {
-    lessor?.setHostEntry(ENTRY, new TextEncoder().encode(JSON.stringify([...next.values()].map((e) => [e.memberID, e.alarm]))));
+  setRules(["CORRUPT", "NOSPACE"].filter((a) => count(a) > 0), loaded.heldSince);
+  const save = (next, heldSince) => {
+    const doc = { alarms: [...next.values()].map((e) => [e.memberID, e.alarm]), heldSince };
+    lessor?.setHostEntry(ENTRY, new TextEncoder().encode(JSON.stringify(doc)));
     entries = next;
+  };
+  // The rules `next` entries select after `alarm` was raised or cleared.
+  const rulesAfter = (next, alarm) => {
+    if (alarm !== "NOSPACE" && alarm !== "CORRUPT") return rules;
+    const n = count(alarm, next);
+    if (n === 1 && count(alarm) === 0) return [alarm]; // the first raised
+    if (n === 0 && count(alarm) === 1) return []; // the last cleared
+    return rules;
+  };
+  // A change is stored with the hold as it will be; if the store refuses
+  // it, nothing changed (a hold just begun is let go again: no lease can
+  // have passed its deadline under it meanwhile).
+  const change = (next, alarm) => {
+    const before = rules;
+    const after = rulesAfter(next, alarm);
+    const holds = after.includes("CORRUPT");
+    if (holds) setRules(after);
+    try {
+      save(next, holds ? (lessor?.expiryHeldSince ?? null) : null);
+    } catch (e) {
+      if (holds) setRules(before);
+      throw e;
+    }
+    if (!holds) setRules(after);
   };
   const store = {
     /** The alarms of `type` ("NONE": all). */
@@ -116,10 +151,7 @@ export function createAlarms(member, lessor = null) {
     /** Raises `alarm` for `memberID`; the entry (an existing one as it was). */
     activate(memberID, alarm) {
       const k = keyOf(memberID, alarm);
-      if (!entries.has(k)) {
-        save(new Map(entries).set(k, { memberID: String(memberID), alarm }));
-        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 1) setRules([alarm]);
-      }
+      if (!entries.has(k)) change(new Map(entries).set(k, { memberID: String(memberID), alarm }), alarm);
       return entries.get(k);
     },
     /** Clears it; the entry cleared, or null if there was none. */
@@ -129,8 +161,7 @@ export function createAlarms(member, lessor = null) {
       if (e) {
         const next = new Map(entries);
         next.delete(k);
-        save(next);
-        if ((alarm === "NOSPACE" || alarm === "CORRUPT") && count(alarm) === 0) setRules([]);
+        change(next, alarm);
       }
       return e;
     },

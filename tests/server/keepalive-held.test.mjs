@@ -104,3 +104,27 @@ test("a half-close while an answer waits ends the stream after it", async (t) =>
   assert.ok(await until(() => s.ended !== null, 3000));
   assert.deepEqual([s.got, s.ended], [[[held, 0]], [0, ""]]);
 });
+
+test("the hold under CORRUPT keeps its start through a restart: a lease held past its deadline is still held after it", async (t) => {
+  let clock = Date.now();
+  const first = new Lessor({ now: () => clock, autoTick: false });
+  t.after(() => first.close());
+  const services = createServices({ lessor: first, member });
+  const { ID } = services.get("etcdserverpb.Lease/LeaseGrant")({ TTL: 5 }, { size: 0 });
+  first.put("held", "v", { lease: BigInt(ID) });
+  services.get("etcdserverpb.Maintenance/Alarm")({ action: "ACTIVATE", memberID: "1", alarm: "CORRUPT" });
+  clock += 8_000; // past the deadline: held
+  first.tick();
+  assert.equal(first.get("held")?.value, "v");
+  const stored = first.snapshot();
+  // A restart (or a Durable Object's wake-up) a minute later.
+  clock += 60_000;
+  const second = new Lessor({ now: () => clock, autoTick: false, restore: stored });
+  t.after(() => second.close());
+  createServices({ lessor: second, member });
+  second.tick();
+  assert.equal(second.expiryHeld, true);
+  assert.equal(second.get("held")?.value, "v", "the held lease kept its key");
+  assert.ok(second.timeToLive(BigInt(ID)).ttl < 0, "and its negative TTL");
+  assert.equal(second.expiryHeldSince, first.expiryHeldSince);
+});

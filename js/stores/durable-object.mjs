@@ -45,6 +45,29 @@ const MAX_KEYS_PER_CALL = 128;
 // its value plus a header of about 80 bytes.
 const DEFAULT_MAX_VALUE_BYTES = 128 * 1024 - 1024;
 
+// KV-backed objects' limits: a key of 2 KiB (UTF-8), a value of 128 KiB
+// (as serialized: a few bytes more than a byte array's length).
+const KV_MAX_KEY_BYTES = 2048;
+const KV_MAX_VALUE_BYTES = 128 * 1024 - 64;
+const KV_MAX_ENGINE_KEY_BYTES = 640;
+const utf8 = new TextEncoder();
+
+function checkKvSizes(key, value) {
+  const keyBytes = utf8.encode(key).length;
+  if (keyBytes > KV_MAX_KEY_BYTES) throw new RangeError(`a stored key of ${keyBytes} bytes is past the storage's ${KV_MAX_KEY_BYTES}`);
+  const size = typeof value === "string" ? utf8.encode(value).length : value.byteLength;
+  if (size > KV_MAX_VALUE_BYTES) throw new RangeError(`a stored value of ${size} bytes is past the storage's ${KV_MAX_VALUE_BYTES}`);
+}
+
+/** SQLite-backed objects have `storage.sql`; on KV-backed ones reading it throws. */
+export function sqliteBacked(storage) {
+  try {
+    return storage.sql !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 /** `storage.kv` (SQLite-backed objects' synchronous API), or null. */
 function syncKv(storage) {
   try {
@@ -129,10 +152,23 @@ export class DurableObjectStore {
 
   // Every call of the batch, issued in this turn with no await between them:
   // one atomic write for the storage, covered by the output gate.
+  // SQLite-backed objects write it in one synchronous transaction, so a
+  // call that throws (a size limit) rolls back those before it and the
+  // operation fails having changed nothing; otherwise the sizes are checked
+  // before any call is issued.
   #issue(batch) {
     if (this.#failed) throw this.#failed; // the operation fails: StorageFailed
     const s = this.#storage;
     const p = this.#prefix;
+    const kv = syncKv(s);
+    if (kv && typeof s.transactionSync === "function") {
+      s.transactionSync(() => {
+        for (const k of batch.delete) kv.delete(p + k);
+        for (const [k, v] of batch.put) kv.put(p + k, v);
+      });
+      return;
+    }
+    if (!sqliteBacked(s)) for (const [k, v] of batch.put) checkKvSizes(p + k, v);
     const calls = [];
     for (let i = 0; i < batch.delete.length; i += MAX_KEYS_PER_CALL) {
       calls.push(s.delete(batch.delete.slice(i, i + MAX_KEYS_PER_CALL).map((k) => p + k)));
@@ -168,13 +204,17 @@ export class DurableLessor {
    * Loads the lessor from `storage` (`ctx.storage`). `options` are the
    * Lessor's (`now`, `minTtl`, ...; `autoTick` is always false here: the
    * alarm ticks) plus `prefix` for the stored keys (default "edge-lease/").
-   * `maxValueBytes` defaults to 127 KiB to fit a stored value.
+   * `maxValueBytes` defaults to 127 KiB to fit a stored value, and on
+   * KV-backed objects `maxKeyBytes` to 640 to fit a stored key.
    */
   static async open(storage, options = {}) {
     const { prefix, outputGate, ...rest } = options;
     const store = new DurableObjectStore(storage, prefix, { outputGate });
     const lessor = new Lessor({
       maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
+      // A KV-backed object's stored key is at most 2 KiB: the engine's key
+      // percent-encoded (up to 3 bytes a byte) after a prefix of ~35 bytes.
+      ...(sqliteBacked(storage) ? {} : { maxKeyBytes: KV_MAX_ENGINE_KEY_BYTES }),
       ...rest,
       autoTick: false,
       storage: store,

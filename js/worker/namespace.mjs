@@ -12,7 +12,7 @@
 // comes back from storage with it, and no request waits on another's write.
 // The alarm handler still awaits sync(): the alarm is done only once the
 // expiry is stored and the next alarm set.
-import { DurableLessor } from "../stores/durable-object.mjs";
+import { DurableLessor, sqliteBacked } from "../stores/durable-object.mjs";
 import { createServices, memberIds } from "../../server/services/index.mjs";
 import { createGateway } from "../../server/gateway.mjs";
 import { createCallCounters, createMetrics, createServiceStats } from "../../server/services/metrics.mjs";
@@ -46,14 +46,6 @@ function number(env, name) {
   return n;
 }
 
-/** SQLite-backed objects have `storage.sql`; on KV-backed ones reading it throws. */
-function sqliteBacked(storage) {
-  try {
-    return storage.sql !== undefined;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The engine's options for this object. SQLite-backed (recommended): key

@@ -162,6 +162,13 @@ test("a failed storage write fails the lessor until it is reopened from storage"
   assert.equal((await h.call("put", "b", "1")).revision, 3);
 });
 
+test("on a KV-backed object a key past 640 bytes (a stored key of 2 KiB) is refused by the engine; the lessor goes on", async (t) => {
+  const h = harness(t);
+  await h.call("put", "k".repeat(640), "at the limit");
+  await assert.rejects(h.call("put", "k".repeat(641), "past it"), { code: "InvalidArgument" });
+  assert.equal((await h.call("put", "after", "1")).revision, 3);
+});
+
 test("restarts cannot keep an abandoned lease alive (rule 2)", async (t) => {
   const ttl = 10;
   const h = harness(t);
@@ -192,4 +199,31 @@ test("restarts cannot keep an abandoned lease alive (rule 2)", async (t) => {
   const s = await h.call("state");
   assert.ok(!("00000000000000ab" in s.leases));
   assert.ok(!s.keys.some((e) => e.key === "svc/abandoned"), "the expiry was stored");
+});
+
+test("SQLite-backed, output-gate mode: a batch the storage refuses part of writes none of it; the operation fails and the lessor goes on", async (t) => {
+  const persist = mkdtempSync(join(tmpdir(), "edge-lease-do-"));
+  const make = () =>
+    new Miniflare({
+      ...workerOptions(join(ROOT, "tests/workerd/sqlite-batch-worker.mjs"), ROOT),
+      durableObjects: { BATCHES: { className: "Batches", useSQLite: true } },
+      durableObjectsPersist: persist,
+    });
+  let mf = make();
+  t.after(async () => {
+    await mf.dispose();
+    rmSync(persist, { recursive: true, force: true });
+  });
+  const call = async (op, ...args) => (await (await mf.dispatchFetch("http://do/", { method: "POST", body: JSON.stringify({ op, args }) })).json());
+  assert.equal((await call("txn", [["small", 10]])).result, 2);
+  const stored = (await call("stored")).result;
+  // One value past SQLite's 2 MB beside a small one, in one revision.
+  const refused = await call("txn", [["a", 10], ["big", 2.5 * 1024 * 1024]]);
+  assert.ok(refused.error, JSON.stringify(refused));
+  assert.deepEqual((await call("keys")).result, [["small", 10]]);
+  assert.equal((await call("stored")).result, stored, "nothing of the refused batch is stored");
+  assert.equal((await call("txn", [["after", 1]])).result, 3, "the lessor goes on");
+  await mf.dispose();
+  mf = make();
+  assert.deepEqual((await call("keys")).result, [["after", 1], ["small", 10]], "a restart finds exactly what was acknowledged");
 });

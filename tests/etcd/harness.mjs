@@ -64,19 +64,35 @@ export function tempDir(t, prefix = "edge-lease-test-") {
 }
 
 const healthy = (url) => async () => {
-  const r = await fetch(url + "/health");
+  const r = await fetch(url + "/health", { signal: AbortSignal.timeout(1000) });
   return r.ok && (await r.json()).health === "true";
 };
 
-// `up` (default: /health says true) within 10 s.
-async function waitHealthy(url, log, up = healthy(url)) {
-  for (let i = 0; i < 100; i++) {
+// `up` (default: /health says true) within 10 s; fails at once if the
+// process `exited` (a promise) meanwhile.
+async function waitHealthy(url, log, up = healthy(url), exited = null) {
+  let gone = false;
+  exited?.then(() => (gone = true));
+  for (let i = 0; i < 100 && !gone; i++) {
     try {
       if (await up()) return;
     } catch {}
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${url} did not become healthy:\n${log().slice(-2000)}`);
+  throw new Error(`${url} did not become healthy${gone ? " (the process exited)" : ""}:\n${log().slice(-2000)}`);
+}
+
+// A port freePort() found free can be taken by another test's process
+// before ours binds it: with ports of its own choosing, a start that
+// finds one taken tries again on fresh ones (at most 3 times).
+async function onFreshPorts(start) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (e) {
+      if (attempt >= 3 || !/address already in use/i.test(e.message)) throw e;
+    }
+  }
 }
 
 /** The flags of the seed's command line for member `name` with its data in `dataDir`, on fresh ports: { url, peer, args }. */
@@ -120,18 +136,26 @@ export async function startEtcd(t, { args = [], flags, env } = {}) {
   } catch {
     throw new Error("etcd is not installed: run `bash scripts/setup.sh --etcd` (npm test does)");
   }
-  const f = flags ?? (await clusterFlags("etcd-node", join(tempDir(t, "edge-lease-etcd-"), "data")));
-  const p = run(t, "etcd", [...f.args, ...args], "etcd", env);
-  await waitHealthy(f.url, p.log);
-  return { ...p, url: f.url, peer: f.peer };
+  const once = async (f) => {
+    const p = run(t, "etcd", [...f.args, ...args], "etcd", env);
+    await waitHealthy(f.url, p.log, undefined, p.exited);
+    return { ...p, url: f.url, peer: f.peer };
+  };
+  if (flags) return once(flags);
+  return onFreshPorts(async () => once(await clusterFlags("etcd-node", join(tempDir(t, "edge-lease-etcd-"), "data"))));
 }
 
 /** edge-lease's server with the same flags; `dataDir` to reuse one; `args`: more flags; `nodeArgs`: Node's; `env`: more environment. */
 export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [], env } = {}) {
-  const f = flags ?? (await clusterFlags("edge-node", dataDir ?? join(tempDir(t), "data")));
-  const p = run(t, process.execPath, [...nodeArgs, "server/main.mjs", ...f.args, ...args], "edge-lease", env);
-  await waitHealthy(f.url, p.log);
-  return { ...p, url: f.url, peer: f.peer, flags: f };
+  const once = async (f) => {
+    const p = run(t, process.execPath, [...nodeArgs, "server/main.mjs", ...f.args, ...args], "edge-lease", env);
+    await waitHealthy(f.url, p.log, undefined, p.exited);
+    return { ...p, url: f.url, peer: f.peer, flags: f };
+  };
+  if (flags) return once(flags);
+  // (The server opens its data directory only once its ports are its own.)
+  const dir = dataDir ?? join(tempDir(t), "data");
+  return onFreshPorts(async () => once(await clusterFlags("edge-node", dir)));
 }
 
 /**
@@ -142,7 +166,7 @@ export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [], e
 export async function restart(t, p) {
   await kill(p);
   const q = run(t, p.cmd, p.args, p.name, p.env);
-  await waitHealthy(p.url, q.log, async () => (await fetch(p.url + "/version")).ok);
+  await waitHealthy(p.url, q.log, async () => (await fetch(p.url + "/version", { signal: AbortSignal.timeout(1000) })).ok, q.exited);
   return { ...p, ...q };
 }
 

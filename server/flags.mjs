@@ -40,6 +40,9 @@ const IGNORED = new Set([
   "experimental-backend-bbolt-freelist-type", "experimental-compaction-batch-limit",
   "experimental-enable-lease-checkpoint", "experimental-initial-corrupt-check",
   "experimental-corrupt-check-time", "experimental-warning-apply-duration",
+  // Hidden in etcd 3.4.23's help. (Without fsync etcd risks what it
+  // acknowledged; here every write is synced all the same.)
+  "unsafe-no-fsync", "experimental-enable-lease-checkpoint-persist",
 ]);
 // Go bool flags: a bare one is true (a following "true" or "false" is taken
 // as its value too).
@@ -47,7 +50,10 @@ const BOOLEAN = new Set([
   "enable-grpc-gateway", "debug", "enable-v2", "pre-vote", "strict-reconfig-check", "experimental-enable-lease-checkpoint",
   "experimental-initial-corrupt-check", "client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls",
   "enable-pprof", "experimental-peer-skip-client-san-verification", "force-new-cluster",
+  "unsafe-no-fsync", "experimental-enable-lease-checkpoint-persist",
 ]);
+// Go's strconv.ParseBool spellings.
+const BOOLS = { 1: "true", t: "true", T: "true", TRUE: "true", true: "true", True: "true", 0: "false", f: "false", F: "false", FALSE: "false", false: "false", False: "false" };
 // etcd 3.4's other flags with its defaults (`etcd --help`). Given its
 // default, one asks for nothing etcd would not do without it, and is
 // accepted; any other value is refused, as a flag, as ETCD_* or in a config
@@ -145,13 +151,21 @@ const envName = (name) => `ETCD_${name.toUpperCase().replaceAll("-", "_")}`;
 
 const isFlag = (name) => name in DEFAULTS || IGNORED.has(name) || Object.hasOwn(UNSUPPORTED, name);
 
-/** Refuses flag `name` set to `value` (from `from`) unless it is one served here, or an unsupported one at etcd's default. */
+/**
+ * Flag `name` set to `value` (from `from`) as it is kept: a bool in one
+ * spelling. Refused unless it is one served here, or an unsupported one at
+ * etcd's default.
+ */
 function check(name, value, from) {
-  if (name in DEFAULTS || IGNORED.has(name)) return;
+  if (BOOLEAN.has(name)) {
+    if (!Object.hasOwn(BOOLS, value)) throw new FlagError(`invalid boolean value ${JSON.stringify(value)} for ${from}`);
+    value = BOOLS[value];
+  }
+  if (name in DEFAULTS || IGNORED.has(name)) return value;
   if (Object.hasOwn(UNSUPPORTED, name)) {
     const d = UNSUPPORTED[name];
     const ms = parseDuration(d);
-    if (value === d || (ms !== null && d !== "" && parseDuration(value) === ms)) return;
+    if (value === d || (ms !== null && d !== "" && parseDuration(value) === ms)) return value;
     throw new FlagError(`flag provided but not supported: ${from}`);
   }
   throw new FlagError(`flag provided but not supported: ${from} (not an etcd 3.4 flag)`);
@@ -170,7 +184,9 @@ function fromConfigFile(doc, log) {
     else if (typeof value === "number" && DURATIONS.has(name)) value = `${value}ns`;
     out.set(name, String(value));
   };
-  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) throw new FlagError("the config file is not a YAML mapping of etcd's settings");
+  // (An empty file is no settings, as etcd reads it.)
+  if (doc === null || doc === undefined) return out;
+  if (typeof doc !== "object" || Array.isArray(doc)) throw new FlagError("the config file is not a YAML mapping of etcd's settings");
   for (const [key, value] of Object.entries(doc)) {
     if (Object.hasOwn(TRANSPORT, key)) {
       for (const [k, v] of Object.entries(value ?? {})) if (Object.hasOwn(TRANSPORT[key], k)) put(TRANSPORT[key][k], v);
@@ -219,31 +235,28 @@ export async function parseFlags(argv, env = {}, log = () => {}) {
     } catch (e) {
       throw new FlagError(`the config file ${configFile} is not YAML: ${e.message.split("\n")[0]}`);
     }
-    for (const [name, value] of fromConfigFile(doc, log)) {
-      check(name, value, `${name} in ${configFile}`);
-      v[name] = value;
-    }
+    for (const [name, value] of fromConfigFile(doc, log)) v[name] = check(name, value, `${name} in ${configFile}`);
   } else {
     for (const [name, value] of given) {
-      check(name, value, `--${name}`);
-      v[name] = value;
+      if (name !== "config-file") v[name] = check(name, value, `--${name}`);
     }
     for (const [key, value] of Object.entries(env)) {
-      if (!key.startsWith("ETCD_") || !value) continue;
+      if (!key.startsWith("ETCD_") || key === "ETCD_CONFIG_FILE" || typeof value !== "string") continue;
       const name = key.slice(5).toLowerCase().replaceAll("_", "-");
-      if (envName(name) !== key || !isFlag(name)) {
-        log(`unrecognized environment variable ${key}=${value}`);
-        continue;
-      }
-      if (given.has(name)) {
-        // etcd 3.4 exits on this too, in these words.
+      const known = envName(name) === key && isFlag(name);
+      if (known && given.has(name)) {
+        // etcd 3.4 exits on this too (an empty variable included), in these words.
         throw new FlagError(
           `conflicting environment variable ${JSON.stringify(key)} is shadowed by corresponding command-line flag (either unset environment variable or disable flag)`,
         );
       }
-      check(name, value, `${key} (--${name})`);
+      // (etcd leaves an empty one unused, and so calls it unrecognized.)
+      if (!known || value === "") {
+        log(`unrecognized environment variable ${key}=${value}`);
+        continue;
+      }
+      v[name] = check(name, value, `${key} (--${name})`);
       log(`recognized and used environment variable ${key}=${value}`);
-      v[name] = value;
     }
   }
   if (v["enable-v2"] === "true") throw new FlagError("--enable-v2: the v2 API is not supported");

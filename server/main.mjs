@@ -2,6 +2,7 @@
 // edge-lease as a single-member etcd 3.4: gRPC and the JSON gateway on each
 // client URL (one port for both, as etcd), the demo page at /, state in
 // --data-dir through the file store. Takes etcd's flags (server/flags.mjs).
+import { networkInterfaces } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Lessor } from "../js/node.mjs";
@@ -58,7 +59,17 @@ const grpcServer = { current: null };
 
 const gatewayProxy = (request) => gateway(request);
 let gateway = null;
-const hosts = allowedHosts(flags.listen.map((u) => u.hostname));
+// The Host names the HTTP side answers to: loopback's, the listen URLs',
+// the advertised client URLs' (what clients are told to use), and, on a
+// wildcard listen address, every address of this machine's interfaces.
+function hostNames(listenURLs) {
+  const names = [...listenURLs, ...flags.clientURLs.map((u) => new URL(u))].map((u) => u.hostname);
+  if (listenURLs.some((u) => /^(0\.0\.0\.0|\[::\])$/.test(u.hostname))) {
+    for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) names.push(a.address);
+  }
+  return allowedHosts(names);
+}
+const hosts = hostNames(flags.listen);
 let limits;
 try {
   limits = limitsFrom(process.env);
@@ -92,7 +103,7 @@ for (const url of flags.listen) {
 }
 // etcd's --listen-metrics-urls: /metrics and /health only, over HTTP/1.1.
 const metricsServers = [];
-const metricsHttp = createHttpServer({ gateway: metricsOnly(gatewayProxy), hosts: allowedHosts(flags.listenMetrics.map((u) => u.hostname)), serveFile: null, ...limits });
+const metricsHttp = createHttpServer({ gateway: metricsOnly(gatewayProxy), hosts: hostNames(flags.listenMetrics), serveFile: null, ...limits });
 for (const url of flags.listenMetrics) {
   const server = sniffingServer({ http1: (socket) => metricsHttp.emit("connection", socket), http2: (socket) => socket.destroy(), pool, sniffTimeoutMs: limits.headersTimeoutMs });
   await new Promise((ok, fail) => {

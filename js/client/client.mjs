@@ -6,13 +6,16 @@ import { keyBytes, leaseBig, rangeOf, toBytes, toText } from "./codec.mjs";
 import { deleteRangeOut, entryOut, rangeOut, txnOut } from "./entries.mjs";
 import { LeaseError, closed, invalid } from "./errors.mjs";
 import { Session } from "./session.mjs";
-import { signalOption } from "./signals.mjs";
+import { linkSignals, signalOption } from "./signals.mjs";
 import { Watch } from "./watch.mjs";
 
 const SORT_ORDERS = new Set(["none", "ascend", "descend"]);
 const SORT_TARGETS = new Set(["key", "version", "create", "mod", "value"]);
 const TARGETS = new Set(["version", "create", "mod", "value", "lease"]);
 const RESULTS = new Set(["=", "!=", "<", ">"]);
+// How long close() lets sessions being created finish (so that it revokes
+// them) before it stops their requests.
+const CLOSE_GRACE_MS = 1000;
 
 function revisionOpt(v, what) {
   if (v === undefined || v === null) return 0;
@@ -105,6 +108,7 @@ export class Client {
   #sessions = new Set();
   #creating = new Set(); // sessions being created: close() waits for them
   #closing = null;
+  #closingCtl = new AbortController(); // aborts the requests that create sessions
 
   constructor(backend) {
     this.#backend = backend;
@@ -261,13 +265,21 @@ export class Client {
 
   async session(o = {}) {
     this.#checkOpen();
-    const creating = Session.create(this, opts(o, "session"));
+    const o2 = opts(o, "session");
+    // close() stops a creation still waiting for the server after a
+    // moment (a grant it applied anyway then ends with its TTL).
+    const link = linkSignals([signalOption(o2.signal), this.#closingCtl.signal]);
+    const creating = Session.create(this, { ...o2, signal: link.signal });
     this.#creating.add(creating);
     let s;
     try {
       s = await creating;
+    } catch (e) {
+      if (this.#closing !== null) throw closed();
+      throw e;
     } finally {
       this.#creating.delete(creating);
+      link.dispose();
     }
     this.#sessions.add(s);
     s.signal.addEventListener("abort", () => this.#sessions.delete(s), { once: true });
@@ -310,7 +322,14 @@ export class Client {
   /** Closes open sessions (revoking their leases), then stops every request and watch. */
   close() {
     this.#closing ??= (async () => {
-      await Promise.allSettled([...this.#creating]);
+      // Sessions being created get a moment to be (and then be revoked
+      // with the others); past it, their requests are stopped.
+      const creating = Promise.allSettled([...this.#creating]);
+      let timer;
+      await Promise.race([creating, new Promise((ok) => (timer = setTimeout(ok, CLOSE_GRACE_MS)))]);
+      clearTimeout(timer);
+      this.#closingCtl.abort(closed());
+      await creating;
       await Promise.allSettled([...this.#sessions].map((s) => s.close()));
       this.#closer.abort(closed());
       await this.#backend.close();

@@ -60,7 +60,7 @@ export class Election {
     try {
       if (s.aborted) throw aborted(s);
       const key = concat(this.#pfx, toBytes(this.#session.keySuffix));
-      const first = this.#claim(key);
+      this.#claim(key);
       let r;
       try {
         r = await this.#client.backend.txn(
@@ -74,12 +74,9 @@ export class Election {
       } catch (e) {
         // Its outcome is unknown (an abort or a timeout can come after the
         // server applied it): withdraw, unless another candidate of this
-        // session uses the key.
-        if (this.#leaderKey === null) {
-          this.#unclaim(key);
-          if (first && !this.#client.closed.aborted) {
-            await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {}).catch(() => {});
-          }
+        // session uses the key now.
+        if (this.#leaderKey === null && this.#unclaim(key) && !this.#client.closed.aborted) {
+          await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {}).catch(() => {});
         }
         throw s.aborted ? aborted(s) : e;
       }
@@ -117,15 +114,16 @@ export class Election {
   // This candidate's use of its key, counted once in the session.
   #claimed = false;
   #claim(key) {
-    if (this.#claimed) return false;
+    if (this.#claimed) return;
     this.#claimed = true;
-    return this.#session.claim(keyId(key));
+    this.#session.claim(keyId(key));
   }
 
+  // True if nothing of the session uses the key any more.
   #unclaim(key) {
-    if (!this.#claimed) return;
+    if (!this.#claimed) return false;
     this.#claimed = false;
-    this.#session.unclaim(keyId(key));
+    return this.#session.unclaim(keyId(key));
   }
 
   /** A new value from the leader, without a new election; NotLeader if this candidate no longer leads. */

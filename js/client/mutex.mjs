@@ -103,7 +103,7 @@ export class Mutex {
     const myKey = concat(this.#pfx, toBytes(this.#session.keySuffix));
     const lease = BigInt.asIntN(64, BigInt("0x" + this.#session.lease));
     const owner = { range: byCreate(this.#pfx, "ascend") };
-    const first = this.#claim(myKey);
+    this.#claim(myKey);
     let r;
     try {
       r = await this.#client.backend.txn(
@@ -116,13 +116,13 @@ export class Mutex {
         { signal },
       );
     } catch (e) {
-      await this.#release(myKey, first);
+      await this.#release(myKey);
       throw signal.aborted ? aborted(signal) : e;
     }
     const myRev = r.succeeded ? r.revision : r.responses[0].range.kvs[0]?.createRevision ?? r.revision;
     const ownerKvs = r.responses[1].range.kvs;
     const held = ownerKvs.length === 0 || ownerKvs[0].createRevision === myRev;
-    return { myKey, myRev, held, first };
+    return { myKey, myRev, held };
   }
 
   /** Waits for the lock. `signal` (and the session's end) abort the wait; the key is then removed. */
@@ -131,7 +131,7 @@ export class Mutex {
     try {
       const s = link.signal;
       if (s.aborted) throw aborted(s);
-      const { myKey, myRev, held, first } = await this.#tryAcquire(s);
+      const { myKey, myRev, held } = await this.#tryAcquire(s);
       if (!held) {
         try {
           await waitDeletes(this.#client, this.#pfx, myRev - 1, s);
@@ -141,7 +141,7 @@ export class Mutex {
             throw new LeaseError("LeaseNotFound", `the session's lease ${this.#session.lease} expired while waiting for the lock`);
           }
         } catch (e) {
-          await this.#release(myKey, first);
+          await this.#release(myKey);
           throw s.aborted ? aborted(s) : e;
         }
       }
@@ -157,9 +157,9 @@ export class Mutex {
     const link = linkSignals([signalOption(signal), this.#session.signal]);
     try {
       if (link.signal.aborted) throw aborted(link.signal);
-      const { myKey, myRev, held, first } = await this.#tryAcquire(link.signal);
+      const { myKey, myRev, held } = await this.#tryAcquire(link.signal);
       if (!held) {
-        await this.#release(myKey, first, true);
+        await this.#release(myKey, true);
         return false;
       }
       this.#myKey = myKey;
@@ -184,23 +184,24 @@ export class Mutex {
   // lock() while holding does not count again).
   #claimed = false;
   #claim(key) {
-    if (this.#claimed) return false;
+    if (this.#claimed) return;
     this.#claimed = true;
-    return this.#session.claim(keyId(key));
+    this.#session.claim(keyId(key));
   }
 
+  // True if nothing of the session uses the key any more.
   #unclaim(key) {
-    if (!this.#claimed) return;
+    if (!this.#claimed) return false;
     this.#claimed = false;
-    this.#session.unclaim(keyId(key));
+    return this.#session.unclaim(keyId(key));
   }
 
   // Gives up a key this lock did not get: removed if nothing else of the
-  // session used it before (`first`); `loud`: a failed removal throws.
-  async #release(key, first, loud = false) {
+  // session uses it now (another lock may have found it and hold it);
+  // `loud`: a failed removal throws.
+  async #release(key, loud = false) {
     if (this.#myKey === null) {
-      this.#unclaim(key);
-      if (first) {
+      if (this.#unclaim(key)) {
         if (loud) await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {});
         else await this.#deleteQuietly(key);
       }

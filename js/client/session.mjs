@@ -45,7 +45,7 @@ export class Session extends EventTarget {
   #tracker = null; // the backend's view of the lease, when it has one (in-process)
   // The keys this session's mutexes and candidates hold or are taking, with
   // how many use each: a key created by a request whose answer was lost is
-  // removed only if nothing else of this session uses it.
+  // removed only if nothing else of this session uses it by then.
   #claims = new Map();
 
   /** Use `client.session()`. */
@@ -117,18 +117,17 @@ export class Session extends EventTarget {
     return this.#client;
   }
 
-  /** @internal Marks `key` (text) as used by one more lock or candidate; true if nothing used it before. */
+  /** @internal Marks `key` (text) as used by one more lock or candidate. */
   claim(key) {
-    const n = this.#claims.get(key) ?? 0;
-    this.#claims.set(key, n + 1);
-    return n === 0;
+    this.#claims.set(key, (this.#claims.get(key) ?? 0) + 1);
   }
 
-  /** @internal One user of `key` fewer. */
+  /** @internal One user of `key` fewer; true if nothing of this session uses it now. */
   unclaim(key) {
     const n = this.#claims.get(key) ?? 0;
     if (n <= 1) this.#claims.delete(key);
     else this.#claims.set(key, n - 1);
+    return n <= 1;
   }
 
   mutex(name) {

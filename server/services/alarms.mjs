@@ -57,11 +57,10 @@ const CORRUPTED = {
   "v3electionpb.Election/Resign": always,
 };
 
-// The host entry that keeps them: `{ "alarms": [[memberID, alarm], ...]
-// in the order raised, "heldSince": epoch ms or null }`, the second being
-// when CORRUPT's hold on expiry began, so that a restart (or a Durable
-// Object's wake-up) holds the same leases. (Earlier builds kept the bare
-// array, read as with no hold start.)
+// The host entry that keeps them: a JSON array of [memberID, alarm] in the
+// order raised; while CORRUPT holds expiry, `{ "alarms": that array,
+// "heldSince": epoch ms }`, when the hold began, so that a restart (or a
+// Durable Object's wake-up) holds the same leases.
 const ENTRY = "alarms";
 const keyOf = (memberID, alarm) => `${memberID} ${alarm}`;
 
@@ -114,7 +113,10 @@ export function createAlarms(member, lessor = null) {
   };
   setRules(["CORRUPT", "NOSPACE"].filter((a) => count(a) > 0), loaded.heldSince);
   const save = (next, heldSince) => {
-    const doc = { alarms: [...next.values()].map((e) => [e.memberID, e.alarm]), heldSince };
+    const list = [...next.values()].map((e) => [e.memberID, e.alarm]);
+    // (The bare list while nothing is held, as earlier builds wrote it and
+    // can read it.)
+    const doc = heldSince === null ? list : { alarms: list, heldSince };
     lessor?.setHostEntry(ENTRY, new TextEncoder().encode(JSON.stringify(doc)));
     entries = next;
   };

@@ -104,7 +104,12 @@ export const throughErrors = (fn, onError) => (req, call) => {
 
 /** Refuses a write whose raft entry would pass etcd's request limit (--max-request-bytes). */
 export function checkSize(call, max = MAX_REQUEST_BYTES) {
-  if ((call?.size ?? 0) + RAFT_OVERHEAD > max) throw Etcd.requestTooLarge();
+  checkBytes(call?.size ?? 0, max);
+}
+
+/** The same for a request of `size` bytes the server makes itself (v3lock's and v3election's txns). */
+export function checkBytes(size, max = MAX_REQUEST_BYTES) {
+  if (size + RAFT_OVERHEAD > max) throw Etcd.requestTooLarge();
 }
 
 /** Runs an engine call, turning its LeaseErrors into etcd's errors. */

@@ -6,7 +6,8 @@
 // and every error comes back as Unknown (2) with etcd's message, because
 // the in-process client turns etcd's status errors into plain Go errors.
 import { Code, Etcd, GrpcError } from "../errors.mjs";
-import { etcdError } from "./common.mjs";
+import { encodedSize } from "../size.mjs";
+import { checkBytes, etcdError } from "./common.mjs";
 
 // concurrency.defaultSessionTTL
 const SESSION_TTL = 60;
@@ -25,6 +26,22 @@ export function recipe(fn) {
 }
 
 const encoder = new TextEncoder();
+
+/**
+ * Refuses, as etcd's request limit refuses the txn its in-process client
+ * sends, a recipe's txn that puts `key` with `value` and `lease`, reading
+ * the oldest key under `pfx` too when given (Mutex.Lock): Unknown, as
+ * every recipe error.
+ */
+export function checkRecipe(maxRequestBytes, key, value, lease, pfx = null) {
+  const owner = pfx && { request_range: { key: pfx, range_end: pfx, limit: "1", sort_order: "ASCEND", sort_target: "CREATE" } };
+  const txn = {
+    compare: [{ key, target: "CREATE", result: "EQUAL" }],
+    success: [{ request_put: { key, value, lease: lease.toString() } }, ...(owner ? [owner] : [])],
+    failure: [{ request_range: { key } }, ...(owner ? [owner] : [])],
+  };
+  recipe(() => checkBytes(encodedSize("etcdserverpb.TxnRequest", txn), maxRequestBytes));
+}
 
 /**
  * The key `name/suffix` as bytes: names, like etcd's, may be any bytes,

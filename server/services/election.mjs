@@ -6,7 +6,7 @@
 // Observe streams the leader's value each time it changes.
 import { GrpcError, Code } from "../errors.mjs";
 import { bytesOf, kvOut } from "./common.mjs";
-import { canceled, created, firstCreate, goHex, keyUnder, recipe, session, waitDeletes, watchQueue } from "./concurrency.mjs";
+import { canceled, checkRecipe, created, firstCreate, goHex, keyUnder, recipe, session, waitDeletes, watchQueue } from "./concurrency.mjs";
 
 const notLeader = () => new GrpcError(Code.Unknown, "election: not leader");
 const noLeader = () => new GrpcError(Code.Unknown, "election: no leader");
@@ -16,11 +16,12 @@ const missingLeader = () => new GrpcError(Code.Unknown, '"leader" field must be 
 const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 const int = (v) => Number(v ?? 0);
 
-export function electionService({ lessor, header }) {
+export function electionService({ lessor, header, maxRequestBytes }) {
   const at = (revision) => ({ ...header(), revision });
 
   /** Election.Proclaim: put the value if the key is still the one elected. */
   function proclaim(key, rev, lease, value) {
+    checkRecipe(maxRequestBytes, key, value, lease);
     const r = recipe(() =>
       lessor.txn({ compare: [created(key, rev)], success: [{ put: { key, value, lease } }] }),
     );
@@ -90,6 +91,7 @@ export function electionService({ lessor, header }) {
       const pfx = keyUnder(name);
       const key = keyUnder(name, goHex(lease));
       const value = bytesOf(req.value);
+      checkRecipe(maxRequestBytes, key, value, lease);
       const r = recipe(() =>
         lessor.txn({
           compare: [created(key, 0)],

@@ -4,9 +4,9 @@
 // watching only its predecessor's delete; a canceled or timed-out Lock
 // deletes its key (its lease stays). Unlock deletes the key it is given.
 import { bytesOf } from "./common.mjs";
-import { canceled, created, firstCreate, goHex, keyUnder, recipe, session, waitDeletes } from "./concurrency.mjs";
+import { canceled, checkRecipe, created, firstCreate, goHex, keyUnder, recipe, session, waitDeletes } from "./concurrency.mjs";
 
-export function lockService({ lessor, header }) {
+export function lockService({ lessor, header, maxRequestBytes }) {
   return {
     async Lock(req, call) {
       const signal = call?.signal;
@@ -15,6 +15,7 @@ export function lockService({ lessor, header }) {
       const name = bytesOf(req.name);
       const pfx = keyUnder(name);
       const myKey = keyUnder(name, goHex(lease));
+      checkRecipe(maxRequestBytes, myKey, new Uint8Array(0), lease, pfx);
       // Mutex.Lock: one txn puts the key if absent and reads the holder.
       const owner = { range: firstCreate(pfx) };
       const r = recipe(() =>

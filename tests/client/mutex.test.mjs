@@ -280,3 +280,18 @@ eachBackend("observe() goes on past a compaction of the history it would have wa
   assert.deepEqual(await within(waiting, 5000, "the waiting next()"), { value: undefined, done: true });
   await e.resign();
 });
+
+eachBackend("an aborted lock() does not remove the key another lock of the same session took meanwhile", { needs: [...RECIPES, "url"], timeout: 20_000 }, async (t, { connect }) => {
+  const slow = connect({ fetch: lateTxnAnswers() });
+  const s = await slow.session({ ttl: 30 });
+  const [a, b] = [s.mutex("ab4"), s.mutex("ab4")];
+  // a's request goes first and is applied; its answer comes after a gave up.
+  const pa = a.lock({ signal: AbortSignal.timeout(100) });
+  const pb = b.lock();
+  await assert.rejects(pa, { code: "Aborted" });
+  await within(pb, 5000, "b's lock");
+  const other = await connect().session({ ttl: 30 });
+  assert.equal((await connect().get(b.key))?.createRevision, b.token, "b's key stays");
+  assert.equal(await other.mutex("ab4").tryLock(), false, "no other session gets the lock b holds");
+  await b.unlock();
+});

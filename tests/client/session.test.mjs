@@ -6,6 +6,7 @@
 // clock is moved instead of sleeping for TTLs.
 
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { connect } from "../../js/client/index.mjs";
 import { eachBackend, proxy, sleep, until, useServers, within } from "./servers.mjs";
 
@@ -210,4 +211,19 @@ eachBackend("session() racing close(): the session is closed with the client (it
   await within(closing, 10_000, "close()");
   const leases = lessor ? lessor.leases() : await direct.leases();
   assert.deepEqual(leases, [], "no lease left behind");
+});
+
+test("close() does not wait long for a session() whose server never answers: it stops the request after a second, session() rejects Closed", async (t) => {
+  const { createServer } = await import("node:net");
+  const held = [];
+  const server = createServer((socket) => held.push(socket)); // accepts, never answers
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  t.after(() => (held.forEach((s) => s.destroy()), server.close()));
+  const c = connect(`http://127.0.0.1:${server.address().port}`, { timeout: 5000 });
+  const pending = c.session({ ttl: 10 });
+  await sleep(100);
+  const t0 = Date.now();
+  await within(c.close(), 3000, "close()");
+  assert.ok(Date.now() - t0 < 1800, `close() took ${Date.now() - t0} ms (a second of grace, then the request is stopped)`);
+  await assert.rejects(pending, { code: "Closed" });
 });

@@ -63,3 +63,24 @@ test("--max-request-bytes: watch fragments are cut at the flag plus 512 KiB, as 
   assert.deepEqual(out[1], out[0]);
   assert.deepEqual(out[0], [[2, true], [1, false]]);
 });
+
+test("--max-request-bytes: v3lock's and v3election's writes past it are refused as etcd's (Unknown, its message), within it served", async (t) => {
+  const { etcd, edge } = await startBoth(t, { args: ["--max-request-bytes", "4096"] });
+  const out = [];
+  for (const side of [etcd, edge]) {
+    const lease = (await post(side.url, "/v3/lease/grant", { TTL: 30 })).body.ID;
+    const answer = async (path, body) => {
+      const r = await post(side.url, path, body);
+      return [r.status, r.body.code ?? 0, r.body.message ?? r.body.error ?? (r.body.header ? "ok" : "")];
+    };
+    const big = b64("x".repeat(8192));
+    out.push({
+      campaign: await answer("/v3/election/campaign", { name: b64("e"), lease, value: big }),
+      lock: await answer("/v3/lock/lock", { name: big, lease }),
+      smallCampaign: await answer("/v3/election/campaign", { name: b64("e2"), lease, value: b64("v") }),
+    });
+  }
+  assert.deepEqual(out[1], out[0]);
+  assert.deepEqual(out[0].campaign, [500, 2, "etcdserver: request is too large"]);
+  assert.equal(out[0].smallCampaign[2], "ok");
+});

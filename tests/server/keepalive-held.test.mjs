@@ -128,3 +128,19 @@ test("the hold under CORRUPT keeps its start through a restart: a lease held pas
   assert.ok(second.timeToLive(BigInt(ID)).ttl < 0, "and its negative TTL");
   assert.equal(second.expiryHeldSince, first.expiryHeldSince);
 });
+
+test("the alarms entry keeps the bare list earlier builds read while nothing is held; the hold's start only while CORRUPT holds", () => {
+  const lessor = new Lessor({ autoTick: false });
+  const services = createServices({ lessor, member });
+  const alarm = (action, type) => services.get("etcdserverpb.Maintenance/Alarm")({ action, memberID: "1", alarm: type });
+  const stored = () => JSON.parse(new TextDecoder().decode(lessor.hostEntry("alarms")));
+  alarm("ACTIVATE", "NOSPACE");
+  assert.deepEqual(stored(), [["1", "NOSPACE"]]);
+  alarm("DEACTIVATE", "NOSPACE");
+  assert.deepEqual(stored(), []);
+  alarm("ACTIVATE", "CORRUPT");
+  assert.deepEqual(stored(), { alarms: [["1", "CORRUPT"]], heldSince: lessor.expiryHeldSince });
+  alarm("DEACTIVATE", "CORRUPT");
+  assert.deepEqual(stored(), []);
+  lessor.close();
+});

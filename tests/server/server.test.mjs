@@ -8,8 +8,9 @@ import { request } from "node:http";
 import { connect } from "node:net";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
-import { startEdge, tempDir, post, root, b64 } from "../etcd/harness.mjs";
+import { clusterFlags, freePort, startEdge, tempDir, post, root, b64 } from "../etcd/harness.mjs";
 
 
 function raw(url, { method = "GET", path = "/", headers = {}, body } = {}) {
@@ -36,6 +37,20 @@ function rawSocket(url, bytes, ms = 2000) {
     setTimeout(() => s.destroy(), ms);
   });
 }
+
+test("answers the Host names of its advertised client URLs, on the client port and the metrics listener", async (t) => {
+  const f = await clusterFlags("adv", join(tempDir(t), "data"));
+  const port = new URL(f.url).port;
+  const advertised = `http://edge.example:${port}`;
+  f.args[f.args.indexOf("--advertise-client-urls") + 1] = advertised;
+  const metrics = `http://127.0.0.1:${await freePort()}`;
+  const edge = await startEdge(t, { flags: f, args: ["--listen-metrics-urls", metrics] });
+  const status = async (url, path, host) => (await raw(url, { method: path === "/metrics" ? "GET" : "POST", path, headers: { host }, body: path === "/metrics" ? undefined : "{}" })).status;
+  assert.equal(await status(edge.url, "/v3/kv/range", `edge.example:${port}`), 400, "an advertised name is this server's");
+  assert.equal(await status(edge.url, "/v3/kv/range", `evil.example:${port}`), 421);
+  assert.equal(await status(metrics, "/metrics", "edge.example"), 200);
+  assert.equal(await status(metrics, "/metrics", "evil.example"), 421);
+});
 
 test("refuses other Hosts and other origins, survives malformed requests", async (t) => {
   const edge = await startEdge(t);
@@ -123,6 +138,37 @@ test("an engine failure outside any call ends the server with status 70; any oth
     assert.equal(end.code, status, end.log);
     assert.match(end.log, said);
   }
+});
+
+test("etcd's configuration, its corner cases as etcd 3.4.23 reads them: Go's bool spellings, an empty config file or --config-file, empty variables, hidden flags", async (t) => {
+  const { parseFlags, FlagError } = await import("../../server/flags.mjs");
+  const dir = tempDir(t);
+  const parse = async (argv, env = {}) => {
+    const logs = [];
+    try {
+      const f = await parseFlags(argv, env, (l) => logs.push(l));
+      return { f, logs };
+    } catch (e) {
+      if (!(e instanceof FlagError)) throw e;
+      return { error: e.message, logs };
+    }
+  };
+  // Go's strconv.ParseBool: 1, t, TRUE... and 0, f, FALSE...
+  assert.match((await parse([], { ETCD_ENABLE_V2: "1" })).error, /the v2 API is not supported/);
+  assert.equal((await parse([], { ETCD_FORCE_NEW_CLUSTER: "0", ETCD_ENABLE_GRPC_GATEWAY: "T" })).error, undefined);
+  assert.match((await parse(["--pre-vote=maybe"])).error, /invalid boolean value "maybe" for --pre-vote/);
+  // An empty --config-file is none; an empty file is no settings.
+  assert.equal((await parse(["--config-file", "", "--name", "n"])).f.name, "n");
+  writeFileSync(join(dir, "empty.yml"), "");
+  assert.equal((await parse(["--config-file", join(dir, "empty.yml")])).f.name, "default");
+  // A set variable shadowed by its flag is fatal even when empty; an empty
+  // one otherwise is unused (and so, for etcd, unrecognized).
+  assert.match((await parse(["--name", "a"], { ETCD_NAME: "" })).error, /conflicting environment variable "ETCD_NAME"/);
+  const empty = await parse([], { ETCD_NAME: "" });
+  assert.equal(empty.f.name, "default");
+  assert.deepEqual(empty.logs, ["unrecognized environment variable ETCD_NAME="]);
+  // Flags etcd 3.4.23 takes without listing them.
+  assert.equal((await parse(["--unsafe-no-fsync", "--experimental-enable-lease-checkpoint-persist"])).error, undefined);
 });
 
 test("etcd's flags: a configuration that needs a second member is refused", () => {

@@ -180,6 +180,11 @@ function fromConfigFile(doc, log) {
   const out = new Map();
   const put = (name, value) => {
     if (value === null || value === undefined || value === "") return;
+    // etcd unmarshals a bool field from a YAML bool only (YAML 1.1's yes,
+    // no, on, off included), not from a number or a string.
+    if (BOOLEAN.has(name) && typeof value !== "boolean") {
+      throw new FlagError(`${name} in the config file: cannot unmarshal ${JSON.stringify(value)} into a bool`);
+    }
     if (Array.isArray(value)) value = value.join(",");
     else if (typeof value === "number" && DURATIONS.has(name)) value = `${value}ns`;
     out.set(name, String(value));
@@ -231,7 +236,8 @@ export async function parseFlags(argv, env = {}, log = () => {}) {
     }
     let doc;
     try {
-      doc = (await import("yaml")).parse(text);
+      // YAML 1.1, as etcd's parser (go-yaml v2) reads it.
+      doc = (await import("yaml")).parse(text, { version: "1.1" });
     } catch (e) {
       throw new FlagError(`the config file ${configFile} is not YAML: ${e.message.split("\n")[0]}`);
     }

@@ -16,6 +16,8 @@ const RESULTS = new Set(["=", "!=", "<", ">"]);
 // How long close() lets sessions being created finish (so that it revokes
 // them) before it stops their requests.
 const CLOSE_GRACE_MS = 1000;
+// How long close() waits for each session's revoke.
+const CLOSE_REVOKE_MS = 5000;
 
 function revisionOpt(v, what) {
   if (v === undefined || v === null) return 0;
@@ -330,7 +332,9 @@ export class Client {
       clearTimeout(timer);
       this.#closingCtl.abort(closed());
       await creating;
-      await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+      // (A revoke the server does not answer is given up after a while: the
+      // lease then ends with its TTL.)
+      await Promise.allSettled([...this.#sessions].map((s) => s.close({ waitMs: CLOSE_REVOKE_MS })));
       this.#closer.abort(closed());
       await this.#backend.close();
     })();

@@ -60,7 +60,9 @@ export class Election {
     try {
       if (s.aborted) throw aborted(s);
       const key = concat(this.#pfx, toBytes(this.#session.keySuffix));
-      this.#claim(key);
+      // Each call counts once in the session's claims while it runs; a
+      // candidate keeps one claim for the object.
+      this.#session.claim(keyId(key));
       let r;
       try {
         r = await this.#client.backend.txn(
@@ -73,14 +75,15 @@ export class Election {
         );
       } catch (e) {
         // Its outcome is unknown (an abort or a timeout can come after the
-        // server applied it): withdraw, unless another candidate of this
+        // server applied it): withdraw, unless something else of this
         // session uses the key now.
-        if (this.#leaderKey === null && this.#unclaim(key) && !this.#client.closed.aborted) {
+        if (this.#session.unclaim(keyId(key)) && !this.#client.closed.aborted) {
           await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {}).catch(() => {});
         }
         throw s.aborted ? aborted(s) : e;
       }
-      this.#leaderKey = key;
+      if (this.#leaderKey === null) this.#leaderKey = key;
+      else this.#session.unclaim(keyId(key)); // a candidate already: one claim
       this.#leaderRev = r.revision;
       if (!r.succeeded) {
         const kv = r.responses[0].range.kvs[0];
@@ -89,7 +92,7 @@ export class Election {
           try {
             await this.proclaim(val, { signal: s });
           } catch (e) {
-            await this.resign().catch(() => {});
+            await this.#withdraw().catch(() => {});
             throw e;
           }
         }
@@ -99,11 +102,13 @@ export class Election {
       } catch (e) {
         // Withdraw when the caller gave up; otherwise leave the key (Go does).
         if (s.aborted) {
-          await this.resign().catch(() => {});
+          await this.#withdraw().catch(() => {});
           throw aborted(s);
         }
-        this.#leaderKey = null;
-        this.#unclaim(key);
+        if (this.#leaderKey !== null) {
+          this.#leaderKey = null;
+          this.#session.unclaim(keyId(key));
+        }
         throw e;
       }
     } finally {
@@ -111,19 +116,27 @@ export class Election {
     }
   }
 
-  // This candidate's use of its key, counted once in the session.
-  #claimed = false;
-  #claim(key) {
-    if (this.#claimed) return;
-    this.#claimed = true;
-    this.#session.claim(keyId(key));
+  // Stops being a candidate; the key is deleted (if it is still the one
+  // created) only if nothing else of the session uses it: resign() without
+  // the user asking for it.
+  async #withdraw() {
+    if (this.#leaderKey === null) return;
+    const key = this.#leaderKey;
+    const rev = this.#leaderRev;
+    this.#leaderKey = null;
+    this.#leaderRev = -1;
+    if (this.#session.unclaim(keyId(key)) && !this.#client.closed.aborted) await this.#deleteIfCreated(key, rev);
   }
 
-  // True if nothing of the session uses the key any more.
-  #unclaim(key) {
-    if (!this.#claimed) return false;
-    this.#claimed = false;
-    return this.#session.unclaim(keyId(key));
+  #deleteIfCreated(key, rev, signal) {
+    return this.#client.backend.txn(
+      {
+        compare: [{ key, rangeEnd: null, target: "create", result: "=", value: rev }],
+        success: [{ deleteRange: { key, rangeEnd: null, prevKv: false } }],
+        failure: [],
+      },
+      { signal },
+    );
   }
 
   /** A new value from the leader, without a new election; NotLeader if this candidate no longer leads. */
@@ -139,8 +152,10 @@ export class Election {
       { signal: signalOption(signal) },
     );
     if (!r.succeeded) {
-      this.#leaderKey = null;
-      this.#unclaim(key);
+      if (this.#leaderKey === key) {
+        this.#leaderKey = null;
+        this.#session.unclaim(keyId(key));
+      }
       throw notLeader();
     }
   }
@@ -149,17 +164,12 @@ export class Election {
   async resign({ signal } = {}) {
     if (this.#leaderKey === null) return;
     const key = this.#leaderKey;
-    await this.#client.backend.txn(
-      {
-        compare: [{ key, rangeEnd: null, target: "create", result: "=", value: this.#leaderRev }],
-        success: [{ deleteRange: { key, rangeEnd: null, prevKv: false } }],
-        failure: [],
-      },
-      { signal: signalOption(signal) },
-    );
-    this.#leaderKey = null;
-    this.#leaderRev = -1;
-    this.#unclaim(key);
+    await this.#deleteIfCreated(key, this.#leaderRev, signalOption(signal));
+    if (this.#leaderKey === key) {
+      this.#leaderKey = null;
+      this.#leaderRev = -1;
+      this.#session.unclaim(keyId(key));
+    }
   }
 
   /** The leader's entry (`value` is its proclamation), or undefined when there is none. */

@@ -103,7 +103,7 @@ export class Mutex {
     const myKey = concat(this.#pfx, toBytes(this.#session.keySuffix));
     const lease = BigInt.asIntN(64, BigInt("0x" + this.#session.lease));
     const owner = { range: byCreate(this.#pfx, "ascend") };
-    this.#claim(myKey);
+    this.#session.claim(keyId(myKey));
     let r;
     try {
       r = await this.#client.backend.txn(
@@ -145,8 +145,7 @@ export class Mutex {
           throw s.aborted ? aborted(s) : e;
         }
       }
-      this.#myKey = myKey;
-      this.#myRev = myRev;
+      this.#hold(myKey, myRev);
     } finally {
       link.dispose();
     }
@@ -162,8 +161,7 @@ export class Mutex {
         await this.#release(myKey, true);
         return false;
       }
-      this.#myKey = myKey;
-      this.#myRev = myRev;
+      this.#hold(myKey, myRev);
       return true;
     } finally {
       link.dispose();
@@ -177,35 +175,25 @@ export class Mutex {
     await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, { signal: signalOption(signal) });
     this.#myKey = null;
     this.#myRev = -1;
-    this.#unclaim(key);
+    this.#session.unclaim(keyId(key));
   }
 
-  // This object's use of its key, counted once in the session (a second
-  // lock() while holding does not count again).
-  #claimed = false;
-  #claim(key) {
-    if (this.#claimed) return;
-    this.#claimed = true;
-    this.#session.claim(keyId(key));
+  // Each lock()/tryLock() call counts once in the session's claims while it
+  // runs; holding keeps one claim for the object, so a call that finds it
+  // already held gives its own back.
+  #hold(key, rev) {
+    if (this.#myKey !== null) this.#session.unclaim(keyId(key));
+    this.#myKey = key;
+    this.#myRev = rev;
   }
 
-  // True if nothing of the session uses the key any more.
-  #unclaim(key) {
-    if (!this.#claimed) return false;
-    this.#claimed = false;
-    return this.#session.unclaim(keyId(key));
-  }
-
-  // Gives up a key this lock did not get: removed if nothing else of the
-  // session uses it now (another lock may have found it and hold it);
-  // `loud`: a failed removal throws.
+  // Gives up a key a call did not get: removed if nothing of the session
+  // uses it any more (another lock, or another call on this one, may have
+  // found it and hold it or wait with it); `loud`: a failed removal throws.
   async #release(key, loud = false) {
-    if (this.#myKey === null) {
-      if (this.#unclaim(key)) {
-        if (loud) await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {});
-        else await this.#deleteQuietly(key);
-      }
-    }
+    if (!this.#session.unclaim(keyId(key))) return;
+    if (loud) await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {});
+    else await this.#deleteQuietly(key);
   }
 
   async #deleteQuietly(key) {

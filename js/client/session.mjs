@@ -19,7 +19,7 @@ import { leaseBig, leaseGoHex } from "./codec.mjs";
 import { LeaseError } from "./errors.mjs";
 import { Election } from "./election.mjs";
 import { Mutex } from "./mutex.mjs";
-import { signalOption } from "./signals.mjs";
+import { linkSignals, signalOption } from "./signals.mjs";
 
 const DEFAULT_TTL = 60; // etcd's concurrency.NewSession default
 const RETRY_MS = 500; // after a failed keepalive, as clientv3 retries its stream
@@ -213,8 +213,11 @@ export class Session extends EventTarget {
     this.dispatchEvent(ev);
   }
 
-  /** Stops the keepalives and revokes the lease (its keys go with it). Idempotent. */
-  close() {
+  /**
+   * Stops the keepalives and revokes the lease (its keys go with it).
+   * Idempotent. `waitMs` (internal: the client's close) bounds the revoke.
+   */
+  close({ waitMs } = {}) {
     this.#closing ??= (async () => {
       this.#stopTimers();
       if (!this.#ctl.signal.aborted) this.#ctl.abort(new LeaseError("Closed", `session ${this.#id} is closed`));
@@ -222,7 +225,12 @@ export class Session extends EventTarget {
       // Also after a loss: the client may have lost touch while the server
       // still has the lease. LeaseNotFound (gone already) and Unavailable
       // (it expires by itself within its TTL) leave nothing to do.
-      await this.#backend.revoke(this.#big, {}).catch(() => {});
+      const bound = linkSignals([], waitMs);
+      try {
+        await this.#backend.revoke(this.#big, { signal: bound.signal }).catch(() => {});
+      } finally {
+        bound.dispose();
+      }
     })();
     return this.#closing;
   }

@@ -29,16 +29,18 @@ const encoder = new TextEncoder();
 
 /**
  * Refuses, as etcd's request limit refuses the txn its in-process client
- * sends, a recipe's txn that puts `key` with `value` and `lease`, reading
- * the oldest key under `pfx` too when given (Mutex.Lock): Unknown, as
- * every recipe error.
+ * sends, a recipe's txn that compares `key`'s create revision with `rev`
+ * and puts it with `value` and `lease`; `failure`: its failure branch reads
+ * the key (Campaign, Lock); `owner`: both branches also read the oldest key
+ * under that prefix (Mutex.Lock). Unknown, as every recipe error.
  */
-export function checkRecipe(maxRequestBytes, key, value, lease, pfx = null) {
-  const owner = pfx && { request_range: { key: pfx, range_end: pfx, limit: "1", sort_order: "ASCEND", sort_target: "CREATE" } };
+export function checkRecipe(maxRequestBytes, { key, value, lease, rev = 0, failure = false, owner = null }) {
+  const oldest = owner && { request_range: { key: owner, range_end: owner, limit: "1", sort_order: "ASCEND", sort_target: "CREATE" } };
   const txn = {
-    compare: [{ key, target: "CREATE", result: "EQUAL" }],
-    success: [{ request_put: { key, value, lease: lease.toString() } }, ...(owner ? [owner] : [])],
-    failure: [{ request_range: { key } }, ...(owner ? [owner] : [])],
+    // (The target's value is a oneof member: written even when 0.)
+    compare: [{ key, target: "CREATE", result: "EQUAL", create_revision: String(rev) }],
+    success: [{ request_put: { key, value, lease: lease.toString() } }, ...(oldest ? [oldest] : [])],
+    failure: failure ? [{ request_range: { key } }, ...(oldest ? [oldest] : [])] : [],
   };
   recipe(() => checkBytes(encodedSize("etcdserverpb.TxnRequest", txn), maxRequestBytes));
 }

@@ -21,7 +21,7 @@ export function electionService({ lessor, header, maxRequestBytes }) {
 
   /** Election.Proclaim: put the value if the key is still the one elected. */
   function proclaim(key, rev, lease, value) {
-    checkRecipe(maxRequestBytes, key, value, lease);
+    checkRecipe(maxRequestBytes, { key, value, lease, rev });
     const r = recipe(() =>
       lessor.txn({ compare: [created(key, rev)], success: [{ put: { key, value, lease } }] }),
     );
@@ -91,7 +91,7 @@ export function electionService({ lessor, header, maxRequestBytes }) {
       const pfx = keyUnder(name);
       const key = keyUnder(name, goHex(lease));
       const value = bytesOf(req.value);
-      checkRecipe(maxRequestBytes, key, value, lease);
+      checkRecipe(maxRequestBytes, { key, value, lease, failure: true });
       const r = recipe(() =>
         lessor.txn({
           compare: [created(key, 0)],

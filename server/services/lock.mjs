@@ -15,7 +15,7 @@ export function lockService({ lessor, header, maxRequestBytes }) {
       const name = bytesOf(req.name);
       const pfx = keyUnder(name);
       const myKey = keyUnder(name, goHex(lease));
-      checkRecipe(maxRequestBytes, myKey, new Uint8Array(0), lease, pfx);
+      checkRecipe(maxRequestBytes, { key: myKey, value: new Uint8Array(0), lease, failure: true, owner: pfx });
       // Mutex.Lock: one txn puts the key if absent and reads the holder.
       const owner = { range: firstCreate(pfx) };
       const r = recipe(() =>

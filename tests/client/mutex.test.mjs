@@ -295,3 +295,40 @@ eachBackend("an aborted lock() does not remove the key another lock of the same 
   assert.equal(await other.mutex("ab4").tryLock(), false, "no other session gets the lock b holds");
   await b.unlock();
 });
+
+eachBackend("a candidate aborted while waiting leaves the key another candidate of the same session waits with; only one leader", { needs: RECIPES, timeout: 20_000 }, async (t, { connect }) => {
+  const etcd = connect();
+  const [a, s, b] = await Promise.all([1, 2, 3].map(() => etcd.session({ ttl: 30 })));
+  await a.election("ab5").campaign("A");
+  const [e1, e2] = [s.election("ab5"), s.election("ab5")];
+  const ctl = new AbortController();
+  const p1 = e1.campaign("S", { signal: ctl.signal });
+  const p2 = e2.campaign("S");
+  await sleep(200);
+  ctl.abort();
+  await assert.rejects(p1, { code: "Aborted" });
+  assert.ok(await etcd.get(`ab5/${s.keySuffix}`), "the key e2 waits with stays");
+  const p3 = b.election("ab5").campaign("B");
+  await a.close(); // A's lease and key go
+  await within(p2, 5000, "e2 leads once A is gone");
+  assert.equal(await Promise.race([p3.then(() => true), sleep(300).then(() => false)]), false, "B does not lead beside e2");
+  assert.equal((await b.election("ab5").leader()).value, "S");
+  await e2.resign();
+  await within(p3, 5000, "B leads after e2 resigns");
+});
+
+eachBackend("tryLock() on a Mutex whose lock() waits leaves the waiting key: that lock() gets its turn", { needs: RECIPES, timeout: 20_000 }, async (t, { connect }) => {
+  const etcd = connect();
+  const [holder, s] = await Promise.all([1, 2].map(() => etcd.session({ ttl: 30 })));
+  const h = holder.mutex("ab6");
+  await h.lock();
+  const m = s.mutex("ab6");
+  const waiting = m.lock();
+  await sleep(200);
+  assert.equal(await m.tryLock(), false);
+  assert.ok(await etcd.get(`ab6/${s.keySuffix}`), "the waiting key stays");
+  await h.unlock();
+  await within(waiting, 5000, "the waiting lock()");
+  assert.equal(m.key, `ab6/${s.keySuffix}`);
+  await m.unlock();
+});

@@ -227,3 +227,15 @@ test("close() does not wait long for a session() whose server never answers: it 
   assert.ok(Date.now() - t0 < 1800, `close() took ${Date.now() - t0} ms (a second of grace, then the request is stopped)`);
   await assert.rejects(pending, { code: "Closed" });
 });
+
+eachBackend("close() with timeout: Infinity ends when the server stops answering the revoke (the lease then ends with its TTL)", { needs: ["url"], backends: ["edge-lease"], timeout: 20_000 }, async (t, { url }) => {
+  let hang = false;
+  const silent = (u, init = {}) =>
+    hang ? new Promise((_, no) => init.signal?.addEventListener("abort", () => no(init.signal.reason), { once: true })) : fetch(u, init);
+  const c = connect(url, { timeout: Infinity, fetch: silent });
+  await c.session({ ttl: 5 });
+  hang = true;
+  const t0 = Date.now();
+  await within(c.close(), 10_000, "close()");
+  assert.ok(Date.now() - t0 < 8000, `close() took ${Date.now() - t0} ms`);
+});

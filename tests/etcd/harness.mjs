@@ -82,9 +82,13 @@ async function waitHealthy(url, log, up = healthy(url), exited = null) {
   throw new Error(`${url} did not become healthy${gone ? " (the process exited)" : ""}:\n${log().slice(-2000)}`);
 }
 
-// Healthy, and the answer is this process's: it said it listens on the
-// port (another test's server that took the port first would answer too).
-const ours = (p, line, url) => async () => p.log().includes(line) && (await healthy(url)());
+// Healthy, and the answer is this process's: a line of its log that says
+// it serves (`marker`) names the port (another test's server that took the
+// port first would answer too). etcd's capnslog and zap lines both do.
+const ours = (p, marker, url) => {
+  const port = `:${new URL(url).port}`;
+  return async () => p.log().split("\n").some((l) => l.includes(marker) && l.includes(port)) && (await healthy(url)());
+};
 
 // A port freePort() found free can be taken by another test's process
 // before ours binds it: with ports of its own choosing, a start that
@@ -142,7 +146,7 @@ export async function startEtcd(t, { args = [], flags, env } = {}) {
   }
   const once = async (f) => {
     const p = run(t, "etcd", [...f.args, ...args], "etcd", env);
-    await waitHealthy(f.url, p.log, ours(p, `serving insecure client requests on ${new URL(f.url).host}`, f.url), p.exited);
+    await waitHealthy(f.url, p.log, ours(p, "serving", f.url), p.exited);
     return { ...p, url: f.url, peer: f.peer };
   };
   if (flags) return once(flags);
@@ -153,7 +157,7 @@ export async function startEtcd(t, { args = [], flags, env } = {}) {
 export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [], env } = {}) {
   const once = async (f) => {
     const p = run(t, process.execPath, [...nodeArgs, "server/main.mjs", ...f.args, ...args], "edge-lease", env);
-    await waitHealthy(f.url, p.log, ours(p, `on http://${new URL(f.url).host}`, f.url), p.exited);
+    await waitHealthy(f.url, p.log, ours(p, "etcd v3 API", f.url), p.exited);
     return { ...p, url: f.url, peer: f.peer, flags: f };
   };
   if (flags) return once(flags);

@@ -167,6 +167,11 @@ test("etcd's configuration, its corner cases as etcd 3.4.23 reads them: Go's boo
   const empty = await parse([], { ETCD_NAME: "" });
   assert.equal(empty.f.name, "default");
   assert.deepEqual(empty.logs, ["unrecognized environment variable ETCD_NAME="]);
+  // A config file's bools are YAML's (1.1: yes, on...), not numbers or strings.
+  writeFileSync(join(dir, "bools.yml"), "name: b\npre-vote: yes\nstrict-reconfig-check: on\n");
+  assert.equal((await parse(["--config-file", join(dir, "bools.yml")])).f.name, "b");
+  writeFileSync(join(dir, "number.yml"), "enable-pprof: 1\n");
+  assert.match((await parse(["--config-file", join(dir, "number.yml")])).error, /enable-pprof in the config file: cannot unmarshal 1 into a bool/);
   // Flags etcd 3.4.23 takes without listing them.
   assert.equal((await parse(["--unsafe-no-fsync", "--experimental-enable-lease-checkpoint-persist"])).error, undefined);
 });

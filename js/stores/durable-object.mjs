@@ -49,7 +49,9 @@ const DEFAULT_MAX_VALUE_BYTES = 128 * 1024 - 1024;
 // (as serialized: a few bytes more than a byte array's length).
 const KV_MAX_KEY_BYTES = 2048;
 const KV_MAX_VALUE_BYTES = 128 * 1024 - 64;
-const KV_MAX_ENGINE_KEY_BYTES = 640;
+// The engine's key limit that keeps a stored key within it: the key
+// percent-encoded (up to 3 bytes a byte) after a prefix of ~35 bytes.
+export const KV_MAX_ENGINE_KEY_BYTES = 640;
 const utf8 = new TextEncoder();
 
 function checkKvSizes(key, value) {
@@ -86,6 +88,8 @@ export class DurableObjectStore {
   #storage;
   #prefix;
   #gated;
+  #kv; // storage.kv, or null
+  #sqlite;
   // Output-gate mode: writes issued and not yet confirmed, and the first
   // failure (after which every write is refused).
   #pending = new Set();
@@ -101,6 +105,10 @@ export class DurableObjectStore {
     this.#storage = storage;
     this.#prefix = prefix;
     this.#gated = Boolean(options.outputGate);
+    // What kind of storage it is, found once (KV-backed objects throw on the
+    // probes): not on every write.
+    this.#kv = syncKv(storage);
+    this.#sqlite = sqliteBacked(storage);
   }
 
   /** Resolves when every write issued so far is confirmed; rejects if one failed. */
@@ -117,7 +125,7 @@ export class DurableObjectStore {
    */
   async entries() {
     const prefix = this.#prefix;
-    const kv = syncKv(this.#storage);
+    const kv = this.#kv;
     if (kv) {
       return {
         *[Symbol.iterator]() {
@@ -160,7 +168,7 @@ export class DurableObjectStore {
     if (this.#failed) throw this.#failed; // the operation fails: StorageFailed
     const s = this.#storage;
     const p = this.#prefix;
-    const kv = syncKv(s);
+    const kv = this.#kv;
     if (kv && typeof s.transactionSync === "function") {
       s.transactionSync(() => {
         for (const k of batch.delete) kv.delete(p + k);
@@ -168,7 +176,7 @@ export class DurableObjectStore {
       });
       return;
     }
-    if (!sqliteBacked(s)) for (const [k, v] of batch.put) checkKvSizes(p + k, v);
+    if (!this.#sqlite) for (const [k, v] of batch.put) checkKvSizes(p + k, v);
     const calls = [];
     for (let i = 0; i < batch.delete.length; i += MAX_KEYS_PER_CALL) {
       calls.push(s.delete(batch.delete.slice(i, i + MAX_KEYS_PER_CALL).map((k) => p + k)));
@@ -212,8 +220,6 @@ export class DurableLessor {
     const store = new DurableObjectStore(storage, prefix, { outputGate });
     const lessor = new Lessor({
       maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
-      // A KV-backed object's stored key is at most 2 KiB: the engine's key
-      // percent-encoded (up to 3 bytes a byte) after a prefix of ~35 bytes.
       ...(sqliteBacked(storage) ? {} : { maxKeyBytes: KV_MAX_ENGINE_KEY_BYTES }),
       ...rest,
       autoTick: false,

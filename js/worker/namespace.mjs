@@ -12,7 +12,7 @@
 // comes back from storage with it, and no request waits on another's write.
 // The alarm handler still awaits sync(): the alarm is done only once the
 // expiry is stored and the next alarm set.
-import { DurableLessor, sqliteBacked } from "../stores/durable-object.mjs";
+import { DurableLessor, KV_MAX_ENGINE_KEY_BYTES, sqliteBacked } from "../stores/durable-object.mjs";
 import { createServices, memberIds } from "../../server/services/index.mjs";
 import { createGateway } from "../../server/gateway.mjs";
 import { createCallCounters, createMetrics, createServiceStats } from "../../server/services/metrics.mjs";
@@ -59,7 +59,7 @@ export function engineOptions(env, sqlite) {
     minTtl: number(env, "EDGE_LEASE_MIN_TTL"),
     history: number(env, "EDGE_LEASE_HISTORY"),
     quotaBytes: number(env, "EDGE_LEASE_QUOTA_BYTES"),
-    maxKeyBytes: sqlite ? 4096 : 640,
+    maxKeyBytes: sqlite ? 4096 : KV_MAX_ENGINE_KEY_BYTES,
     maxValueBytes: sqlite ? 1.5 * MiB : 127 * 1024,
   };
 }

@@ -19,6 +19,9 @@ export function toBytes(v, what = "key") {
 }
 
 /** Bytes as text (UTF-8; invalid sequences become U+FFFD). */
+/** A key's bytes as a Map key. */
+export const keyId = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+
 export function toText(bytes) {
   return decoder.decode(bytes);
 }

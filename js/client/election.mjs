@@ -4,10 +4,10 @@
 // candidate is gone; observe() follows the leader (and its proclamations)
 // as `etcdctl elect -l` does.
 
-import { keyBytes, toBytes, toText } from "./codec.mjs";
+import { keyBytes, keyId, toBytes, toText } from "./codec.mjs";
 import { entryOut } from "./entries.mjs";
 import { LeaseError, aborted, closed } from "./errors.mjs";
-import { byCreate, keyId, waitDeletes } from "./mutex.mjs";
+import { byCreate, waitDeletes } from "./mutex.mjs";
 import { linkSignals, signalOption } from "./signals.mjs";
 
 const concat = (a, b) => {
@@ -62,7 +62,7 @@ export class Election {
       const key = concat(this.#pfx, toBytes(this.#session.keySuffix));
       // Each call counts once in the session's claims while it runs; a
       // candidate keeps one claim for the object.
-      this.#session.claim(keyId(key));
+      this.#session.claim(key);
       let r;
       try {
         r = await this.#client.backend.txn(
@@ -77,13 +77,11 @@ export class Election {
         // Its outcome is unknown (an abort or a timeout can come after the
         // server applied it): withdraw, unless something else of this
         // session uses the key now.
-        if (this.#session.unclaim(keyId(key)) && !this.#client.closed.aborted) {
-          await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {}).catch(() => {});
-        }
+        await this.#session.release(key);
         throw s.aborted ? aborted(s) : e;
       }
       if (this.#leaderKey === null) this.#leaderKey = key;
-      else this.#session.unclaim(keyId(key)); // a candidate already: one claim
+      else this.#session.unclaim(key); // a candidate already: one claim
       this.#leaderRev = r.revision;
       if (!r.succeeded) {
         const kv = r.responses[0].range.kvs[0];
@@ -107,7 +105,7 @@ export class Election {
         }
         if (this.#leaderKey !== null) {
           this.#leaderKey = null;
-          this.#session.unclaim(keyId(key));
+          this.#session.unclaim(key);
         }
         throw e;
       }
@@ -125,7 +123,7 @@ export class Election {
     const rev = this.#leaderRev;
     this.#leaderKey = null;
     this.#leaderRev = -1;
-    if (this.#session.unclaim(keyId(key)) && !this.#client.closed.aborted) await this.#deleteIfCreated(key, rev);
+    if (this.#session.unclaim(key) && !this.#client.closed.aborted) await this.#deleteIfCreated(key, rev);
   }
 
   #deleteIfCreated(key, rev, signal) {
@@ -154,7 +152,7 @@ export class Election {
     if (!r.succeeded) {
       if (this.#leaderKey === key) {
         this.#leaderKey = null;
-        this.#session.unclaim(keyId(key));
+        this.#session.unclaim(key);
       }
       throw notLeader();
     }
@@ -168,7 +166,7 @@ export class Election {
     if (this.#leaderKey === key) {
       this.#leaderKey = null;
       this.#leaderRev = -1;
-      this.#session.unclaim(keyId(key));
+      this.#session.unclaim(key);
     }
   }
 

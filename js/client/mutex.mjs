@@ -10,9 +10,6 @@ import { keyBytes, prefixEnd, toBytes, toText } from "./codec.mjs";
 import { LeaseError, aborted } from "./errors.mjs";
 import { linkSignals, signalOption } from "./signals.mjs";
 
-/** A key's bytes as a Map key. */
-export const keyId = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-
 const concat = (a, b) => {
   const out = new Uint8Array(a.length + b.length);
   out.set(a);
@@ -103,7 +100,7 @@ export class Mutex {
     const myKey = concat(this.#pfx, toBytes(this.#session.keySuffix));
     const lease = BigInt.asIntN(64, BigInt("0x" + this.#session.lease));
     const owner = { range: byCreate(this.#pfx, "ascend") };
-    this.#session.claim(keyId(myKey));
+    this.#session.claim(myKey);
     let r;
     try {
       r = await this.#client.backend.txn(
@@ -116,7 +113,7 @@ export class Mutex {
         { signal },
       );
     } catch (e) {
-      await this.#release(myKey);
+      await this.#session.release(myKey);
       throw signal.aborted ? aborted(signal) : e;
     }
     const myRev = r.succeeded ? r.revision : r.responses[0].range.kvs[0]?.createRevision ?? r.revision;
@@ -141,7 +138,7 @@ export class Mutex {
             throw new LeaseError("LeaseNotFound", `the session's lease ${this.#session.lease} expired while waiting for the lock`);
           }
         } catch (e) {
-          await this.#release(myKey);
+          await this.#session.release(myKey);
           throw s.aborted ? aborted(s) : e;
         }
       }
@@ -158,7 +155,7 @@ export class Mutex {
       if (link.signal.aborted) throw aborted(link.signal);
       const { myKey, myRev, held } = await this.#tryAcquire(link.signal);
       if (!held) {
-        await this.#release(myKey, true);
+        await this.#session.release(myKey, true);
         return false;
       }
       this.#hold(myKey, myRev);
@@ -175,29 +172,15 @@ export class Mutex {
     await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, { signal: signalOption(signal) });
     this.#myKey = null;
     this.#myRev = -1;
-    this.#session.unclaim(keyId(key));
+    this.#session.unclaim(key);
   }
 
   // Each lock()/tryLock() call counts once in the session's claims while it
   // runs; holding keeps one claim for the object, so a call that finds it
   // already held gives its own back.
   #hold(key, rev) {
-    if (this.#myKey !== null) this.#session.unclaim(keyId(key));
+    if (this.#myKey !== null) this.#session.unclaim(key);
     this.#myKey = key;
     this.#myRev = rev;
-  }
-
-  // Gives up a key a call did not get: removed if nothing of the session
-  // uses it any more (another lock, or another call on this one, may have
-  // found it and hold it or wait with it); `loud`: a failed removal throws.
-  async #release(key, loud = false) {
-    if (!this.#session.unclaim(keyId(key))) return;
-    if (loud) await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {});
-    else await this.#deleteQuietly(key);
-  }
-
-  async #deleteQuietly(key) {
-    if (this.#client.closed.aborted) return;
-    await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {}).catch(() => {});
   }
 }

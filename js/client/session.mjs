@@ -15,7 +15,7 @@
 // its request body has ended, and browsers cannot stream request bodies over
 // HTTP/1.1), sent one at a time by one loop per session.
 
-import { leaseBig, leaseGoHex } from "./codec.mjs";
+import { keyId, leaseBig, leaseGoHex } from "./codec.mjs";
 import { LeaseError } from "./errors.mjs";
 import { Election } from "./election.mjs";
 import { Mutex } from "./mutex.mjs";
@@ -117,17 +117,32 @@ export class Session extends EventTarget {
     return this.#client;
   }
 
-  /** @internal Marks `key` (text) as used by one more lock or candidate. */
+  /** @internal Marks `key` (bytes) as used by one more lock or candidate. */
   claim(key) {
-    this.#claims.set(key, (this.#claims.get(key) ?? 0) + 1);
+    const id = keyId(key);
+    this.#claims.set(id, (this.#claims.get(id) ?? 0) + 1);
   }
 
   /** @internal One user of `key` fewer; true if nothing of this session uses it now. */
   unclaim(key) {
-    const n = this.#claims.get(key) ?? 0;
-    if (n <= 1) this.#claims.delete(key);
-    else this.#claims.set(key, n - 1);
+    const id = keyId(key);
+    const n = this.#claims.get(id) ?? 0;
+    if (n <= 1) this.#claims.delete(id);
+    else this.#claims.set(id, n - 1);
     return n <= 1;
+  }
+
+  /**
+   * @internal One user of `key` fewer, and the key deleted if nothing of
+   * this session uses it now: a key a call did not get (its request failed
+   * or was aborted, maybe after the server applied it), unless another lock
+   * or candidate found it and holds it or waits with it. `loud`: a failed
+   * delete throws (else it is left, as with the client closed).
+   */
+  async release(key, loud = false) {
+    if (!this.unclaim(key)) return;
+    const deleting = !loud && this.#client.closed.aborted ? null : this.#backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {});
+    await (loud ? deleting : deleting?.catch(() => {}));
   }
 
   mutex(name) {

@@ -84,37 +84,32 @@ const pool = connectionPool({
   maxConnections: limits.maxConnections,
   busy: (c) => (c.kind === "http1" ? httpBusy(c.socket) : activeCalls(c.stream) > 0),
 });
-const servers = [];
-for (const url of flags.listen) {
-  const server = sniffingServer({
-    http1: (socket) => http.emit("connection", socket),
-    http2: (socket) => (grpcServer.current ? grpcServer.current.serve(socket) : socket.destroy()),
-    pool,
-    sniffTimeoutMs: limits.headersTimeoutMs,
-  });
-  await new Promise((ok, fail) => {
-    server.once("error", fail);
-    server.listen(Number(url.port || 80), listenHost(url), ok);
-  }).catch((e) => {
-    console.error(`edge-lease: cannot listen on ${url.href}: ${e.message}`);
-    process.exit(1);
-  });
-  servers.push(server);
+// A listener on each of `urls` whose sniffed connections go to `http1` and
+// `http2`; a port it cannot have ends the server (`what` names the flag).
+async function listenAll(urls, http1, http2, what) {
+  const out = [];
+  for (const url of urls) {
+    const server = sniffingServer({ http1, http2, pool, sniffTimeoutMs: limits.headersTimeoutMs });
+    await new Promise((ok, fail) => {
+      server.once("error", fail);
+      server.listen(Number(url.port || 80), listenHost(url), ok);
+    }).catch((e) => {
+      console.error(`edge-lease: cannot listen on ${url.href}${what}: ${e.message}`);
+      process.exit(1);
+    });
+    out.push(server);
+  }
+  return out;
 }
+const servers = await listenAll(
+  flags.listen,
+  (socket) => http.emit("connection", socket),
+  (socket) => (grpcServer.current ? grpcServer.current.serve(socket) : socket.destroy()),
+  "",
+);
 // etcd's --listen-metrics-urls: /metrics and /health only, over HTTP/1.1.
-const metricsServers = [];
 const metricsHttp = createHttpServer({ gateway: metricsOnly(gatewayProxy), hosts: hostNames(flags.listenMetrics), serveFile: null, ...limits });
-for (const url of flags.listenMetrics) {
-  const server = sniffingServer({ http1: (socket) => metricsHttp.emit("connection", socket), http2: (socket) => socket.destroy(), pool, sniffTimeoutMs: limits.headersTimeoutMs });
-  await new Promise((ok, fail) => {
-    server.once("error", fail);
-    server.listen(Number(url.port || 80), listenHost(url), ok);
-  }).catch((e) => {
-    console.error(`edge-lease: cannot listen on ${url.href} (--listen-metrics-urls): ${e.message}`);
-    process.exit(1);
-  });
-  metricsServers.push(server);
-}
+const metricsServers = await listenAll(flags.listenMetrics, (socket) => metricsHttp.emit("connection", socket), (socket) => socket.destroy(), " (--listen-metrics-urls)");
 
 // The store is opened only once the ports are ours, so a second server that
 // finds a port taken fails before touching the first one's data directory
@@ -187,15 +182,12 @@ const maxMessageBytes = flags.maxRequestBytes + GRPC_OVERHEAD_BYTES;
 gateway = createGateway({ services, maxMessageBytes, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs, stats, health }) });
 grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, maxMessageBytes, counters: calls });
 
-for (const s of servers) {
+const origin = (s) => {
   const a = s.address();
-  const h = a.family === "IPv6" ? `[${a.address}]` : a.address;
-  console.log(`edge-lease: etcd v3 API (gRPC and JSON) on http://${h}:${a.port}, demo page at http://${h}:${a.port}/`);
-}
-for (const s of metricsServers) {
-  const a = s.address();
-  console.log(`edge-lease: /metrics and /health on http://${a.family === "IPv6" ? `[${a.address}]` : a.address}:${a.port}`);
-}
+  return `http://${a.family === "IPv6" ? `[${a.address}]` : a.address}:${a.port}`;
+};
+for (const s of servers) console.log(`edge-lease: etcd v3 API (gRPC and JSON) on ${origin(s)}, demo page at ${origin(s)}/`);
+for (const s of metricsServers) console.log(`edge-lease: /metrics and /health on ${origin(s)}`);
 console.log(
   `edge-lease: member ${BigInt(member.id).toString(16)} (${member.name}) of cluster ${BigInt(member.clusterId).toString(16)}, data in ${dataDir}`,
 );

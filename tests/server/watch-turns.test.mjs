@@ -13,16 +13,25 @@ const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [
 const key = (s) => new TextEncoder().encode(s);
 const turn = () => new Promise((ok) => setImmediate(ok));
 
-test("a long catch-up is handed over a turn at a time, every event once and in order", async (t) => {
+/**
+ * A lessor with `writes` puts over keys k/0..k/99 (history kept) and a watch
+ * session with one watcher on k/ from revision 2: { lessor, sent, session,
+ * events() }, everything closed after `t`.
+ */
+function catchingUp(t, writes) {
   const lessor = new Lessor({ autoTick: false, history: Infinity });
   t.after(() => lessor.close());
-  const writes = 10 * TURN_EVENTS;
   for (let i = 0; i < writes; i++) lessor.put(`k/${i % 100}`, `v${i}`);
   const sent = [];
   const session = createServices({ lessor, member }).get("etcdserverpb.Watch/Watch").open((m) => (sent.push(m), true));
   t.after(() => session.close());
   session.request({ create_request: { key: key("k/"), range_end: key("k0"), start_revision: 2 } });
-  const events = () => sent.reduce((n, m) => n + (m.events?.length ?? 0), 0);
+  return { lessor, sent, session, events: () => sent.reduce((n, m) => n + (m.events?.length ?? 0), 0) };
+}
+
+test("a long catch-up is handed over a turn at a time, every event once and in order", async (t) => {
+  const writes = 10 * TURN_EVENTS;
+  const { lessor, sent, session, events } = catchingUp(t, writes);
   // Within the turn of the create (its microtasks included): one turn's worth.
   await Promise.resolve();
   await new Promise((ok) => queueMicrotask(ok));
@@ -75,17 +84,10 @@ test("without setImmediate (workerd without nodejs_compat) the turns still pause
   const saved = globalThis.setImmediate;
   delete globalThis.setImmediate;
   t.after(() => (globalThis.setImmediate = saved));
-  const lessor = new Lessor({ autoTick: false, history: Infinity });
-  t.after(() => lessor.close());
+  const writes = 4 * TURN_EVENTS;
+  const { lessor, events } = catchingUp(t, writes);
   const errors = [];
   lessor.addEventListener("error", (e) => errors.push(String(e.error)));
-  const writes = 4 * TURN_EVENTS;
-  for (let i = 0; i < writes; i++) lessor.put(`k/${i % 100}`, `v${i}`);
-  const sent = [];
-  const session = createServices({ lessor, member }).get("etcdserverpb.Watch/Watch").open((m) => (sent.push(m), true));
-  t.after(() => session.close());
-  session.request({ create_request: { key: key("k/"), range_end: key("k0"), start_revision: 2 } });
-  const events = () => sent.reduce((n, m) => n + (m.events?.length ?? 0), 0);
   await new Promise((ok) => queueMicrotask(ok));
   assert.ok(events() < 2 * TURN_EVENTS, `${events()} events in the first turn`);
   for (const end = Date.now() + 10_000; events() < writes && Date.now() < end; ) await new Promise((ok) => setTimeout(ok, 0));

@@ -6,7 +6,8 @@
 // instantiated the wasm.
 
 import { defaults as coreDefaults, RangeRow, RawLessor, RawRestore, RevokedRow, Slot } from "../pkg/edge_lease.js";
-import { invalid, LeaseError, leaseError } from "./errors.js";
+import { LeaseError, leaseError } from "./errors.js";
+import { hex8, hexOfI64, high, low } from "./lease-id.js";
 import {
   Batch,
   packEntryParts,
@@ -57,90 +58,6 @@ const {
   TtlMs: TTL_MS,
   GrantedTtl: GRANTED_TTL,
 } = Slot;
-
-// ---- lease ids ---------------------------------------------------------------
-
-// Hex digit values by char code; -1 for anything else (uppercase included:
-// ids are lowercase, as etcdctl prints them).
-const HEX_VALUE = new Int8Array(128).fill(-1);
-for (let i = 0; i < 16; i++) HEX_VALUE["0123456789abcdef".charCodeAt(i)] = i;
-
-// A loop over char codes: a regex plus two parseInt calls cost a fifth of
-// a renew in profiles.
-function hexHalf(s, from) {
-  let v = 0;
-  for (let i = from; i < from + 8; i++) {
-    const c = s.charCodeAt(i);
-    const d = c < 128 ? HEX_VALUE[c] : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
-
-function badId(id, what) {
-  return typeof id === "string"
-    ? invalid(`${what} must be 16 lowercase hex digits, got ${JSON.stringify(id.slice(0, 40))}`)
-    : invalid(`${what} must be a 16-digit hex string or a bigint, got ${typeof id}`);
-}
-
-const MIN_ID = -(2n ** 63n);
-const ID_END = 2n ** 64n;
-
-function bigId(id, what) {
-  if (typeof id !== "bigint") throw badId(id, what);
-  if (id < MIN_ID || id >= ID_END) throw invalid(`${what} ${id} is outside 64 bits`);
-  return BigInt.asUintN(64, id);
-}
-
-// An id crosses into wasm as two u32 halves, each from its own function: no
-// pair allocated per call, and nothing kept between calls.
-function high(id, what) {
-  if (typeof id !== "string") return Number(bigId(id, what) >> 32n);
-  const h = id.length === 16 ? hexHalf(id, 0) : -1;
-  if (h < 0) throw badId(id, what);
-  return h;
-}
-
-function low(id, what) {
-  if (typeof id !== "string") return Number(bigId(id, what) & 0xffffffffn);
-  const l = id.length === 16 ? hexHalf(id, 8) : -1;
-  if (l < 0) throw badId(id, what);
-  return l;
-}
-
-// Number#toString(16) + padStart showed up as the top cost of get/grant in
-// profiles; a byte table is several times faster.
-const HEX_BYTE = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-
-function hex8(n) {
-  return HEX_BYTE[n >>> 24] + HEX_BYTE[(n >>> 16) & 255] + HEX_BYTE[(n >>> 8) & 255] + HEX_BYTE[n & 255];
-}
-
-/**
- * A lease id from elsewhere (etcdctl's 16 hex digits, or a bigint) as the
- * id the API returns; throws InvalidArgument for anything else.
- */
-export function leaseId(id) {
-  const hi = high(id, "lease id");
-  const lo = low(id, "lease id");
-  return typeof id === "string" ? id : hex8(hi) + hex8(lo);
-}
-
-/** A lease id (hex or bigint, or null for none) as the signed 64-bit value the core keeps. */
-export function leaseI64(id, what = "lease") {
-  if (id === undefined || id === null) return 0n;
-  const hi = high(id, what);
-  const lo = low(id, what);
-  return BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo));
-}
-
-/** The core's signed 64-bit lease id as the API's hex id, or null for 0. */
-function leaseHex(v) {
-  if (v === 0n) return null;
-  const u = BigInt.asUintN(64, v);
-  return hex8(Number(u >> 32n)) + hex8(Number(u & 0xffffffffn));
-}
 
 // ---- values ------------------------------------------------------------------
 
@@ -206,14 +123,14 @@ export class Binding {
   rangeKv(now, req) {
     const w = this.#writer.reset();
     writeRange(w, req);
-    return readRange(new Reader(this.#call(() => this.#raw.range_kv(now, w.done()))), leaseHex);
+    return readRange(new Reader(this.#call(() => this.#raw.range_kv(now, w.done()))), hexOfI64);
   }
 
   /** `{ revision, prevKv? }`. */
   putKv(now, req) {
     const w = this.#writer.reset();
     writePut(w, req);
-    return readPut(new Reader(this.#call(() => this.#raw.put_kv(now, w.done()))), leaseHex);
+    return readPut(new Reader(this.#call(() => this.#raw.put_kv(now, w.done()))), hexOfI64);
   }
 
   /** etcd's counts (src/counts.rs), in its field order. */
@@ -225,14 +142,14 @@ export class Binding {
   deleteRange(now, req) {
     const w = this.#writer.reset();
     writeDelete(w, req);
-    return readDelete(new Reader(this.#call(() => this.#raw.delete_range(now, w.done()))), leaseHex);
+    return readDelete(new Reader(this.#call(() => this.#raw.delete_range(now, w.done()))), hexOfI64);
   }
 
   /** `{ succeeded, revision, responses }`. */
   txn(now, req) {
     const w = this.#writer.reset();
     writeTxn(w, req);
-    return readTxn(new Reader(this.#call(() => this.#raw.txn(now, w.done()))), leaseHex);
+    return readTxn(new Reader(this.#call(() => this.#raw.txn(now, w.done()))), hexOfI64);
   }
 
   /** The current revision. */
@@ -299,7 +216,7 @@ export class Binding {
 
   /** `[{ id, compactRevision, revision, events }]`. */
   pollWatches() {
-    return readWatchBatches(new Reader(this.#raw.poll_watches()), leaseHex);
+    return readWatchBatches(new Reader(this.#raw.poll_watches()), hexOfI64);
   }
 
   watchesPending() {

@@ -2,7 +2,8 @@
 // (reached through ./binding.js); each method here orders one call: argument
 // checks, the host clock, the core, then events and the expiry timer.
 
-import { Binding, defaults, leaseId } from "./binding.js";
+import { Binding, defaults } from "./binding.js";
+import { leaseId } from "./lease-id.js";
 import { checkInt, checkKey, checkMs, checkValue, epochMs, lessorOptions, options } from "./checks.js";
 import { deleteRequest, putRequest, rangeRequest, txnRequest, watchRequest } from "./requests.js";
 import { LeaseError, invalid } from "./errors.js";
@@ -15,7 +16,7 @@ import { WriteQueue } from "./write-queue.js";
 const DELIVER_TURN_EVENTS = 5_000;
 const DELIVER_TURN_ROUNDS = 50;
 
-export { leaseId } from "./binding.js";
+export { leaseId } from "./lease-id.js";
 export { LeaseError } from "./errors.js";
 export { LeaseEvent } from "./events.js";
 

@@ -2,7 +2,7 @@
 // their defaults filled in and names turned into the core's numbers, ready
 // for js/codec.js. Keys and values are strings (UTF-8) or bytes.
 
-import { leaseI64 } from "./binding.js";
+import { leaseI64 } from "./lease-id.js";
 import { bytesOf } from "./codec.js";
 import { prefixEnd } from "./prefix.js";
 import { checkInt, checkKey, queryBound } from "./checks.js";

@@ -5,6 +5,7 @@
 // refused: edge-lease is one process.
 
 import { readFileSync } from "node:fs";
+import { MAX_REQUEST_BYTES_LIMIT } from "../etcd/limits.mjs";
 
 const DEFAULTS = {
   name: "default",
@@ -118,11 +119,6 @@ function autoCompaction(mode, retention) {
   if (ms === null || ms < 0) throw new FlagError(`invalid auto-compaction-retention ${JSON.stringify(retention)}`);
   return ms === 0 ? null : { periodMs: ms };
 }
-
-// The most --max-request-bytes may be here: a request is held a few times
-// over on its way into the engine (JSON, base64, bytes), within wasm's 4 GiB.
-// etcd itself warns past 10 MiB.
-const MAX_REQUEST_BYTES_LIMIT = 128 * 1024 * 1024;
 
 function requestBytes(v) {
   const n = integerFlag(v, "max-request-bytes", 0);

@@ -6,14 +6,14 @@
 // Unimplemented as grpc-go does.
 import { gunzipSync, inflateSync } from "node:zlib";
 import protobuf from "protobufjs";
-import { loadRoot } from "./proto/load.mjs";
-import { unmarshalChecker } from "./proto/gogo.mjs";
-import { services as schema } from "./proto/schema.mjs";
-import { Code, GrpcError, tooLargeMessage, unimplemented } from "./errors.mjs";
-import { deadlineAnswer } from "./services/deadlines.mjs";
-import { MAX_MESSAGE_BYTES } from "./gateway.mjs";
+import { loadRoot } from "../etcd/proto/load.mjs";
+import { unmarshalChecker } from "./gogo.mjs";
+import { services as schema } from "../etcd/proto/schema.mjs";
+import { Code, GrpcError, tooLargeMessage, unimplemented } from "../etcd/errors.mjs";
+import { deadlineAnswer } from "../etcd/methods.mjs";
+import { MAX_MESSAGE_BYTES } from "../etcd/limits.mjs";
 import { H2Session } from "./h2.mjs";
-import { lengthSize } from "./size.mjs";
+import { lengthSize } from "../etcd/size.mjs";
 
 // A service message as protobufjs's encode takes it, with no fromObject
 // (which built a Long for every 64-bit field): proto3 leaves zero values off
@@ -249,7 +249,7 @@ class Context {
 }
 
 // Starts `call`'s deadline (grpc-timeout): past it, the call ends with
-// `answer()` (etcd's for the method, services/deadlines.mjs) and its
+// `answer()` (etcd's for the method, etcd/methods.mjs) and its
 // handler's signal aborts; if that is null, the call goes on. Returns a
 // stopper. The timer is set once the current tick is over, and only for a
 // call still in progress then: a call answered at once (a read while no

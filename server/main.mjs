@@ -8,19 +8,20 @@ import { fileURLToPath } from "node:url";
 import { Lessor } from "../js/node.mjs";
 import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
-import { createServices, memberIds } from "./services/index.mjs";
-import { GRPC_OVERHEAD_BYTES, isEngineFailure } from "./services/common.mjs";
-import { createCallCounters, createHistogram, createMetrics, createServiceStats } from "./services/metrics.mjs";
-import { services as schema } from "./proto/schema.mjs";
+import { createServices, memberIds } from "../etcd/services/index.mjs";
+import { isEngineFailure } from "../etcd/services/common.mjs";
+import { GRPC_OVERHEAD_BYTES } from "../etcd/limits.mjs";
+import { createCallCounters, createHistogram, createMetrics, createServiceStats } from "../etcd/services/metrics.mjs";
+import { services as schema } from "../etcd/proto/schema.mjs";
 import { hostMetrics } from "./host-metrics.mjs";
-import { createGateway, metricsOnly } from "./gateway.mjs";
+import { createGateway, metricsOnly } from "../etcd/gateway.mjs";
 import { createGrpcServer, activeCalls } from "./grpc.mjs";
 import { createHttpServer, busy as httpBusy } from "./http.mjs";
 import { createStatic } from "./static.mjs";
 import { connectionPool, sniffingServer, limitsFrom } from "./listen.mjs";
 import { allowedHosts } from "./guard.mjs";
 import { periodicCompactor } from "./compactor.mjs";
-import { compact } from "./services/kv.mjs";
+import { compact } from "../etcd/services/kv.mjs";
 import { storeHashKv, storeSnapshot } from "./snapshot-thread.mjs";
 
 // The most the engine holds (wasm's 4 GiB must fit the data and a snapshot

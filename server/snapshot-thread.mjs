@@ -137,7 +137,7 @@ async function hashKv({ files, engine, hashKv: upto }) {
 }
 
 async function build({ files, engine, alarms, heldSince }) {
-  const { etcdSnapshot } = await import("./services/snapshot.mjs");
+  const { etcdSnapshot } = await import("../etcd/services/snapshot.mjs");
   const lessor = await restoreFrom(files, engine);
   try {
     // The server's leases held past their deadline (CORRUPT) are its

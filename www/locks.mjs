@@ -6,10 +6,10 @@
 // only if absent: any key under the chosen prefix. Either way the key's
 // create revision is the holder's fencing token.
 
+import { leaseGoHex, leaseInt64 } from "edge-lease/lease-id";
+
 /** Go's `%x` of an int64 lease id given as 16 hex digits (negative ids print a minus). */
-export function goHex(id) {
-  return BigInt.asIntN(64, BigInt("0x" + id)).toString(16);
-}
+export const goHex = (id) => leaseGoHex(leaseInt64(id));
 
 /**
  * Entries -> [{ name, key, token, lease, place }] grouped by lock name

@@ -2,7 +2,7 @@
 // result shapes, watch, and the recipes (sessions, mutexes, elections), all
 // over one backend (backend.mjs).
 
-import { keyBytes, leaseBig, rangeOf, toBytes, toText } from "./codec.mjs";
+import { keyBytes, leaseBig, leaseHex, rangeOf, toBytes, toText } from "./codec.mjs";
 import { deleteRangeOut, entryOut, rangeOut, txnOut } from "./entries.mjs";
 import { LeaseError, closed, invalid } from "./errors.mjs";
 import { Session } from "./session.mjs";
@@ -217,7 +217,7 @@ export class Client {
     this.#check();
     const lease = leaseBig(id);
     const ttl = await this.#backend.keepAlive(lease, { signal: signalOption(opts(o, "keepAliveOnce").signal) });
-    if (ttl <= 0) throw new LeaseError("LeaseNotFound", `lease ${leaseHexOf(lease)} not found`);
+    if (ttl <= 0) throw new LeaseError("LeaseNotFound", `lease ${leaseHex(lease)} not found`);
     return ttl;
   }
 
@@ -225,7 +225,7 @@ export class Client {
     this.#check();
     const lease = leaseBig(id);
     const r = await this.#backend.revoke(lease, { signal: signalOption(opts(o, "revoke").signal) });
-    return { id: leaseHexOf(lease), revision: r.revision };
+    return { id: leaseHex(lease), revision: r.revision };
   }
 
   async timeToLive(id, o = {}) {
@@ -234,7 +234,7 @@ export class Client {
     const lease = leaseBig(id);
     const r = await this.#backend.timeToLive(lease, Boolean(keys), { signal: signalOption(signal) });
     return {
-      id: leaseHexOf(lease),
+      id: leaseHex(lease),
       ttl: r.ttl,
       grantedTtl: r.grantedTtl,
       keys: r.keys.map((k) => (bytes ? k : toText(k))),
@@ -346,6 +346,5 @@ export class Client {
   }
 }
 
-const leaseHexOf = (big) => BigInt.asUintN(64, big).toString(16).padStart(16, "0");
 
 export { keyBytes, toText };

@@ -9,6 +9,7 @@ import { entryOut } from "./entries.mjs";
 import { LeaseError, aborted, closed } from "./errors.mjs";
 import { byCreate, waitDeletes } from "./mutex.mjs";
 import { linkSignals, signalOption } from "./signals.mjs";
+import { leaseInt64 } from "../lease-id.js";
 
 const concat = (a, b) => {
   const out = new Uint8Array(a.length + b.length);
@@ -49,7 +50,7 @@ export class Election {
   }
 
   #lease() {
-    return BigInt.asIntN(64, BigInt("0x" + this.#session.lease));
+    return leaseInt64(this.#session.lease);
   }
 
   /** Puts this candidate in and waits until it leads. An abort (or the session's end) withdraws it. */

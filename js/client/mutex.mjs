@@ -9,6 +9,7 @@
 import { keyBytes, prefixEnd, toBytes, toText } from "./codec.mjs";
 import { LeaseError, aborted } from "./errors.mjs";
 import { linkSignals, signalOption } from "./signals.mjs";
+import { leaseInt64 } from "../lease-id.js";
 
 const concat = (a, b) => {
   const out = new Uint8Array(a.length + b.length);
@@ -98,7 +99,7 @@ export class Mutex {
   // removed, unless another lock of this session uses it.
   async #tryAcquire(signal) {
     const myKey = concat(this.#pfx, toBytes(this.#session.keySuffix));
-    const lease = BigInt.asIntN(64, BigInt("0x" + this.#session.lease));
+    const lease = leaseInt64(this.#session.lease);
     const owner = { range: byCreate(this.#pfx, "ascend") };
     this.#session.claim(myKey);
     let r;

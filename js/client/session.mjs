@@ -15,7 +15,8 @@
 // its request body has ended, and browsers cannot stream request bodies over
 // HTTP/1.1), sent one at a time by one loop per session.
 
-import { keyId, leaseBig, leaseGoHex } from "./codec.mjs";
+import { keyId, leaseBig, leaseHex } from "./codec.mjs";
+import { leaseGoHex } from "../lease-id.js";
 import { LeaseError } from "./errors.mjs";
 import { Election } from "./election.mjs";
 import { Mutex } from "./mutex.mjs";
@@ -76,7 +77,7 @@ export class Session extends EventTarget {
       const big = leaseBig(lease);
       const granted = await client.backend.keepAlive(big, { signal });
       if (granted <= 0) throw new LeaseError("LeaseNotFound", `lease ${lease} not found`);
-      return new Session(client, BigInt.asUintN(64, big).toString(16).padStart(16, "0"), granted, sent + granted * 1000);
+      return new Session(client, leaseHex(big), granted, sent + granted * 1000);
     }
     const g = await client.backend.grant(ttl, null, { signal });
     return new Session(client, g.id, g.ttl, sent + g.ttl * 1000);

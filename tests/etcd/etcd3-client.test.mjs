@@ -1,6 +1,6 @@
 // The etcd3 npm client (1.1.2) against a real etcd and edge-lease: kv, and a
 // lease with keepalives that is `lost` once revoked from outside. Then
-// gRPC calls with server/proto's own definitions against both, so a wrong
+// gRPC calls with etcd/proto's own definitions against both, so a wrong
 // field number shows up as a difference (a real etcd decodes and encodes).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -50,7 +50,7 @@ test("etcd3 client: kv and a lease lost after a server-side revoke, on both", as
   assert.equal(results[1].leasedAfter, null);
 });
 
-test("gRPC with server/proto's definitions: etcd and edge-lease decode the same", async (t) => {
+test("gRPC with etcd/proto's definitions: etcd and edge-lease decode the same", async (t) => {
   const { etcd, edge } = await startBoth(t);
   const client = (url, service) => {
     const c = grpcClient(url, service);

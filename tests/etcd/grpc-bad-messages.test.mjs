@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { seeded, startBoth } from "./harness.mjs";
 import { grpcFrame, rawCall } from "./grpc-client.mjs";
-import { loadRoot } from "../../server/proto/load.mjs";
+import { loadRoot } from "../../etcd/proto/load.mjs";
 
 const SEED = Number(process.env.EDGE_LEASE_SEED ?? 20261126);
 const STEPS = Number(process.env.EDGE_LEASE_STEPS ?? 400);

@@ -1,10 +1,10 @@
-// A gRPC client for tests, built from server/proto's definitions (so the
+// A gRPC client for tests, built from etcd/proto's definitions (so the
 // same bytes go to a real etcd and to edge-lease): unary calls resolve to
 // the response or { code, details }; streams are grpc-js duplex streams.
 // Messages come back as plain objects: 64-bit integers as decimal strings,
 // enums as names, bytes as base64.
 import * as grpc from "@grpc/grpc-js";
-import { loadRoot } from "../../server/proto/load.mjs";
+import { loadRoot } from "../../etcd/proto/load.mjs";
 
 let shared;
 

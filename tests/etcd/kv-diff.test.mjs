@@ -1,4 +1,4 @@
-// KV over gRPC (server/proto's definitions) against a real etcd 3.4 and
+// KV over gRPC (etcd/proto's definitions) against a real etcd 3.4 and
 // edge-lease: the same calls to both, every response compared (revisions,
 // kvs, prev kvs, counts, more, sub-responses of txns, errors with codes and
 // messages); only cluster/member ids and raft terms are dropped. Keys

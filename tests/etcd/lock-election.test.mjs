@@ -12,7 +12,7 @@ import { grpcClient as sharedClient, within } from "./grpc-client.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** A gRPC client of `service` (e.g. "v3lockpb.Lock") with server/proto's definitions. */
+/** A gRPC client of `service` (e.g. "v3lockpb.Lock") with etcd/proto's definitions. */
 export function grpcClient(t, url, service) {
   const c = sharedClient(url, service);
   t.after(() => c.close());

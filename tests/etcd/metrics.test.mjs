@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { etcdctl, post, startBoth, b64 } from "./harness.mjs";
 import { grpcClient } from "./grpc-client.mjs";
-import { goFloat } from "../../server/services/metrics.mjs";
+import { goFloat } from "../../etcd/services/metrics.mjs";
 
 
 // name -> { type, samples: [[labels, value]] }

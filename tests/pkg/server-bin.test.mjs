@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { packedProject } from "./packed.mjs";
 import { freePort, tempDir, b64 } from "../etcd/harness.mjs";
 import { within } from "../etcd/grpc-client.mjs";
-import { loadRoot } from "../../server/proto/load.mjs";
+import { loadRoot } from "../../etcd/proto/load.mjs";
 
 test("the packed edge-lease bin serves the gateway and gRPC", async (t) => {
   const project = packedProject();

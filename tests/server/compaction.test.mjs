@@ -5,8 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor } from "../../js/node.mjs";
-import { createServices } from "../../server/services/index.mjs";
-import { createMetrics, createServiceStats } from "../../server/services/metrics.mjs";
+import { createServices } from "../../etcd/services/index.mjs";
+import { createMetrics, createServiceStats } from "../../etcd/services/metrics.mjs";
 import { SWEEP_STEP } from "../../js/sweep.js";
 
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };

@@ -1,5 +1,5 @@
 // A unary call whose grpc-timeout passes while it waits for the disk ends
-// with etcd 3.4's answer for its method (server/services/deadlines.mjs):
+// with etcd 3.4's answer for its method (etcd/methods.mjs):
 // measured on etcd 3.4.23 with its fsync slowed under strace (a write
 // proposed to raft: Unavailable "etcdserver: request timed out"; a read
 // waiting for its read index: Unknown "context deadline exceeded"; Status,
@@ -9,8 +9,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor } from "../../js/node.mjs";
-import { createServices } from "../../server/services/index.mjs";
-import { loadRoot } from "../../server/proto/load.mjs";
+import { createServices } from "../../etcd/services/index.mjs";
+import { loadRoot } from "../../etcd/proto/load.mjs";
 import { grpcFrame, rawCall } from "../etcd/grpc-client.mjs";
 import { grpcOnLoopback } from "./loopback.mjs";
 

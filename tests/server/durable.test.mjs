@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor } from "../../js/node.mjs";
-import { createServices } from "../../server/services/index.mjs";
+import { createServices } from "../../etcd/services/index.mjs";
 
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
 const B = (s) => Buffer.from(s);

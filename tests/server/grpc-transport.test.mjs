@@ -11,7 +11,7 @@ import { connect as netConnect } from "node:net";
 import { gzipSync } from "node:zlib";
 import { readFileSync } from "node:fs";
 import { startEdge, startEtcd } from "../etcd/harness.mjs";
-import { loadRoot } from "../../server/proto/load.mjs";
+import { loadRoot } from "../../etcd/proto/load.mjs";
 import { grpcFrame as frame, rawCall as call, within } from "../etcd/grpc-client.mjs";
 
 const root = loadRoot();

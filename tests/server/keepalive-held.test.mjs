@@ -6,8 +6,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor } from "../../js/node.mjs";
-import { createServices } from "../../server/services/index.mjs";
-import { loadRoot } from "../../server/proto/load.mjs";
+import { createServices } from "../../etcd/services/index.mjs";
+import { loadRoot } from "../../etcd/proto/load.mjs";
 import { grpcFrame, until } from "../etcd/grpc-client.mjs";
 import { grpcOnLoopback } from "./loopback.mjs";
 

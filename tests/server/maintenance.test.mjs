@@ -6,10 +6,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor } from "../../js/node.mjs";
-import { createServices } from "../../server/services/index.mjs";
-import { createAlarms } from "../../server/services/alarms.mjs";
-import { Code } from "../../server/errors.mjs";
-import { createMetrics, createServiceStats } from "../../server/services/metrics.mjs";
+import { createServices } from "../../etcd/services/index.mjs";
+import { createAlarms } from "../../etcd/services/alarms.mjs";
+import { Code } from "../../etcd/errors.mjs";
+import { createMetrics, createServiceStats } from "../../etcd/services/metrics.mjs";
 
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
 

@@ -4,8 +4,8 @@
 // are counted, is counted as "other", and the text stays valid Prometheus.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createCallCounters } from "../../server/services/metrics.mjs";
-import { services as schema } from "../../server/proto/schema.mjs";
+import { createCallCounters } from "../../etcd/services/metrics.mjs";
+import { services as schema } from "../../etcd/proto/schema.mjs";
 
 const samples = (counters) =>
   counters

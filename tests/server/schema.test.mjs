@@ -1,18 +1,18 @@
-// server/proto/schema.mjs (what the JSON gateway knows of the protos) is
-// generated from server/proto/*.proto: it must be up to date.
+// etcd/proto/schema.mjs (what the JSON gateway knows of the protos) is
+// generated from etcd/proto/*.proto: it must be up to date.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { generate } from "../../server/proto/gen.mjs";
+import { generate } from "../../etcd/proto/gen.mjs";
 
-test("server/proto/schema.mjs matches the .proto files", () => {
-  const current = readFileSync(new URL("../../server/proto/schema.mjs", import.meta.url), "utf8");
-  assert.equal(current, generate(), "run: node server/proto/gen.mjs");
+test("etcd/proto/schema.mjs matches the .proto files", () => {
+  const current = readFileSync(new URL("../../etcd/proto/schema.mjs", import.meta.url), "utf8");
+  assert.equal(current, generate(), "run: node etcd/proto/gen.mjs");
 });
 
 test("requests' 64-bit integers decode to the same decimal strings as long.js gives", async () => {
   const { default: protobuf } = await import("protobufjs");
-  const { Long64, loadRoot } = await import("../../server/proto/load.mjs");
+  const { Long64, loadRoot } = await import("../../etcd/proto/load.mjs");
   const T = loadRoot().lookupType("etcdserverpb.LeaseKeepAliveRequest");
   const U = loadRoot().lookupType("etcdserverpb.MemberRemoveRequest"); // ID is a uint64
   const Base = Object.getPrototypeOf(Long64);
@@ -29,8 +29,8 @@ test("requests' 64-bit integers decode to the same decimal strings as long.js gi
 });
 
 test("encodedSize is the size proto3 puts on the wire: no field at its default but a oneof's, repeated numbers packed", async () => {
-  const { encodedSize } = await import("../../server/size.mjs");
-  const { fromJson } = await import("../../server/json.mjs");
+  const { encodedSize } = await import("../../etcd/size.mjs");
+  const { fromJson } = await import("../../etcd/jsonpb.mjs");
   const size = (type, json) => encodedSize(type, fromJson(type, json));
   assert.equal(size("etcdserverpb.RangeRequest", { key: "", limit: 0, serializable: false, sort_order: "NONE" }), 0);
   assert.equal(size("etcdserverpb.RangeRequest", { key: "YQ==", limit: 1 }), 3 + 2);

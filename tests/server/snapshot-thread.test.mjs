@@ -14,8 +14,8 @@ import { join } from "node:path";
 import { Lessor } from "../../js/node.mjs";
 import { FileStore } from "../../js/stores/file.mjs";
 import { storeHashKv, storeSnapshot } from "../../server/snapshot-thread.mjs";
-import { createServices } from "../../server/services/index.mjs";
-import { boltFile, etcdSnapshot, wholeFile } from "../../server/services/snapshot.mjs";
+import { createServices } from "../../etcd/services/index.mjs";
+import { boltFile, etcdSnapshot, wholeFile } from "../../etcd/services/snapshot.mjs";
 
 const ENGINE = { quotaBytes: 1 << 30, maxValueBytes: 1 << 21 };
 

@@ -6,8 +6,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor } from "../../js/node.mjs";
-import { createServices } from "../../server/services/index.mjs";
-import { TURN_EVENTS } from "../../server/services/watch.mjs";
+import { createServices } from "../../etcd/services/index.mjs";
+import { TURN_EVENTS } from "../../etcd/services/watch.mjs";
 
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
 const key = (s) => new TextEncoder().encode(s);

@@ -6,8 +6,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor } from "../../js/node.mjs";
-import { createServices } from "../../server/services/index.mjs";
-import { Sockets } from "../../js/worker/sockets.mjs";
+import { createServices } from "../../etcd/services/index.mjs";
+import { Sockets } from "../../worker/sockets.mjs";
 import { startWorker } from "./harness.mjs";
 import { b64 } from "../etcd/harness.mjs";
 

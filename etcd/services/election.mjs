@@ -1,0 +1,159 @@
+// v3electionpb.Election as etcd 3.4's v3election server does it
+// (concurrency.Election run server-side, see concurrency.mjs). Candidates
+// are keys `name/<lease %x>`; the leader is the oldest. Campaign blocks until
+// its key is the oldest (a canceled Campaign resigns); Proclaim and Resign
+// act on a LeaderKey only while its key still has the same create revision;
+// Observe streams the leader's value each time it changes.
+import { GrpcError, Code } from "../errors.mjs";
+import { bytesOf, kvOut } from "./common.mjs";
+import { canceled, checkRecipe, created, firstCreate, keyUnder, recipe, session, waitDeletes, watchQueue } from "./concurrency.mjs";
+import { leaseGoHex } from "../../js/lease-id.js";
+
+const notLeader = () => new GrpcError(Code.Unknown, "election: not leader");
+const noLeader = () => new GrpcError(Code.Unknown, "election: no leader");
+// v3election.ErrMissingLeaderKey
+const missingLeader = () => new GrpcError(Code.Unknown, '"leader" field must be provided');
+
+const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+const int = (v) => Number(v ?? 0);
+
+export function electionService({ lessor, header, maxRequestBytes }) {
+  const at = (revision) => ({ ...header(), revision });
+
+  /** Election.Proclaim: put the value if the key is still the one elected. */
+  function proclaim(key, rev, lease, value) {
+    checkRecipe(maxRequestBytes, { key, value, lease, rev });
+    const r = recipe(() =>
+      lessor.txn({ compare: [created(key, rev)], success: [{ put: { key, value, lease } }] }),
+    );
+    if (!r.succeeded) throw notLeader();
+    return r.revision;
+  }
+
+  /** Election.Resign: delete the key if it is still the one elected. */
+  function resign(key, rev) {
+    return recipe(() => lessor.txn({ compare: [created(key, rev)], success: [{ deleteRange: { key } }] })).revision;
+  }
+
+  /** Election.Leader: the oldest key under `pfx`, with the read's revision. */
+  function leader(pfx) {
+    const r = recipe(() => lessor.range(firstCreate(pfx)));
+    return { revision: r.revision, kv: r.kvs[0] };
+  }
+
+  /** concurrency.Election.observe, as an async generator of LeaderResponses. */
+  async function* observe(pfx, signal) {
+    for (;;) {
+      if (signal?.aborted) return;
+      let { revision, kv } = leader(pfx);
+      if (!kv) {
+        // Wait for the first put under the prefix (a delete would spin).
+        const q = watchQueue(lessor, { key: pfx, prefix: true, startRevision: revision }, signal);
+        try {
+          while (!kv) {
+            const batch = await q.next();
+            kv = batch.events.find((e) => e.type === "put")?.kv;
+          }
+        } catch {
+          return; // the watch ended: the stream does too
+        } finally {
+          q.cancel();
+        }
+        revision = kv.modRevision;
+      }
+      yield { header: at(revision), kv: kvOut(kv) };
+      // Every new value of that key, until it is deleted.
+      const q = watchQueue(lessor, { key: kv.key, startRevision: revision + 1 }, signal);
+      try {
+        for (let deleted = false; !deleted; ) {
+          const batch = await q.next();
+          for (const e of batch.events) {
+            if (e.type === "delete") {
+              deleted = true;
+              break;
+            }
+            yield { header: at(batch.revision), kv: kvOut(e.kv) };
+          }
+        }
+      } catch {
+        return;
+      } finally {
+        q.cancel();
+      }
+    }
+  }
+
+  return {
+    async Campaign(req, call) {
+      const signal = call?.signal;
+      if (signal?.aborted) throw canceled();
+      const lease = session(lessor, req.lease);
+      const name = bytesOf(req.name);
+      const pfx = keyUnder(name);
+      const key = keyUnder(name, leaseGoHex(lease));
+      const value = bytesOf(req.value);
+      checkRecipe(maxRequestBytes, { key, value, lease, failure: true });
+      const r = recipe(() =>
+        lessor.txn({
+          compare: [created(key, 0)],
+          success: [{ put: { key, value, lease } }],
+          failure: [{ range: { key } }],
+        }),
+      );
+      let rev = r.revision;
+      if (!r.succeeded) {
+        const kv = r.responses[0].range.kvs[0];
+        rev = kv.createRevision;
+        if (!sameBytes(kv.value, value)) {
+          try {
+            proclaim(key, rev, lease, value);
+          } catch (e) {
+            try {
+              resign(key, rev);
+            } catch {}
+            throw e;
+          }
+        }
+      }
+      try {
+        await waitDeletes(lessor, pfx, rev - 1, signal);
+      } catch (e) {
+        // Canceled: resign with the client's context (errors ignored).
+        if (signal?.aborted) {
+          try {
+            resign(key, rev);
+          } catch {}
+        }
+        throw e;
+      }
+      return {
+        header: at(r.revision),
+        leader: { name, key, rev, lease: lease.toString() },
+      };
+    },
+
+    Proclaim(req) {
+      if (!req.leader) throw missingLeader();
+      const lease = session(lessor, req.leader.lease);
+      return { header: at(proclaim(bytesOf(req.leader.key), int(req.leader.rev), lease, bytesOf(req.value))) };
+    },
+
+    Leader(req) {
+      const { revision, kv } = leader(keyUnder(bytesOf(req.name)));
+      if (!kv) throw noLeader();
+      return { header: at(revision), kv: kvOut(kv) };
+    },
+
+    Observe: {
+      stream(req, call) {
+        return observe(keyUnder(bytesOf(req.name)), call?.signal);
+      },
+    },
+
+    Resign(req) {
+      if (!req.leader) throw missingLeader();
+      session(lessor, req.leader.lease);
+      return { header: at(resign(bytesOf(req.leader.key), int(req.leader.rev))) };
+    },
+  };
+}

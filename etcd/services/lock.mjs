@@ -1,0 +1,53 @@
+// v3lockpb.Lock as etcd 3.4's v3lock server does it (concurrency.Mutex
+// run server-side, see concurrency.mjs): Lock puts `name/<lease %x>` if it
+// is absent and blocks until no key under `name/` was created before it,
+// watching only its predecessor's delete; a canceled or timed-out Lock
+// deletes its key (its lease stays). Unlock deletes the key it is given.
+import { bytesOf } from "./common.mjs";
+import { canceled, checkRecipe, created, firstCreate, keyUnder, recipe, session, waitDeletes } from "./concurrency.mjs";
+import { leaseGoHex } from "../../js/lease-id.js";
+
+export function lockService({ lessor, header, maxRequestBytes }) {
+  return {
+    async Lock(req, call) {
+      const signal = call?.signal;
+      if (signal?.aborted) throw canceled();
+      const lease = session(lessor, req.lease);
+      const name = bytesOf(req.name);
+      const pfx = keyUnder(name);
+      const myKey = keyUnder(name, leaseGoHex(lease));
+      checkRecipe(maxRequestBytes, { key: myKey, value: new Uint8Array(0), lease, failure: true, owner: pfx });
+      // Mutex.Lock: one txn puts the key if absent and reads the holder.
+      const owner = { range: firstCreate(pfx) };
+      const r = recipe(() =>
+        lessor.txn({
+          compare: [created(myKey, 0)],
+          success: [{ put: { key: myKey, value: "", lease } }, owner],
+          failure: [{ range: { key: myKey } }, owner],
+        }),
+      );
+      const myRev = r.succeeded ? r.revision : r.responses[0].range.kvs[0].createRevision;
+      const holder = r.responses[1].range.kvs;
+      if (holder.length === 0 || holder[0].createRevision === myRev) {
+        return { header: { ...header(), revision: r.revision }, key: myKey };
+      }
+      let revision;
+      try {
+        revision = await waitDeletes(lessor, pfx, myRev - 1, signal);
+      } catch (e) {
+        // Mutex.Unlock with the client's context: the key goes, errors ignored.
+        try {
+          lessor.deleteRange({ key: myKey });
+        } catch {}
+        throw e;
+      }
+      return { header: { ...header(), revision }, key: myKey };
+    },
+
+    Unlock(req) {
+      const key = bytesOf(req.key);
+      const r = recipe(() => lessor.deleteRange({ key }));
+      return { header: { ...header(), revision: r.revision } };
+    },
+  };
+}

@@ -1,0 +1,114 @@
+// The folders are the layers, and data flows one way: the engine's
+// wrapper (js/) <- the etcd API (etcd/) <- the hosts (server/, worker/).
+// Every import of every module is checked against that flow, and the module
+// graph for cycles; etcd/ reaches the engine only through the members
+// etcd/engine.d.ts declares, and the package only through the two forms
+// etcd's wire shares with the client (lease ids, base64), which load no wasm.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const repo = fileURLToPath(new URL("../..", import.meta.url));
+const LAYERS = ["js", "etcd", "server", "worker", "www"];
+
+function modules(dir) {
+  return readdirSync(join(repo, dir), { recursive: true })
+    .map((f) => join(dir, f))
+    .filter((f) => /\.(mjs|js)$/.test(f) && !f.includes("node_modules"));
+}
+
+// What a module imports: static imports and re-exports, and dynamic
+// import() of a string literal. Comment lines are skipped.
+export function importsOf(file) {
+  const code = readFileSync(join(repo, file), "utf8")
+    .split("\n")
+    .filter((l) => !/^\s*(\/\/|\*|\/\*)/.test(l))
+    .join("\n");
+  const found = [];
+  for (const m of code.matchAll(/(?:^|[\s;])(?:import|export)\b[^'"`;]*?\bfrom\s*["']([^"']+)["']|(?:^|[\s;])import\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/gm)) {
+    found.push(m[1] ?? m[2] ?? m[3]);
+  }
+  return found;
+}
+
+const layerOf = (path) => path.split("/")[0];
+const all = LAYERS.flatMap(modules);
+const edges = new Map(
+  all.map((f) => [
+    f,
+    importsOf(f).map((spec) => (spec.startsWith(".") ? { spec, to: relative(repo, resolve(repo, dirname(f), spec)) } : { spec, to: null })),
+  ]),
+);
+
+// layer -> the layers its modules may import (itself included), and the
+// packages (bare specifiers) it may import.
+const ALLOWED = {
+  js: { layers: ["js", "pkg"], bare: [/^node:/] },
+  etcd: { layers: ["etcd", "js/lease-id.js", "js/base64.js"], bare: [] },
+  server: { layers: ["server", "etcd", "js", "dist"], bare: [/^node:/, /^protobufjs$/, /^yaml$/] },
+  worker: { layers: ["worker", "etcd", "js"], bare: [] },
+  www: { layers: ["www"], bare: [/^edge-lease(\/|$)/] },
+};
+// Node-only tools beside the protos: the gRPC transport's loader and the
+// generator of proto/schema.mjs. Nothing the worker loads imports them.
+const NODE_ONLY = new Set(["etcd/proto/load.mjs", "etcd/proto/gen.mjs"]);
+
+test("every import runs with the flow: js <- etcd <- server, worker; nothing imports a host", () => {
+  const wrong = [];
+  for (const [from, list] of edges) {
+    const rule = ALLOWED[layerOf(from)];
+    for (const { spec, to } of list) {
+      if (to === null) {
+        const ok = rule.bare.some((re) => re.test(spec)) || (NODE_ONLY.has(from) && /^(node:|protobufjs$)/.test(spec));
+        if (!ok) wrong.push(`${from} imports ${spec}`);
+      } else if (!rule.layers.includes(layerOf(to)) && !rule.layers.includes(to)) {
+        wrong.push(`${from} imports ${to}`);
+      }
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+test("the worker never loads a Node-only module", () => {
+  const seen = new Set();
+  const visit = (f) => {
+    if (seen.has(f)) return;
+    seen.add(f);
+    for (const { spec, to } of edges.get(f) ?? []) {
+      assert.ok(!spec.startsWith("node:"), `${f} imports ${spec}, on the worker's path`);
+      if (to && edges.has(to)) visit(to);
+    }
+  };
+  visit("worker/index.mjs");
+  assert.ok(seen.has("etcd/gateway.mjs"), "the walk reached the etcd API");
+  for (const f of NODE_ONLY) assert.ok(!seen.has(f), `${f} is on the worker's path`);
+});
+
+test("no import cycle among the modules", () => {
+  const state = new Map();
+  const cycles = [];
+  const visit = (f, path) => {
+    if (state.get(f) === "done") return;
+    if (state.get(f) === "open") {
+      cycles.push([...path.slice(path.indexOf(f)), f].join(" -> "));
+      return;
+    }
+    state.set(f, "open");
+    for (const { to } of edges.get(f) ?? []) if (to && edges.has(to)) visit(to, [...path, f]);
+    state.set(f, "done");
+  };
+  for (const f of edges.keys()) visit(f, []);
+  assert.deepEqual(cycles, []);
+});
+
+test("etcd/ uses only the engine members etcd/engine.d.ts declares", () => {
+  const declared = new Set([...readFileSync(join(repo, "etcd/engine.d.ts"), "utf8").matchAll(/\|\s*"(\w+)"/g)].map((m) => m[1]));
+  const used = new Set();
+  for (const f of [...modules("etcd"), ...modules("worker")]) {
+    for (const m of readFileSync(join(repo, f), "utf8").matchAll(/\blessor\??\.(\w+)/g)) used.add(m[1]);
+  }
+  assert.ok(used.size > 10, "found the services' calls");
+  assert.deepEqual([...used].filter((m) => !declared.has(m)).sort(), []);
+});

@@ -1,0 +1,118 @@
+// The Worker in front of the namespaces: `/v3/...`, `/version`, `/health`
+// and `/metrics` go to the namespace "default"; `/n/<namespace>/...` to
+// that namespace. Each namespace is one Durable Object
+// (`env.LEASES.idFromName(namespace)`), so namespaces share nothing: leases,
+// keys and revisions of one never show in another. Web standards only.
+
+/** Namespace names: 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit. */
+export const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+export const DEFAULT_NAMESPACE = "default";
+
+// Set by the Worker on what it forwards (a client's own values are replaced).
+export const NAMESPACE_HEADER = "x-edge-lease-namespace";
+export const BASE_HEADER = "x-edge-lease-url";
+
+import { discardUnread } from "../etcd/gateway.mjs";
+
+const TEXT = { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" };
+const text = (status, body) => new Response(body, { status, headers: TEXT });
+
+/** The gateway's own paths, as etcd serves them (its 404s are the gateway's). */
+const served = (path) => path === "/version" || path === "/health" || path === "/metrics" || /^\/v3[^/]*\//.test(path);
+
+/**
+ * `{ namespace, path, base }` for a request path (`base`: the URL prefix of
+ * the namespace, `""` or `/n/<name>`), or `{ response }` when the Worker
+ * answers itself (a bad namespace name, a path the gateway has not).
+ */
+export function route(pathname) {
+  if (pathname === "/n" || pathname.startsWith("/n/")) {
+    const slash = pathname.indexOf("/", 3);
+    const raw = slash < 0 ? pathname.slice(3) : pathname.slice(3, slash);
+    const path = slash < 0 ? "" : pathname.slice(slash);
+    let name;
+    try {
+      name = decodeURIComponent(raw);
+    } catch {
+      name = raw;
+    }
+    if (!NAMESPACE.test(name)) {
+      return {
+        response: text(
+          400,
+          `invalid namespace ${JSON.stringify(name.slice(0, 80))}: 1 to 63 letters, digits, '.', '_' or '-', ` +
+            "starting with a letter or digit (/n/<namespace>/v3/...)\n",
+        ),
+      };
+    }
+    if (!served(path)) return { response: text(404, "404 page not found\n") };
+    return { namespace: name, path, base: `/n/${name}` };
+  }
+  if (!served(pathname)) return { response: text(404, "404 page not found\n") };
+  return { namespace: DEFAULT_NAMESPACE, path: pathname, base: "" };
+}
+
+/**
+ * Refuses what a browser sends from another origin (a page elsewhere could
+ * make writes, or open a WebSocket, without reading anything): as the Node
+ * server, and no CORS header is ever sent.
+ */
+function crossOrigin(request, url) {
+  const origin = request.headers.get("origin");
+  if (origin !== null && origin !== url.origin) return true;
+  return request.headers.get("sec-fetch-site") === "cross-site";
+}
+
+/** With `EDGE_LEASE_TOKEN` set, every request needs `Authorization: Bearer <token>`. */
+function authorized(request, env) {
+  const token = env.EDGE_LEASE_TOKEN;
+  if (!token) return true;
+  const got = request.headers.get("authorization") ?? "";
+  const want = `Bearer ${token}`;
+  // Constant time in the token's length.
+  if (got.length !== want.length) return false;
+  let diff = 0;
+  for (let i = 0; i < want.length; i++) diff |= got.charCodeAt(i) ^ want.charCodeAt(i);
+  return diff === 0;
+}
+
+/** The Worker's fetch handler. */
+export async function fetchWorker(request, env) {
+  const response = await handle(request, env);
+  // An answer of the Worker's own (a 404, a refusal) leaves the body unread.
+  await discardUnread(request);
+  return response;
+}
+
+async function handle(request, env) {
+  const url = new URL(request.url);
+  const r = route(url.pathname);
+  if (r.response) return r.response;
+  if (crossOrigin(request, url)) return text(403, "cross-origin requests are refused\n");
+  if (!authorized(request, env)) {
+    // grpc-gateway's answer for etcd's Unauthenticated.
+    const message = "edge-lease: missing or wrong bearer token";
+    return Response.json({ error: message, message, code: 16 }, { status: 401 });
+  }
+  if (!env.LEASES) return text(500, "edge-lease: the Durable Object binding LEASES is missing (see wrangler.toml)\n");
+  const stub = env.LEASES.get(env.LEASES.idFromName(r.namespace));
+  const target = new URL(url);
+  target.pathname = r.path;
+  const headers = new Headers(request.headers);
+  headers.set(NAMESPACE_HEADER, r.namespace);
+  headers.set(BASE_HEADER, url.origin + r.base);
+  const forwarded = new Request(target, {
+    method: request.method,
+    headers,
+    body: request.method === "GET" || request.method === "HEAD" ? null : request.body,
+    redirect: "manual",
+  });
+  try {
+    return await stub.fetch(forwarded);
+  } catch (e) {
+    // The object was reset (a failed storage write, an exceeded limit) or
+    // could not be reached: etcd's Unavailable, to be retried.
+    const message = `edge-lease: namespace ${r.namespace} unavailable: ${e?.message ?? e}`;
+    return Response.json({ error: message, message, code: 14 }, { status: 503 });
+  }
+}

@@ -5,10 +5,11 @@
 
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
+import { isBatch } from "../codec.js";
 import { LeaseError } from "../errors.js";
 import { compactionDue, startGeneration, writeSnapshot } from "./file/compaction.mjs";
 import { createFile, fsyncDir } from "./file/durable-fs.mjs";
-import { BATCH, encodeBatch, FILE_HEADER, fileHeader, gens, isPayload, JOURNAL, record } from "./file/format.mjs";
+import { BATCH, batchRecord, FILE_HEADER, fileHeader, gens, JOURNAL, record } from "./file/format.mjs";
 import { handOver } from "./file/hand-over.mjs";
 import { LiveJournal } from "./file/journal.mjs";
 import { acquireLock, releaseLock } from "./file/lock.mjs";
@@ -142,11 +143,13 @@ export class FileStore {
    */
   write(batch) {
     this.#check();
+    // A batch handed over packed (as the core hands its own) is appended as
+    // it is, once it checks out.
     const packed = batch.bytes;
     const rec =
-      packed instanceof Uint8Array && isPayload(packed)
+      packed instanceof Uint8Array && isBatch(packed)
         ? record(BATCH, packed.length, (buf, o) => buf.set(packed, o))
-        : encodeBatch(batch.put, batch.delete);
+        : batchRecord(batch.put, batch.delete);
     return this.#journal.write(rec);
   }
 

@@ -22,7 +22,9 @@
 // u32 CRC-32 of these 16 header bytes, then the payload. All little endian.
 // BATCH payload: u32 count of puts, each (u32 key length, key UTF-8, u32
 // value length, value), then u32 count of deletes, each (u32 key length,
-// key UTF-8). SEAL: empty. END: u64 number of entries in the snapshot.
+// key UTF-8): the engine's storage batch as it hands it over, whose one JS
+// reader and writer are in js/codec.js. SEAL: empty. END: u64 number of
+// entries in the snapshot.
 //
 // The live journal is extended ahead of its records (JOURNAL_STEP at a time,
 // with ftruncate: a sparse reserve, where etcd preallocates its WAL
@@ -51,6 +53,7 @@
 // 1; lock.mjs the directory lock; durable-fs.mjs durable file writes.
 
 import * as zlib from "node:zlib";
+import { packBatch } from "../../codec.js";
 import { LeaseError } from "../../errors.js";
 
 export const MAGIC = Buffer.from("edgelse2");
@@ -110,64 +113,30 @@ export function gens(names, prefix) {
   return names.flatMap((n) => (re.test(n) ? [Number(n.match(re)[1])] : [])).sort((a, b) => a - b);
 }
 
-function batchSize(putKeys, put, delKeys) {
-  let size = 8;
-  for (let i = 0; i < put.length; i++) size += 8 + putKeys[i].length + put[i][1].length;
-  for (const k of delKeys) size += 4 + k.length;
-  return size;
+// The header of a record of `type` written into the first REC_HEADER bytes
+// of `buf`, whose payload follows them.
+function frame(type, buf) {
+  buf.writeUInt32LE(REC_MAGIC, 0);
+  buf.writeUInt32LE(type, 4);
+  buf.writeUInt32LE(buf.length - REC_HEADER, 8);
+  buf.writeUInt32LE(crc32(buf.subarray(REC_HEADER)), 12);
+  buf.writeUInt32LE(crc32(buf.subarray(0, 16)), 16);
+  return buf;
 }
 
 // One record (header and payload) of `type`, with `size` payload bytes
 // filled in by `fill(buf, offset)`.
 export function record(type, size, fill) {
   const buf = Buffer.allocUnsafe(REC_HEADER + size);
-  buf.writeUInt32LE(REC_MAGIC, 0);
-  buf.writeUInt32LE(type, 4);
-  buf.writeUInt32LE(size, 8);
   if (fill) fill(buf, REC_HEADER);
-  buf.writeUInt32LE(crc32(buf.subarray(REC_HEADER)), 12);
-  buf.writeUInt32LE(crc32(buf.subarray(0, 16)), 16);
-  return buf;
+  return frame(type, buf);
 }
 
-export function encodeBatch(put, del) {
-  const keys = (list) => list.map((k) => Buffer.from(k, "utf8"));
-  const putKeys = keys(put.map((p) => p[0]));
-  const delKeys = keys(del);
-  return record(BATCH, batchSize(putKeys, put, delKeys), (buf, o) => {
-    o = buf.writeUInt32LE(put.length, o);
-    for (let i = 0; i < put.length; i++) {
-      o = buf.writeUInt32LE(putKeys[i].length, o);
-      o += putKeys[i].copy(buf, o);
-      const v = put[i][1];
-      o = buf.writeUInt32LE(v.length, o);
-      buf.set(v, o);
-      o += v.length;
-    }
-    o = buf.writeUInt32LE(delKeys.length, o);
-    for (const k of delKeys) {
-      o = buf.writeUInt32LE(k.length, o);
-      o += k.copy(buf, o);
-    }
-  });
-}
-
-// Whether `p` is a whole BATCH payload, by its counts and lengths alone: a
-// batch handed over packed (the core packs its own so, js/codec.js Batch)
-// is appended as it is, once it checks out.
-export function isPayload(p) {
-  const u32 = (o) => (p[o] | (p[o + 1] << 8) | (p[o + 2] << 16)) + p[o + 3] * 0x1000000;
-  let o = 0;
-  for (let part = 0; part < 2; part++) {
-    if (o + 4 > p.length) return false;
-    const n = u32(o) * (2 - part); // puts have a key and a value, deletes a key
-    o += 4;
-    for (let i = 0; i < n; i++) {
-      if (o + 4 > p.length) return false;
-      o += 4 + u32(o);
-    }
-  }
-  return o === p.length;
+// A BATCH record of `put` and `del`, the payload written in place after
+// its header (js/codec.js packBatch: the layout's one writer).
+export function batchRecord(put, del) {
+  const b = packBatch(put, del, REC_HEADER);
+  return frame(BATCH, Buffer.from(b.buffer, b.byteOffset, b.length));
 }
 
 // The snapshot of `entries` as a sequence of buffers of about
@@ -182,12 +151,12 @@ export function* encodeSnapshot(entries, gen) {
     batch.push(e);
     bytes += 8 + e[0].length * 3 + e[1].length; // UTF-8 is at most 3 bytes per UTF-16 unit
     if (bytes >= SNAPSHOT_RECORD_BYTES) {
-      yield encodeBatch(batch, []);
+      yield batchRecord(batch, []);
       batch = [];
       bytes = 0;
     }
   }
-  if (batch.length > 0) yield encodeBatch(batch, []);
+  if (batch.length > 0) yield batchRecord(batch, []);
   yield record(END, 8, (buf, o) => buf.writeBigUInt64LE(BigInt(count), o));
 }
 

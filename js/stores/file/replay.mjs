@@ -4,6 +4,7 @@
 
 import { closeSync, fstatSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { readBatch } from "../../codec.js";
 import {
   BATCH,
   corrupt,
@@ -28,41 +29,15 @@ import { closeAll, DEFER_BYTES, handOver, Stored } from "./hand-over.mjs";
 // in an open file that stays open until the entries are handed over), long
 // values are left there (Stored).
 export function applyPayload(p, map, from = null) {
-  let o = 0;
-  const u32 = () => {
-    if (o + 4 > p.length) throw new RangeError("short");
-    const v = p.readUInt32LE(o);
-    o += 4;
-    return v;
-  };
-  const bytes = (n) => {
-    if (o + n > p.length) throw new RangeError("short");
-    const b = p.subarray(o, o + n);
-    o += n;
-    return b;
-  };
-  try {
-    const puts = [];
-    for (let n = u32(); n > 0; n--) {
-      const key = bytes(u32()).toString("utf8");
-      const len = u32();
-      const at = o;
-      const b = bytes(len);
-      // Copy: the payload is a view of the reader's reused buffer.
-      puts.push([key, from && len >= DEFER_BYTES ? new Stored(from.fd, from.pos + at, b) : new Uint8Array(b)]);
-    }
-    const dels = [];
-    for (let n = u32(); n > 0; n--) dels.push(bytes(u32()).toString("utf8"));
-    if (o !== p.length) return -1;
-    for (const k of dels) map.delete(k);
-    for (const [k, v] of puts) map.set(k, v);
-    return puts.length;
-  } catch (e) {
-    if (e instanceof RangeError) return -1;
-    throw e;
-  }
+  // Values copied: the payload is a view of the reader's reused buffer.
+  const batch = readBatch(p, (at, end) =>
+    from && end - at >= DEFER_BYTES ? new Stored(from.fd, from.pos + at, p.subarray(at, end)) : new Uint8Array(p.subarray(at, end)),
+  );
+  if (batch === null) return -1;
+  for (const k of batch.delete) map.delete(k);
+  for (const [k, v] of batch.put) map.set(k, v);
+  return batch.put.length;
 }
-
 
 // Reads a file front to back through one reused buffer, so memory stays
 // bounded by the largest record whatever the size of the file.

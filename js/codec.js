@@ -1,7 +1,11 @@
 // The JS half of the byte format of src/wasm/codec.rs: etcd-shaped
 // requests written here, results read back, one copy each way. Varints
 // (zigzag for signed), byte strings as a varint length then the bytes.
-// Requests reach this module already checked (js/checks.js).
+// Requests reach this module already checked (js/checks.js). Also the
+// storage entries and batches the core hands to stores, with their layout
+// (which is also the file store's journal record payload).
+
+import { invalid, LeaseError } from "./errors.js";
 
 const utf8 = new TextEncoder();
 
@@ -131,11 +135,61 @@ export class Reader {
   }
 }
 
+// ---- storage entries and batches ---------------------------------------------
+//
+// The one JS reader and writer of the layout src/wasm/codec.rs packs
+// (`pack_entries`, `pack_batch`) and reads (`entries`). An entry is a u32
+// (little-endian) key length, the key (UTF-8), a u32 value length, the value.
+// An entry list (a restore's or a snapshot's entries crossing into or out of
+// the core) is entries back to back. A batch (one storage write) is a u32
+// count of puts, that many entries, then a u32 count of deletes, each a u32
+// length and the key. A batch is also the file store's journal record
+// payload (js/stores/file/format.mjs): changing it changes that file format.
+
+const u32 = (buf, at) => (buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)) + buf[at + 3] * 0x1000000;
+
+function writeU32(buf, at, n) {
+  buf[at] = n & 0xff;
+  buf[at + 1] = (n >>> 8) & 0xff;
+  buf[at + 2] = (n >>> 16) & 0xff;
+  buf[at + 3] = n >>> 24;
+  return at + 4;
+}
+
+// Writes `v` (a string, as UTF-8, or bytes) at `at` of `buf` as a u32
+// length and its bytes; returns the offset after it. `buf` has room for a
+// string's 3 bytes per UTF-16 unit. Without a DataView or a set() per short
+// field: this runs once per entry of a restore (200k for 100k leases with a
+// key each).
+function writePart(buf, at, v) {
+  const start = at + 4;
+  let end = start;
+  if (typeof v === "string") {
+    for (let i = 0; i < v.length; i++) {
+      const c = v.charCodeAt(i);
+      if (c >= 128) {
+        // Not ASCII: let the encoder write the rest.
+        end += utf8.encodeInto(v.slice(i), buf.subarray(end)).written;
+        break;
+      }
+      buf[end++] = c;
+    }
+  } else if (v.length <= 32) {
+    for (let i = 0; i < v.length; i++) buf[end++] = v[i];
+  } else {
+    buf.set(v, start);
+    end += v.length;
+  }
+  writeU32(buf, at, end - start);
+  return end;
+}
+
+// The most bytes writePart writes for `v`.
+const partRoom = (v) => 4 + (typeof v === "string" ? v.length * 3 : v.length);
+
 /**
- * Stored `[key, value]` entries packed for the binding's restore, in parts
- * of about `bytes` each (at least one entry), in order: each string or
- * bytes as a u32 (little-endian) length, then its UTF-8 or bytes. Written in
- * place: a restore packs hundreds of thousands of them. `entries` is read
+ * Stored `[key, value]` entries (strings or bytes) as entry lists, in parts
+ * of about `bytes` each (at least one entry), in order. `entries` is read
  * once, a part at a time, and no entry is held after its part: a source
  * that lets its entries go as it hands them out (the file store's) is never
  * in memory whole beside what the parts became.
@@ -147,86 +201,127 @@ export function* packEntryParts(entries, bytes) {
     list.push(entry);
     size += 8 + entry[0].length + entry[1].length;
     if (size >= bytes) {
-      yield packList(list);
+      yield packEntries(list);
       list = [];
       size = 0;
     }
   }
-  if (list.length > 0) yield packList(list);
+  if (list.length > 0) yield packEntries(list);
 }
 
-function packList(list) {
-  // One buffer, sized up front (a string takes at most 3 bytes per UTF-16
-  // unit), written without a DataView or a set() per short field: this runs
-  // once per entry of a restore (200k for 100k leases with a key each).
+function packEntries(list) {
   let size = 0;
-  for (const [k, v] of list) {
-    size += 8 + k.length * 3 + (typeof v === "string" ? v.length * 3 : v.length);
-  }
+  for (const [k, v] of list) size += partRoom(k) + partRoom(v);
   const buf = new Uint8Array(size);
   let at = 0;
-  const put = (v) => {
-    const start = at + 4;
-    let end = start;
-    if (typeof v === "string") {
-      for (let i = 0; i < v.length; i++) {
-        const c = v.charCodeAt(i);
-        if (c >= 128) {
-          // Not ASCII: let the encoder write the rest.
-          end += utf8.encodeInto(v.slice(i), buf.subarray(end)).written;
-          break;
-        }
-        buf[end++] = c;
-      }
-    } else if (v.length <= 32) {
-      for (let i = 0; i < v.length; i++) buf[end++] = v[i];
-    } else {
-      buf.set(v, start);
-      end += v.length;
-    }
-    const n = end - start;
-    buf[at] = n & 0xff;
-    buf[at + 1] = (n >>> 8) & 0xff;
-    buf[at + 2] = (n >>> 16) & 0xff;
-    buf[at + 3] = n >>> 24;
-    at = end;
-  };
-  for (const [k, v] of list) {
-    put(k);
-    put(v);
-  }
+  for (const [k, v] of list) at = writePart(buf, writePart(buf, at, k), v);
   return buf.subarray(0, at);
 }
 
-const utf8Decoder = new TextDecoder("utf-8", { fatal: true });
-
-const u32 = (buf, at) => (buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)) + buf[at + 3] * 0x1000000;
-
-// A stored name (a key of the store) of n bytes at `at`. They are short and
-// ASCII: built directly, not decoded.
-function name(buf, at, n) {
-  if (n > 64) return utf8Decoder.decode(buf.subarray(at, at + n));
-  let key = "";
-  for (let i = at; i < at + n; i++) {
-    if (buf[i] >= 128) return utf8Decoder.decode(buf.subarray(at, at + n));
-    key += String.fromCharCode(buf[i]);
+/**
+ * The batch of `put` (`[key, value]`, the value a string or bytes) and
+ * `del` (keys), after `reserve` bytes left free for the caller (a record
+ * header). A key that is not a string or a value that is neither a string
+ * nor bytes is an InvalidArgument, thrown before anything is written.
+ */
+export function packBatch(put, del, reserve = 0) {
+  let size = reserve + 8;
+  for (const entry of put) {
+    const [k, v] = entry;
+    if (typeof k !== "string" || (typeof v !== "string" && !(v instanceof Uint8Array))) {
+      throw invalid("a batch's put is [key, value]: a string key and a string or Uint8Array value");
+    }
+    size += partRoom(k) + partRoom(v);
   }
-  return key;
+  for (const k of del) {
+    if (typeof k !== "string") throw invalid("a batch's delete is a list of string keys");
+    size += partRoom(k);
+  }
+  const buf = new Uint8Array(size);
+  let at = writeU32(buf, reserve, put.length);
+  for (const [k, v] of put) at = writePart(buf, writePart(buf, at, k), v);
+  at = writeU32(buf, at, del.length);
+  for (const k of del) at = writePart(buf, at, k);
+  return buf.subarray(0, at);
+}
+
+// Walks `n` items of `b` from `at`, each a key and (with `values`) a
+// value, calling each(keyAt, keyEnd, valueAt, valueEnd); returns the
+// offset after them, or -1 if one runs past the end of `b`.
+function walk(b, at, n, values, each) {
+  for (let i = 0; i < n; i++) {
+    if (at + 4 > b.length) return -1;
+    const ks = at + 4;
+    const ke = ks + u32(b, at);
+    if (ke > b.length) return -1;
+    at = ke;
+    let vs = 0;
+    if (values) {
+      if (at + 4 > b.length) return -1;
+      vs = at + 4;
+      at = vs + u32(b, at);
+      if (at > b.length) return -1;
+    }
+    each?.(ks, ke, vs, at);
+  }
+  return at;
+}
+
+// Walks the batch `b` (walk's `each` for its puts, then for its deletes);
+// returns whether it is one whole batch, by its counts and lengths.
+function walkBatch(b, onPut, onDelete) {
+  if (b.length < 4) return false;
+  const at = walk(b, 4, u32(b, 0), true, onPut);
+  if (at < 0 || at + 4 > b.length) return false;
+  return walk(b, at + 4, u32(b, at), false, onDelete) === b.length;
+}
+
+/** Whether `b` is one whole batch (its counts and lengths check out; keys are not decoded). */
+export function isBatch(b) {
+  return walkBatch(b, null, null);
+}
+
+const utf8Decoder = new TextDecoder();
+
+// A stored key (bytes [at, end) of `buf`). They are short and ASCII: built
+// directly, not decoded. Bytes that are not UTF-8 become U+FFFD.
+function key(buf, at, end) {
+  if (end - at > 64) return utf8Decoder.decode(buf.subarray(at, end));
+  let k = "";
+  for (let i = at; i < end; i++) {
+    if (buf[i] >= 128) return utf8Decoder.decode(buf.subarray(at, end));
+    k += String.fromCharCode(buf[i]);
+  }
+  return k;
 }
 
 /**
- * The `[key, Uint8Array]` entries of a buffer packed as packEntryParts packs
- * them (the core's snapshot steps come so), appended to `out`. Values are
- * views on `buf`, which the caller owns.
+ * The batch `b` as `{ put: [[key, value]], delete: [key] }`, or null if it
+ * is not one whole batch. `value(at, end)` makes each put's value from
+ * bytes [at, end) of `b`; by default a copy (`b` may be a reused buffer,
+ * and a store that keeps values must not keep the whole batch with each).
+ */
+export function readBatch(b, value = (at, end) => new Uint8Array(b.subarray(at, end))) {
+  const put = [];
+  const del = [];
+  const whole = walkBatch(
+    b,
+    (ks, ke, vs, ve) => put.push([key(b, ks, ke), value(vs, ve)]),
+    (ks, ke) => del.push(key(b, ks, ke)),
+  );
+  return whole ? { put, delete: del } : null;
+}
+
+/**
+ * The `[key, Uint8Array]` entries of an entry list (the core's snapshot
+ * steps come so), appended to `out`. Values are views on `buf`, which the
+ * caller owns. A list that does not parse is an Internal error: the core
+ * wrote it.
  */
 export function unpackEntries(buf, out = []) {
   for (let at = 0; at < buf.length; ) {
-    const kn = u32(buf, at);
-    const key = name(buf, at + 4, kn);
-    const vs = at + 8 + kn;
-    const vn = u32(buf, vs - 4);
-    out.push([key, buf.subarray(vs, vs + vn)]);
-    at = vs + vn;
+    at = walk(buf, at, 1, true, (ks, ke, vs, ve) => out.push([key(buf, ks, ke), buf.subarray(vs, ve)]));
+    if (at < 0) throw new LeaseError("Internal", "edge-lease internal error: the core handed over entries that do not parse");
   }
   return out;
 }
@@ -235,48 +330,27 @@ export function unpackEntries(buf, out = []) {
  * One storage write as the core hands it over (src/wasm/codec.rs
  * `pack_batch`): `bytes` is the whole batch in one buffer, which the file
  * store appends as it is; `put` and `delete` are read from it when first
- * asked for, with each value in its own copy (stores that keep values, as
- * IndexedDB does, must not keep the whole batch with each).
+ * asked for, with each value in its own copy.
  */
 export class Batch {
-  #put = null;
-  #delete = null;
+  #read = null;
 
   constructor(bytes) {
     this.bytes = bytes;
   }
 
   get put() {
-    if (this.#put === null) this.#read();
-    return this.#put;
+    return this.#entries().put;
   }
 
   get delete() {
-    if (this.#delete === null) this.#read();
-    return this.#delete;
+    return this.#entries().delete;
   }
 
-  #read() {
-    const b = this.bytes;
-    const put = new Array(u32(b, 0));
-    let at = 4;
-    for (let i = 0; i < put.length; i++) {
-      const kn = u32(b, at);
-      const key = name(b, at + 4, kn);
-      const vs = at + 8 + kn;
-      const vn = u32(b, vs - 4);
-      put[i] = [key, b.slice(vs, vs + vn)];
-      at = vs + vn;
-    }
-    const del = new Array(u32(b, at));
-    at += 4;
-    for (let i = 0; i < del.length; i++) {
-      const n = u32(b, at);
-      del[i] = name(b, at + 4, n);
-      at += 4 + n;
-    }
-    this.#put = put;
-    this.#delete = del;
+  #entries() {
+    this.#read ??= readBatch(this.bytes);
+    if (this.#read === null) throw new LeaseError("Internal", "edge-lease internal error: the core handed over a storage batch that does not parse");
+    return this.#read;
   }
 
   // What JSON.stringify and console.log show: the entries, as before.

@@ -61,10 +61,14 @@ function checkKvSizes(key, value) {
   if (size > KV_MAX_VALUE_BYTES) throw new RangeError(`a stored value of ${size} bytes is past the storage's ${KV_MAX_VALUE_BYTES}`);
 }
 
-/** SQLite-backed objects have `storage.sql`; on KV-backed ones reading it throws. */
+/**
+ * SQLite-backed objects have `storage.sql`. On KV-backed ones reading it
+ * throws, or (newer workerd) gives an object whose every use throws: so it
+ * is used once here, for its size.
+ */
 export function sqliteBacked(storage) {
   try {
-    return storage.sql !== undefined;
+    return typeof storage.sql?.databaseSize === "number";
   } catch {
     return false;
   }
@@ -106,9 +110,10 @@ export class DurableObjectStore {
     this.#prefix = prefix;
     this.#gated = Boolean(options.outputGate);
     // What kind of storage it is, found once (KV-backed objects throw on the
-    // probes): not on every write.
-    this.#kv = syncKv(storage);
+    // probes): not on every write. Only SQLite-backed objects have a working
+    // storage.kv: on KV-backed ones workerd has the object, whose calls throw.
     this.#sqlite = sqliteBacked(storage);
+    this.#kv = this.#sqlite ? syncKv(storage) : null;
   }
 
   /** Resolves when every write issued so far is confirmed; rejects if one failed. */

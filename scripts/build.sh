@@ -16,9 +16,9 @@ changed() {
   [ "$force" = 1 ] || [ ! -f "$stamp" ] || [ -n "$(find "$@" -type f -newer "$stamp" 2>/dev/null | head -1)" ]
 }
 
-if changed pkg/.build-stamp src Cargo.toml Cargo.lock scripts/build.sh; then
+if changed pkg/.build-stamp crates/core crates/wasm Cargo.toml Cargo.lock scripts/build.sh; then
   echo "[build] wasm-pack (release, target web)"
-  wasm-pack build --release --target web --out-dir pkg --no-pack
+  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg" --no-pack
   rm -f pkg/.gitignore
   touch pkg/.build-stamp
   raw=$(wc -c < pkg/edge_lease_bg.wasm)
@@ -30,8 +30,8 @@ fi
 
 # The server's HTTP/2 module (Node only, so not in pkg/): plain cargo, no
 # bindings; server/h2.mjs gives it its few WASI imports.
-if changed dist/h2.wasm server/h2 Cargo.lock scripts/build.sh; then
-  echo "[build] dist/h2.wasm (server/h2, wasm32-wasip1)"
+if changed dist/h2.wasm crates/h2 Cargo.lock scripts/build.sh; then
+  echo "[build] dist/h2.wasm (crates/h2, wasm32-wasip1)"
   cargo build --release --target wasm32-wasip1 -p edge-lease-h2
   mkdir -p dist
   wasm-opt -O3 --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals target/wasm32-wasip1/release/edge_lease_h2.wasm -o dist/h2.wasm

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use edge_lease::{Config, Error, Lessor, PutOptions};
+use edge_lease_core::{Config, Error, Lessor, PutOptions};
 use proptest::prelude::*;
 
 const T0: i64 = 1_700_000_000_000;

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use edge_lease::{Batch, Config, Error, Lessor, PutOptions, Storage};
+use edge_lease_core::{Batch, Config, Error, Lessor, PutOptions, Storage};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -25,7 +25,7 @@ fn value(l: &mut Lessor, now: i64, key: &str) -> Option<String> {
         .map(|e| String::from_utf8(e.value.to_vec()).unwrap())
 }
 
-fn keys(v: &[edge_lease::Key]) -> Vec<String> {
+fn keys(v: &[edge_lease_core::Key]) -> Vec<String> {
     v.iter()
         .map(|k| String::from_utf8(k.to_vec()).unwrap())
         .collect()
@@ -521,7 +521,7 @@ fn limits_refuse_and_change_nothing() {
 
 #[test]
 fn a_txn_counts_its_own_puts_against_the_keys_per_lease_limit() {
-    use edge_lease::{Op, PutRequest, TxnRequest};
+    use edge_lease_core::{Op, PutRequest, TxnRequest};
     let mut l = Lessor::new(Config {
         max_keys_per_lease: 3,
         ..Default::default()
@@ -963,7 +963,7 @@ fn the_quota_refuses_writes_but_not_reads_or_deletes() {
     assert!(matches!(
         l.range_kv(
             T0,
-            &edge_lease::RangeRequest {
+            &edge_lease_core::RangeRequest {
                 key: b"k1".to_vec(),
                 revision: 3,
                 ..Default::default()

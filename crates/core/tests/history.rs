@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use edge_lease::{
+use edge_lease_core::{
     Batch, Compare, CompareResult, CompareTarget, Config, DeleteRequest, Error, Event, Lessor, Op,
     OpResponse, PutOptions, PutRequest, RangeRequest, SortOrder, SortTarget, Storage, TxnRequest,
     WatchEvents, WatchRequest,
@@ -239,7 +239,7 @@ fn delete_from(state: &mut State, changes: &mut Vec<Change>, r: &KRange) -> Vec<
     doomed
 }
 
-fn kvs(resp: &[(edge_lease::Key, edge_lease::Entry)]) -> Vec<(Vec<u8>, MKv)> {
+fn kvs(resp: &[(edge_lease_core::Key, edge_lease_core::Entry)]) -> Vec<(Vec<u8>, MKv)> {
     resp.iter()
         .map(|(k, e)| {
             (
@@ -1072,7 +1072,7 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
         success: ops,
         failure: vec![],
     };
-    let value = |e: &edge_lease::Entry| String::from_utf8(e.value.to_vec()).unwrap();
+    let value = |e: &edge_lease_core::Entry| String::from_utf8(e.value.to_vec()).unwrap();
     l.put(T0, b"a", b"old", PutOptions::default()).unwrap(); // 2
     l.put(T0, b"b", b"B", PutOptions::default()).unwrap(); // 3
     let all = WatchRequest {
@@ -1135,18 +1135,19 @@ fn txn_changes_a_key_more_than_once_in_one_revision() {
     assert_eq!(l.revision(), 7);
 
     // The events, in op order; prev_kv is the state at the revision before.
-    let brief = |evs: &[edge_lease::Event]| -> Vec<(i64, String, Option<String>, Option<String>)> {
-        evs.iter()
-            .map(|e| {
-                (
-                    e.revision,
-                    String::from_utf8(e.key.to_vec()).unwrap(),
-                    e.entry.as_ref().map(value),
-                    e.prev.as_ref().map(value),
-                )
-            })
-            .collect()
-    };
+    let brief =
+        |evs: &[edge_lease_core::Event]| -> Vec<(i64, String, Option<String>, Option<String>)> {
+            evs.iter()
+                .map(|e| {
+                    (
+                        e.revision,
+                        String::from_utf8(e.key.to_vec()).unwrap(),
+                        e.entry.as_ref().map(value),
+                        e.prev.as_ref().map(value),
+                    )
+                })
+                .collect()
+        };
     let s = |x: &str| Some(x.to_string());
     let want = vec![
         (4, "a".into(), None, s("old")),
@@ -1329,7 +1330,9 @@ fn filtered_and_far_behind_watchers() {
         let b = p.batches.iter().find(|b| b.id == id).unwrap();
         p.events_of(b)
             .map(|e| {
-                let v = |x: &edge_lease::Entry| u32::from_le_bytes(x.value[..].try_into().unwrap());
+                let v = |x: &edge_lease_core::Entry| {
+                    u32::from_le_bytes(x.value[..].try_into().unwrap())
+                };
                 (
                     e.revision,
                     v(e.entry.as_ref().unwrap()),
@@ -1442,7 +1445,7 @@ fn a_sparse_batch_far_behind_is_found_over_several_polls_and_comes_whole() {
 // watcher still needs (a deletion at its next revision is not dropped).
 #[test]
 fn compactions_between_polls_never_lose_or_change_what_a_watcher_is_given() {
-    use edge_lease::{DeleteRequest, Op, PutRequest, TxnRequest};
+    use edge_lease_core::{DeleteRequest, Op, PutRequest, TxnRequest};
     // (revision, value or None for a deletion, previous value)
     type Seen = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
     let describe = |events: &[Event]| -> Vec<Seen> {
@@ -1601,7 +1604,7 @@ fn the_key_bucket_read_in_pieces_while_writes_go_on() {
     l.put(T0, b"b", b"2", PutOptions::default()).unwrap();
     l.delete_range(
         T0,
-        &edge_lease::DeleteRequest {
+        &edge_lease_core::DeleteRequest {
             key: b"c".to_vec(),
             ..Default::default()
         },

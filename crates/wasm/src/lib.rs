@@ -8,18 +8,19 @@
 //! the scratch array and in the flat rows are named once, by the exported
 //! enums below, which `js/binding.js` reads at load.
 
+#![cfg(target_arch = "wasm32")]
+
 use js_sys::{Array, Float64Array, Function, Object, Reflect, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 mod codec;
 
-use crate::storage::Batch;
-use crate::{
-    Config, Entry, Error, KeyBucketCursor, LeaseId, Lessor, PutOptions, Restore, Revoked,
+use codec::{Reader, Writer};
+use edge_lease_core::{
+    Batch, Config, Entry, Error, KeyBucketCursor, LeaseId, Lessor, PutOptions, Restore, Revoked,
     SnapshotCursor, Storage,
 };
-use codec::{Reader, Writer};
 
 /// Positions in the scratch array (see `RawLessor::scratch`).
 #[wasm_bindgen]
@@ -199,7 +200,7 @@ fn entry_slots(scratch: &mut [f64; SLOTS], e: &Entry) {
     scratch[Slot::Text as usize] = e.text as u8 as f64;
 }
 
-fn keys_js(keys: &[crate::Key]) -> Array {
+fn keys_js(keys: &[edge_lease_core::Key]) -> Array {
     keys.iter().map(|k| key_str(k)).collect()
 }
 

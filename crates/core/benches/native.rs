@@ -252,14 +252,14 @@ impl Lessor for NaiveLessor {
 // The edge-lease core (system "edge-lease-core"), through its public Rust API.
 // ---------------------------------------------------------------------------
 
-struct CoreAdapter(edge_lease::Lessor);
+struct CoreAdapter(edge_lease_core::Lessor);
 
 impl Lessor for CoreAdapter {
     fn grant(&mut self, now_ms: u64, ttl_s: i64) -> i64 {
         self.0.grant(now_ms as i64, ttl_s, 0).unwrap().id
     }
     fn put(&mut self, now_ms: u64, key: &[u8], value: &[u8], lease: i64) {
-        let opts = edge_lease::PutOptions {
+        let opts = edge_lease_core::PutOptions {
             lease,
             ..Default::default()
         };
@@ -284,12 +284,12 @@ const EDGE_LEASE_CORE_VERSION: &str = env!("CARGO_PKG_VERSION");
 fn run_edge_lease_core(n: usize) -> Result {
     // The peers have no revoke-rate limit; lift it so step 4 measures the
     // cost of expiry, not the configured pace (1000/s would take N/1000 s).
-    let config = edge_lease::Config {
+    let config = edge_lease_core::Config {
         revoke_rate: u32::MAX,
         ..Default::default()
     };
     run(n, || {
-        CoreAdapter(edge_lease::Lessor::new(config.clone()).unwrap())
+        CoreAdapter(edge_lease_core::Lessor::new(config.clone()).unwrap())
     })
 }
 

@@ -7,14 +7,11 @@
 //! whole or refused as InvalidArgument (the JS half writes it, so a refusal
 //! means a bug there, never a trap here).
 
-use crate::kv::{Entry, Key, RangeRequest, RangeResponse, SortOrder, SortTarget};
-use crate::ops::{
-    Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, Op, OpResponse,
-    PutOptions, PutRequest, PutResult, TxnRequest, TxnResponse,
+use edge_lease_core::{
+    Batch, Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, Entry, Error, Key,
+    Op, OpResponse, Polled, PutOptions, PutRequest, PutResult, RangeRequest, RangeResponse, Result,
+    SortOrder, SortTarget, TxnRequest, TxnResponse, WatchRequest,
 };
-use crate::storage::Batch;
-use crate::watch::{Polled, WatchRequest};
-use crate::{Error, Result};
 
 /// Deeper transactions are refused before the stack could be (etcd's own
 /// request size limit bounds them in practice).

@@ -1,13 +1,11 @@
-//! The wasm binding's translation (src/wasm.rs), below the JS wrapper: ids
+//! The wasm binding's translation (crates/wasm/src/lib.rs), below the JS wrapper: ids
 //! as u32 halves, error objects with `code`, the named scratch slots,
 //! string vs bytes values, previous entries, tick and range rows, defaults. Runs under `wasm-pack test --node` and, with
 //! WASM_BINDGEN_USE_BROWSER=1, `wasm-pack test --headless --chrome`.
 #![cfg(target_arch = "wasm32")]
 
-use edge_lease::wasm::{
-    defaults, pages_to_bytes, RangeRow, RawLessor, RawRestore, RevokedRow, Slot,
-};
-use edge_lease::Config;
+use edge_lease::{defaults, pages_to_bytes, RangeRow, RawLessor, RawRestore, RevokedRow, Slot};
+use edge_lease_core::Config;
 use js_sys::{Array, Float64Array, Function, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;

@@ -3,9 +3,9 @@
 //!
 //! The core ([`Lessor`]) is plain Rust: it never reads a clock, sleeps or
 //! spawns. Every operation takes the host's time in epoch milliseconds, which
-//! makes it deterministic and testable natively. The `wasm` module (only on
-//! wasm32) translates it for JavaScript. `docs/architecture.md` maps the
-//! modules.
+//! makes it deterministic and testable natively. The binding crate
+//! (`crates/wasm`) translates it for JavaScript. `docs/architecture.md` maps
+//! the modules.
 
 mod config;
 mod counts;
@@ -18,9 +18,6 @@ mod lessor;
 mod ops;
 mod snapshot;
 pub mod storage;
-// Public only so tests/wasm.rs can test the binding itself.
-#[cfg(target_arch = "wasm32")]
-pub mod wasm;
 mod watch;
 mod write;
 

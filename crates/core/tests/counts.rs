@@ -4,7 +4,7 @@
 //! through the JSON gateway, 2026-11-26). The server's differential test
 //! (tests/etcd/metrics.test.mjs) compares the same counters live.
 
-use edge_lease::{
+use edge_lease_core::{
     Compare, CompareResult, CompareTarget, Config, DeleteRequest, Error, Lessor, Op, PutOptions,
     PutRequest, RangeRequest, TxnRequest, WatchRequest,
 };

@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use edge_lease::storage::REVISION_KEY;
-use edge_lease::{
+use edge_lease_core::storage::REVISION_KEY;
+use edge_lease_core::{
     Batch, Config, DeleteRequest, Error, Lessor, Op as TxnOp, PutOptions, PutRequest, Storage,
     TxnRequest,
 };
@@ -257,7 +257,7 @@ struct View {
     /// id -> (granted ttl, keys)
     leases: BTreeMap<i64, (i64, Vec<Vec<u8>>)>,
     ttl_ms: BTreeMap<i64, i64>,
-    keys: Vec<(Vec<u8>, edge_lease::Entry)>,
+    keys: Vec<(Vec<u8>, edge_lease_core::Entry)>,
 }
 
 fn view(l: &mut Lessor, now: i64) -> View {
@@ -987,7 +987,7 @@ fn only_canonical_names_restore() {
             (key.to_string(), value.to_vec()),
         ];
         match Lessor::restore(Config::default(), entries, T0, None) {
-            Err(edge_lease::Error::CorruptEntry { key: k, .. }) => assert_eq!(k, key),
+            Err(edge_lease_core::Error::CorruptEntry { key: k, .. }) => assert_eq!(k, key),
             other => panic!("{key}: {:?}", other.err()),
         }
     }

@@ -2,7 +2,7 @@
 //! defined; the JS wrapper and the docs take them from here).
 
 use crate::error::{Error, Result};
-use crate::lease::MAX_LEASE_TTL;
+use crate::types::MAX_LEASE_TTL;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::lease::{LeaseId, MAX_LEASE_TTL};
+use crate::types::{LeaseId, MAX_LEASE_TTL};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {

@@ -10,30 +10,26 @@
 mod config;
 mod counts;
 mod error;
-mod host;
-mod keys;
 mod kv;
 mod lease;
 mod lessor;
 mod ops;
-mod snapshot;
 pub mod storage;
+mod types;
 mod watch;
 mod write;
 
 pub use config::Config;
 pub use counts::Counts;
 pub use error::{Error, Result};
-pub use kv::{
-    Entry, Event, Key, KeyBucketCursor, RangeRequest, RangeResponse, SortOrder, SortTarget,
-};
-pub use lease::{LeaseId, MAX_LEASE_TTL};
+pub use kv::{Event, KeyBucketCursor, RangeRequest, RangeResponse, SortOrder, SortTarget};
+pub use lessor::snapshot::{Restore, SnapshotCursor};
 pub use lessor::Lessor;
 pub use ops::{
     Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, DeleteResult, Granted,
     Op, OpResponse, PutOptions, PutRequest, PutResult, Revoked, Tick, TimeToLive, TxnRequest,
     TxnResponse,
 };
-pub use snapshot::{Restore, SnapshotCursor};
 pub use storage::{Batch, Storage};
+pub use types::{Entry, Key, LeaseId, MAX_LEASE_TTL};
 pub use watch::{Polled, WatchEvents, WatchRequest};

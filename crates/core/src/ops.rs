@@ -1,8 +1,8 @@
 //! What the lessor's operations take and return.
 
 use crate::error::Error;
-use crate::kv::{Entry, Key, RangeRequest, RangeResponse};
-use crate::lease::LeaseId;
+use crate::kv::{RangeRequest, RangeResponse};
+use crate::types::{Entry, Key, LeaseId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Granted {

@@ -7,9 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::counts::Counts;
 use crate::error::{Error, Result};
-use crate::kv::{Bound, Event, Key};
-use crate::lessor::Lessor;
+use crate::kv::Keyspace;
+use crate::kv::{Bound, Event};
+use crate::types::Key;
 
 /// etcd's WatchCreateRequest, as the core needs it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -105,7 +107,7 @@ impl Watcher {
 }
 
 #[derive(Default)]
-pub(crate) struct Watchers {
+pub struct Watchers {
     map: BTreeMap<i64, Watcher>,
     next_id: i64,
 }
@@ -116,15 +118,14 @@ impl Watchers {
     /// compaction drops what a watch from its own revision does not see
     /// (a deletion there, a version a later change of that revision
     /// replaced), and that watcher needs those.
-    pub(crate) fn oldest_wanted(&self) -> Option<i64> {
+    pub fn oldest_wanted(&self) -> Option<i64> {
         self.map.values().map(|w| w.next - 1).min()
     }
 }
 
-impl Lessor {
-    /// Starts a watcher; returns its id (unique in this lessor).
-    pub fn watch(&mut self, req: &WatchRequest) -> Result<i64> {
-        self.config.check_query_key(&req.key)?;
+impl Watchers {
+    /// Starts a watcher at `revision`, the current one (`Lessor::watch`).
+    pub fn add(&mut self, req: &WatchRequest, revision: i64) -> Result<i64> {
         if let Some(Bound::Excluded(end)) = Bound::of(&req.range_end) {
             if end <= &req.key[..] {
                 return Err(Error::invalid("watch range is empty"));
@@ -133,9 +134,9 @@ impl Lessor {
         let next = if req.start_revision > 0 {
             req.start_revision
         } else {
-            self.kv.revision() + 1
+            revision + 1
         };
-        let w = &mut self.watchers;
+        let w = self;
         w.next_id += 1;
         let id = w.next_id;
         w.map.insert(
@@ -150,46 +151,31 @@ impl Lessor {
         Ok(id)
     }
 
-    /// Stops a watcher; false if there was none with that id.
-    pub fn cancel_watch(&mut self, id: i64) -> bool {
-        self.watchers.map.remove(&id).is_some()
+    /// `Lessor::cancel_watch`.
+    pub fn cancel(&mut self, id: i64) -> bool {
+        self.map.remove(&id).is_some()
     }
 
-    /// Leaves a watcher out of polls (`paused`) or takes it back, where it
-    /// was; false if there is none with that id. History it still needs is
-    /// kept meanwhile.
-    pub fn pause_watch(&mut self, id: i64, paused: bool) -> bool {
-        self.watchers
-            .map
-            .get_mut(&id)
-            .map(|w| w.paused = paused)
-            .is_some()
+    /// `Lessor::pause_watch`.
+    pub fn pause(&mut self, id: i64, paused: bool) -> bool {
+        self.map.get_mut(&id).map(|w| w.paused = paused).is_some()
     }
 
-    /// Whether a watcher has been given every change so far (false while
-    /// it catches up on history, or if there is none with that id).
-    pub fn watch_caught_up(&self, id: i64) -> bool {
-        let rev = self.kv.revision();
-        self.watchers.map.get(&id).is_some_and(|w| w.next > rev)
+    /// `Lessor::watch_caught_up`, at the current revision `rev`.
+    pub fn caught_up(&self, id: i64, rev: i64) -> bool {
+        self.map.get(&id).is_some_and(|w| w.next > rev)
     }
 
-    /// Whether some watcher that is not paused has changes it has not been
-    /// given.
-    pub fn watches_pending(&self) -> bool {
-        let rev = self.kv.revision();
-        self.watchers
-            .map
-            .values()
-            .any(|w| !w.paused && w.next <= rev)
+    /// `Lessor::watches_pending`, at the current revision `rev`.
+    pub fn pending(&self, rev: i64) -> bool {
+        self.map.values().any(|w| !w.paused && w.next <= rev)
     }
 
-    /// The changes each watcher has not been given yet (at most 1000
-    /// revisions with changes in its range each, as etcd batches them;
-    /// `watches_pending` says whether more remain).
-    /// A watcher whose next revision was compacted is cancelled.
-    pub fn poll_watches(&mut self) -> Polled {
-        let rev = self.kv.revision();
-        let compacted = self.kv.compacted();
+    /// `Lessor::poll_watches`, reading the keyspace's log; counts the
+    /// previous versions it reads as etcd's watch stream does.
+    pub fn poll(&mut self, kv: &Keyspace, counts: &mut Counts) -> Polled {
+        let rev = kv.revision();
+        let compacted = kv.compacted();
         let mut out = Polled::default();
         let mut cancelled = Vec::new();
         // The event of each change, without and with prev_kv, once made
@@ -197,18 +183,17 @@ impl Lessor {
         // the first any watcher polled here reads, but at most SHARED_CHANGES
         // back from the newest (a watcher catching up from far back builds
         // its own events there; the table stays small).
-        let newest = self.kv.position(rev + 1);
+        let newest = kv.position(rev + 1);
         let base = self
-            .watchers
             .map
             .values()
             .filter(|w| !w.paused && w.next <= rev && w.next >= compacted)
-            .map(|w| self.kv.position(w.next))
+            .map(|w| kv.position(w.next))
             .min()
             .unwrap_or(newest)
             .max(newest.saturating_sub(SHARED_CHANGES));
         let mut made: Vec<[usize; 2]> = Vec::new();
-        for (&id, w) in self.watchers.map.iter_mut() {
+        for (&id, w) in self.map.iter_mut() {
             if w.paused || w.next > rev {
                 continue;
             }
@@ -237,7 +222,7 @@ impl Lessor {
             let mut found = Vec::new();
             let mut upto = Some(rev + 1);
             let (mut read, mut last_read) = (0, 0);
-            for (pos, at, sub, key) in self.kv.changes_from(scan.from) {
+            for (pos, at, sub, key) in kv.changes_from(scan.from) {
                 read += 1;
                 if read > SCAN_CHANGES && at != last_read {
                     scan.from = at;
@@ -288,7 +273,7 @@ impl Lessor {
                 };
                 let fresh = *slot == usize::MAX;
                 if fresh {
-                    let mut ev = self.kv.event(at, sub, key);
+                    let mut ev = kv.event(at, sub, key);
                     if !w.req.prev_kv {
                         ev.prev = None;
                     }
@@ -315,7 +300,7 @@ impl Lessor {
                     (out.events[**i].entry.as_ref())
                         .is_some_and(|e| e.create_revision == e.mod_revision)
                 };
-                self.counts.ranges += events.iter().filter(|i| !creates(i)).count() as u64;
+                counts.ranges += events.iter().filter(|i| !creates(i)).count() as u64;
             }
             if !events.is_empty() {
                 out.batches.push(WatchEvents {
@@ -327,7 +312,7 @@ impl Lessor {
             }
         }
         for id in cancelled {
-            self.watchers.map.remove(&id);
+            self.map.remove(&id);
         }
         out
     }

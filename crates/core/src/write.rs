@@ -13,9 +13,10 @@ use std::collections::HashMap;
 use foldhash::fast::FixedState;
 
 use crate::error::Result;
-use crate::kv::{cost, Entry, Key, Keyspace, Sweep};
-use crate::lease::{LeaseId, LeaseTable};
+use crate::kv::{cost, Keyspace, Sweep};
+use crate::lease::LeaseTable;
 use crate::storage::{codec, Batch, Store, StoredLease};
+use crate::types::{Entry, Key, LeaseId};
 
 enum KeyChange {
     /// `entry` was built for the revision it carries (its mod_revision);

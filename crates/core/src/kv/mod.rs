@@ -20,37 +20,17 @@
 mod backend;
 mod compaction;
 mod hash;
+mod load;
+mod log;
 mod range;
 
 pub use backend::KeyBucketCursor;
 pub use compaction::Sweep;
 pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
 
-use std::collections::{btree_map, BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::Arc;
+use std::collections::{btree_map, BTreeMap, HashMap, VecDeque};
 
-use crate::lease::LeaseId;
-
-/// A key's bytes, shared by every index that refers to it.
-pub type Key = Arc<[u8]>;
-
-/// One stored key's value and metadata, as etcd's mvccpb.KeyValue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub value: Box<[u8]>,
-    /// The value was given as text: hosts hand it back as a string.
-    pub text: bool,
-    /// Revision of the change that created the key: a lock's fencing token.
-    pub create_revision: i64,
-    pub mod_revision: i64,
-    /// Number of changes since creation (1 on create).
-    pub version: i64,
-    /// The change's place among its revision's changes (etcd's
-    /// sub-revision), 0 for the first.
-    pub sub: u32,
-    /// 0 when the key belongs to no lease.
-    pub lease: LeaseId,
-}
+use crate::types::{Entry, Key};
 
 /// A superseded state of a key: from `revision` (and `sub`) on it was
 /// `entry` (None: deleted), until the next version or the live entry.
@@ -251,89 +231,6 @@ impl Keyspace {
             .map(|(k, e)| (&**k, e))
     }
 
-    /// Loads the restored live entries into an empty keyspace; Err names a
-    /// key given twice. The ordered index is built in one go from the keys
-    /// sorted (stores list them in key order, so the sort is a pass), not by
-    /// one search per key.
-    pub(crate) fn load_live(&mut self, entries: Vec<(Key, Entry)>) -> std::result::Result<(), Key> {
-        debug_assert!(self.live.is_empty() && self.index.is_empty());
-        self.live.reserve(entries.len());
-        let mut keys = Vec::with_capacity(entries.len());
-        for (key, entry) in entries {
-            self.bytes += version_cost(&key, Some(&entry));
-            if self.live.insert(key.clone(), entry).is_some() {
-                return Err(key);
-            }
-            keys.push(key);
-        }
-        self.index = keys.into_iter().map(|k| (k, Vec::new())).collect();
-        Ok(())
-    }
-
-    /// Loads a restored superseded version, in (revision, sub) order among
-    /// the key's; false if the key already has one there.
-    pub(crate) fn load_old(
-        &mut self,
-        revision: i64,
-        sub: u32,
-        key: Key,
-        entry: Option<Entry>,
-    ) -> bool {
-        let cost = version_cost(&key, entry.as_ref());
-        let past = self.index.entry(key).or_default();
-        // Stores list entries in key order, so versions mostly come sorted.
-        match past.binary_search_by_key(&(revision, sub), |v| (v.revision, v.sub)) {
-            Ok(_) => false,
-            Err(at) => {
-                past.insert(
-                    at,
-                    Version {
-                        revision,
-                        sub,
-                        entry,
-                    },
-                );
-                self.bytes += cost;
-                true
-            }
-        }
-    }
-
-    /// Ends a restore: history starts at `compacted`, and the log is rebuilt
-    /// from every version since (within a revision, by sub-revision, then
-    /// in key order), after a change for each key a sweep has yet to visit.
-    pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) {
-        self.revision = revision;
-        self.compacted = compacted;
-        // Walked map by map (no lookup per key) into an ordered set. A key
-        // holding versions a finished compaction would have dropped (its
-        // steps were cut short) gets one change in front, for the sweep to
-        // visit.
-        let mut log = BTreeSet::new();
-        let mut unswept = Vec::new();
-        for (k, past) in self.index.iter() {
-            let stale = self.droppable(k, past);
-            if stale > 0 {
-                unswept.push((past[0].revision, past[0].sub, k.clone()));
-            }
-            for v in past[stale..].iter().filter(|v| v.revision >= compacted) {
-                log.insert((v.revision, v.sub, k.clone()));
-            }
-        }
-        for (k, e) in self.live.iter() {
-            if e.mod_revision >= compacted {
-                log.insert((e.mod_revision, e.sub, k.clone()));
-            }
-        }
-        unswept.sort_unstable_by_key(|&(revision, sub, _)| (revision, sub));
-        self.unswept = unswept.len();
-        self.log = unswept
-            .into_iter()
-            .chain(log)
-            .map(|(revision, sub, key)| Change { revision, sub, key })
-            .collect();
-    }
-
     /// Starts the changes of revision `revision` (the write path's).
     pub(crate) fn begin(&mut self, revision: i64) {
         self.revision = revision;
@@ -453,56 +350,5 @@ impl Keyspace {
                 .chain(live.map(|e| (e.mod_revision, e.sub, Some(e))));
             (k, versions)
         })
-    }
-
-    /// The log position of the first change from revision `from` on (not
-    /// one a sweep has yet to visit and drop).
-    pub fn position(&self, from: i64) -> usize {
-        self.log
-            .partition_point(|c| c.revision < from)
-            .max(self.unswept)
-    }
-
-    /// The (position in the log, revision, sub-revision, key) of each
-    /// change from `from` on (at or after the compaction point), in commit
-    /// order. A position names one change until the log next changes.
-    pub fn changes_from(&self, from: i64) -> impl Iterator<Item = (usize, i64, u32, &Key)> + '_ {
-        let start = self.position(from);
-        self.log
-            .range(start..)
-            .enumerate()
-            .map(move |(i, c)| (start + i, c.revision, c.sub, &c.key))
-    }
-
-    /// The change `(revision, sub)` of `key`, as watchers see it.
-    pub fn event(&self, revision: i64, sub: u32, key: &Key) -> Event {
-        let live = self.live.get(&**key);
-        let past = self.index.get(&**key).map_or(&[][..], |p| &p[..]);
-        // A superseded version if a later change in the revision (or after
-        // it) replaced it, else the live entry.
-        let entry = match past.binary_search_by_key(&(revision, sub), |v| (v.revision, v.sub)) {
-            Ok(at) => past[at].entry.clone(),
-            Err(_) => live
-                .filter(|e| (e.mod_revision, e.sub) == (revision, sub))
-                .cloned(),
-        };
-        // A create has no previous entry, even where it replaced the entry
-        // of a lease that had expired without a tick deleting it yet; and
-        // before the compaction point there is none to give (etcd's read of
-        // it fails as compacted, so it leaves prev_kv out).
-        let prev = match &entry {
-            Some(e) if e.version == 1 => None,
-            _ if revision - 1 < self.compacted => None,
-            _ => match live {
-                Some(e) if e.mod_revision < revision => Some(e.clone()),
-                _ => state_at(past, revision - 1).cloned(),
-            },
-        };
-        Event {
-            key: key.clone(),
-            entry,
-            revision,
-            prev,
-        }
     }
 }

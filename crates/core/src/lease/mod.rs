@@ -2,25 +2,21 @@
 //! fall due, the ids they get, and the rate at which they may expire. Knows
 //! nothing of keys beyond the names a lease holds.
 
+mod expiry;
 mod ids;
 mod limiter;
 mod promotion;
 mod queue;
 mod table;
 
+pub use expiry::Expiry;
 pub use ids::random_u64;
 pub use limiter::{RateLimiter, WINDOW_MS};
 pub use promotion::{per_window, spread};
 pub use table::LeaseTable;
 
-use crate::kv::Key;
 use crate::storage::StoredLease;
-
-/// A lease id. 0 means "no lease"; negative ids are allowed, as in etcd.
-pub type LeaseId = i64;
-
-/// The largest TTL `grant` accepts, in seconds (etcd's MaxLeaseTTL).
-pub const MAX_LEASE_TTL: i64 = 9_000_000_000;
+use crate::types::Key;
 
 /// Deadline of a lease on a standby lessor: it does not expire.
 pub const FOREVER: i64 = i64::MAX;

@@ -2,7 +2,8 @@
 
 use std::collections::VecDeque;
 
-use super::{LeaseId, WINDOW_MS};
+use super::WINDOW_MS;
+use crate::types::LeaseId;
 
 /// Delays deadlines (sorted here) so that no `per_window + 1` of them fall in
 /// one window of 1000 ms: each is moved to the earliest time that keeps the

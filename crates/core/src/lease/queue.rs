@@ -11,7 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::LeaseId;
+use crate::types::LeaseId;
 
 #[derive(Default)]
 pub struct DeadlineQueue {

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use super::ids::{random_u64, IdGen};
 use super::queue::DeadlineQueue;
-use super::{Lease, LeaseId, FOREVER, NOT_QUEUED};
+use super::{Lease, FOREVER, NOT_QUEUED};
 use crate::error::Result;
-use crate::kv::Key;
+use crate::types::{Key, LeaseId};
 
 /// Seeded per table from the OS, so ids chosen by clients cannot be crafted
 /// to collide.

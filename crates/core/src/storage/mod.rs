@@ -1,7 +1,11 @@
 //! The host's store: what the lessor hands to it ([`Batch`]), the handle the
-//! lessor writes through ([`Store`]), and the stored layout ([`codec`]).
+//! lessor writes through ([`Store`]), the stored layout ([`codec`]) and its
+//! reading back (`decode`).
 
 pub mod codec;
+pub(crate) mod decode;
+#[cfg(test)]
+mod tests;
 
 pub use codec::{StoredLease, REVISION_KEY};
 

@@ -4,10 +4,11 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::kv::{Bound, Key};
-use crate::lease::{slack_ms, Lease, LeaseId, NOT_STORED};
+use crate::kv::Bound;
+use crate::lease::{slack_ms, Lease, NOT_STORED};
 use crate::lessor::Lessor;
-use crate::storage::{codec, Storage, Store};
+use crate::storage::{codec, decode, Storage, Store};
+use crate::types::{Key, LeaseId};
 
 fn corrupt(key: String, reason: impl Into<String>) -> Error {
     Error::CorruptEntry {
@@ -32,12 +33,12 @@ impl Lessor {
         now: i64,
         storage: Option<Box<dyn Storage>>,
     ) -> Result<Lessor> {
-        Lessor::restore_decoded(config, codec::decode(entries)?, now, storage)
+        Lessor::restore_decoded(config, decode::decode(entries)?, now, storage)
     }
 
     fn restore_decoded(
         config: Config,
-        snap: codec::Snapshot,
+        snap: decode::Snapshot,
         now: i64,
         storage: Option<Box<dyn Storage>>,
     ) -> Result<Lessor> {
@@ -235,7 +236,7 @@ impl Lessor {
 /// `finish`), where `Lessor::restore` takes them at once: a host reading a
 /// large store need not hold every entry in two forms at once.
 #[derive(Default)]
-pub struct Restore(codec::Decoder);
+pub struct Restore(decode::Decoder);
 
 impl Restore {
     /// One stored entry; a corrupt one fails here.

@@ -6,8 +6,9 @@
 
 use crate::error::{Error, Result};
 use crate::lessor::Lessor;
-use crate::storage::codec::{host_key, valid_host_name, MAX_HOST_ENTRIES, MAX_HOST_VALUE};
+use crate::storage::codec::{host_key, valid_host_name};
 use crate::storage::Batch;
+use crate::types::{MAX_HOST_ENTRIES, MAX_HOST_VALUE};
 
 impl Lessor {
     /// The host entry `name`, if there is one.

@@ -16,14 +16,23 @@ changed() {
   [ "$force" = 1 ] || [ ! -f "$stamp" ] || [ -n "$(find "$@" -type f -newer "$stamp" 2>/dev/null | head -1)" ]
 }
 
+# size FILE: its size raw and gzip -9.
+size() {
+  echo "[build] $1: $(wc -c < "$1") bytes raw, $(gzip -9 -c "$1" | wc -c) bytes gzip -9"
+}
+
+# pkg/: with the etcd parts (HashKV, the key bucket), which the JS wrapper
+# calls today; pkg-lean/: without them.
 if changed pkg/.build-stamp crates/core crates/wasm Cargo.toml Cargo.lock scripts/build.sh; then
-  echo "[build] wasm-pack (release, target web)"
-  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg" --no-pack
+  echo "[build] wasm-pack (release, target web, --features etcd)"
+  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg" --no-pack --features etcd
   rm -f pkg/.gitignore
   touch pkg/.build-stamp
-  raw=$(wc -c < pkg/edge_lease_bg.wasm)
-  gz=$(gzip -9 -c pkg/edge_lease_bg.wasm | wc -c)
-  echo "[build] pkg/edge_lease_bg.wasm: $raw bytes raw, $gz bytes gzip -9"
+  size pkg/edge_lease_bg.wasm
+  echo "[build] wasm-pack (release, target web, lean: no features)"
+  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg-lean" --no-pack
+  rm -f pkg-lean/.gitignore
+  size pkg-lean/edge_lease_bg.wasm
 else
   echo "[build] wasm up to date"
 fi

@@ -24,8 +24,9 @@ suite() {
   fi
 }
 
-suite "rust: fmt and clippy" bash -c 'cargo fmt --all --check && cargo clippy --workspace --all-targets -- -D warnings && cargo clippy -p edge-lease-wasm --target wasm32-unknown-unknown -- -D warnings && cargo clippy -p edge-lease-h2 --target wasm32-wasip1 -- -D warnings && cargo fmt --check --manifest-path tests/etcd-client/Cargo.toml && CARGO_TARGET_DIR=target cargo clippy --release --manifest-path tests/etcd-client/Cargo.toml -- -D warnings'
+suite "rust: fmt and clippy" bash -c 'cargo fmt --all --check && cargo clippy --workspace --all-targets -- -D warnings && cargo clippy --workspace --all-targets --all-features -- -D warnings && cargo clippy -p edge-lease-wasm --target wasm32-unknown-unknown -- -D warnings && cargo clippy -p edge-lease-wasm --target wasm32-unknown-unknown --features etcd -- -D warnings && cargo clippy -p edge-lease-h2 --target wasm32-wasip1 -- -D warnings && cargo fmt --check --manifest-path tests/etcd-client/Cargo.toml && CARGO_TARGET_DIR=target cargo clippy --release --manifest-path tests/etcd-client/Cargo.toml -- -D warnings'
 suite "rust: cargo test (native, debug: overflow checks on)" cargo test --workspace
+suite "rust: cargo test --all-features (the etcd parts)" cargo test --workspace --all-features
 suite "wasm: wasm-pack test --node" wasm-pack test --node --release crates/wasm
 # Without WASM_BINDGEN_USE_BROWSER, suites not marked run_in_browser (crates/wasm/tests/wasm.rs
 # runs in both) are skipped under --chrome.

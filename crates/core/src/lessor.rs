@@ -18,6 +18,7 @@
 
 // The lessor's operations, one concept each; they use the front, never
 // the other way round.
+#[cfg(feature = "etcd")]
 mod etcd;
 mod history;
 mod host;

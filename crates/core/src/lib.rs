@@ -22,7 +22,9 @@ mod write;
 pub use config::Config;
 pub use counts::Counts;
 pub use error::{Error, Result};
-pub use kv::{Event, KeyBucketCursor, RangeRequest, RangeResponse, SortOrder, SortTarget};
+#[cfg(feature = "etcd")]
+pub use kv::KeyBucketCursor;
+pub use kv::{Event, RangeRequest, RangeResponse, SortOrder, SortTarget};
 pub use lessor::snapshot::{Restore, SnapshotCursor};
 pub use lessor::Lessor;
 pub use ops::{

@@ -585,7 +585,9 @@ proptest! {
         }).collect();
         prop_assert_eq!(&got, &want);
         // The same, read back from etcd's key bucket layout.
+        #[cfg(feature = "etcd")]
         let whole = l.etcd_key_bucket();
+        #[cfg(feature = "etcd")]
         prop_assert_eq!(etcd_records(&whole), want.clone());
         // Swept to its end, the compaction has dropped from memory and from
         // the store exactly what it left unreadable: the store holds the
@@ -609,6 +611,7 @@ proptest! {
         // Read in pieces: the same bytes, each piece within its bound
         // unless a single record, and the heads naming each record's key and
         // value length.
+        #[cfg(feature = "etcd")]
         for max in [1, 100, 4096] {
             let mut cursor = l.etcd_key_bucket_cursor();
             let heads = cursor.take_heads();
@@ -629,12 +632,15 @@ proptest! {
     }
 }
 
+#[cfg(feature = "etcd")]
 type Version = (i64, u32, Vec<u8>, Option<(Vec<u8>, i64, i64, i64, i64)>);
 
+#[cfg(feature = "etcd")]
 fn u32_at(b: &[u8], at: usize) -> usize {
     u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize
 }
 
+#[cfg(feature = "etcd")]
 /// The (key, value) records of a packed key bucket piece.
 fn records(b: &[u8]) -> Vec<(&[u8], &[u8])> {
     let mut out = Vec::new();
@@ -648,6 +654,7 @@ fn records(b: &[u8]) -> Vec<(&[u8], &[u8])> {
     out
 }
 
+#[cfg(feature = "etcd")]
 /// The (key, value length) of each record of the key bucket's heads.
 fn heads_of(b: &[u8]) -> Vec<(Vec<u8>, usize)> {
     let mut out = Vec::new();
@@ -660,6 +667,7 @@ fn heads_of(b: &[u8]) -> Vec<(Vec<u8>, usize)> {
     out
 }
 
+#[cfg(feature = "etcd")]
 /// The records of etcd's key bucket, packed (`etcd_key_bucket`), decoded:
 /// the key is `rev_sub` (8 bytes big-endian each, "t" after a deletion),
 /// the value an mvccpb.KeyValue (key 1, create 2, mod 3, version 4, value
@@ -1590,6 +1598,7 @@ fn compactions_between_polls_never_lose_or_change_what_a_watcher_is_given() {
 // as their versions are (a later put or delete of the key changes nothing
 // read), and a compaction that drops a version not yet read fails the read
 // rather than leave a record out.
+#[cfg(feature = "etcd")]
 #[test]
 fn the_key_bucket_read_in_pieces_while_writes_go_on() {
     let mut l = Lessor::new(Config::default()).unwrap();

@@ -17,9 +17,11 @@ use wasm_bindgen::JsCast;
 mod codec;
 
 use codec::{Reader, Writer};
+#[cfg(feature = "etcd")]
+use edge_lease_core::KeyBucketCursor;
 use edge_lease_core::{
-    Batch, Config, Entry, Error, KeyBucketCursor, LeaseId, Lessor, PutOptions, Restore, Revoked,
-    SnapshotCursor, Storage,
+    Batch, Config, Entry, Error, LeaseId, Lessor, PutOptions, Restore, Revoked, SnapshotCursor,
+    Storage,
 };
 
 /// Positions in the scratch array (see `RawLessor::scratch`).
@@ -667,28 +669,6 @@ impl RawLessor {
         self.inner.size_bytes() as f64
     }
 
-    /// etcd's HashKV up to `upto` (0: the current revision).
-    pub fn hash_kv(&self, upto: f64) -> Result<u32, JsValue> {
-        self.inner.hash_kv(upto as i64).map_err(|e| js_error(&e))
-    }
-
-    /// etcd's key bucket for this history, read in pieces
-    /// (`Lessor::etcd_key_bucket_cursor`).
-    pub fn etcd_key_bucket_cursor(&self) -> RawKeyBucket {
-        RawKeyBucket(self.inner.etcd_key_bucket_cursor())
-    }
-
-    /// The key bucket's next records, about `max` bytes; empty once done.
-    pub fn etcd_key_bucket_next(
-        &self,
-        cursor: &mut RawKeyBucket,
-        max: u32,
-    ) -> Result<Vec<u8>, JsValue> {
-        self.inner
-            .etcd_key_bucket_next(&mut cursor.0, max as usize)
-            .map_err(|e| js_error(&e))
-    }
-
     /// The host entry `name` (a copy), or undefined.
     pub fn host_entry(&self, name: &str) -> Option<Vec<u8>> {
         self.inner.host_entry(name).map(<[u8]>::to_vec)
@@ -779,10 +759,39 @@ impl RawRestore {
     }
 }
 
+/// What only an etcd server needs (feature `etcd`).
+#[cfg(feature = "etcd")]
+#[wasm_bindgen]
+impl RawLessor {
+    /// etcd's HashKV up to `upto` (0: the current revision).
+    pub fn hash_kv(&self, upto: f64) -> Result<u32, JsValue> {
+        self.inner.hash_kv(upto as i64).map_err(|e| js_error(&e))
+    }
+
+    /// etcd's key bucket for this history, read in pieces
+    /// (`Lessor::etcd_key_bucket_cursor`).
+    pub fn etcd_key_bucket_cursor(&self) -> RawKeyBucket {
+        RawKeyBucket(self.inner.etcd_key_bucket_cursor())
+    }
+
+    /// The key bucket's next records, about `max` bytes; empty once done.
+    pub fn etcd_key_bucket_next(
+        &self,
+        cursor: &mut RawKeyBucket,
+        max: u32,
+    ) -> Result<Vec<u8>, JsValue> {
+        self.inner
+            .etcd_key_bucket_next(&mut cursor.0, max as usize)
+            .map_err(|e| js_error(&e))
+    }
+}
+
 /// The key bucket read in pieces (`RawLessor::etcd_key_bucket_cursor`).
+#[cfg(feature = "etcd")]
 #[wasm_bindgen]
 pub struct RawKeyBucket(KeyBucketCursor);
 
+#[cfg(feature = "etcd")]
 #[wasm_bindgen]
 impl RawKeyBucket {
     /// Each record's key and value length (`KeyBucketCursor::take_heads`).

@@ -17,13 +17,16 @@
 //! a transaction changes more than once (a from-key delete and a put of a
 //! key in it, which etcd allows).
 
+#[cfg(feature = "etcd")]
 mod backend;
 mod compaction;
+#[cfg(feature = "etcd")]
 mod hash;
 mod load;
 mod log;
 mod range;
 
+#[cfg(feature = "etcd")]
 pub use backend::KeyBucketCursor;
 pub use compaction::Sweep;
 pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
@@ -165,6 +168,7 @@ impl Keyspace {
         state_at(self.index.get(key)?, revision)
     }
 
+    #[cfg(feature = "etcd")]
     /// The version of `key` written by change `sub` of `revision`, if it is
     /// held: Some(entry), or Some(None) for a deletion.
     pub fn version(&self, key: &[u8], revision: i64, sub: u32) -> Option<Option<&Entry>> {

@@ -5,7 +5,7 @@
 //                        [--out BENCHMARKS.md] [--max-run-seconds 120]
 //
 // JS systems are the modules in benches/systems/ (run by benches/run-one.mjs);
-// native ones come from the Rust bench binary (benches/native.rs). A system
+// native ones come from the Rust bench binary (crates/core/benches/native.rs). A system
 // that cannot run (edge-lease before pkg/ is built, the native ones when
 // cargo cannot build the bench binary, a run that fails or exceeds the time
 // budget) shows up as skipped, with the reason.
@@ -67,7 +67,7 @@ if (opt.systems) {
 function buildNative() {
   const r = spawnSync(
     "cargo",
-    ["bench", "--bench", "native", "--no-run", "--message-format=json-render-diagnostics"],
+    ["bench", "-p", "edge-lease-core", "--bench", "native", "--no-run", "--message-format=json-render-diagnostics"],
     { cwd: ROOT, encoding: "utf8", maxBuffer: 64 << 20 },
   );
   if (r.error) return { error: `cargo not runnable: ${r.error.message}` };

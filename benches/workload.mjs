@@ -1,4 +1,4 @@
-// The "churn" workload, shared by every JS system. benches/native.rs runs the
+// The "churn" workload, shared by every JS system. crates/core/benches/native.rs runs the
 // same workload natively: keep the constants and steps in sync with it.
 //
 // A system (see benches/systems/) has grant(ttlSeconds) -> id,

@@ -16,22 +16,31 @@ changed() {
   [ "$force" = 1 ] || [ ! -f "$stamp" ] || [ -n "$(find "$@" -type f -newer "$stamp" 2>/dev/null | head -1)" ]
 }
 
-if changed pkg/.build-stamp src Cargo.toml Cargo.lock scripts/build.sh; then
-  echo "[build] wasm-pack (release, target web)"
-  wasm-pack build --release --target web --out-dir pkg --no-pack
+# size FILE: its size raw and gzip -9.
+size() {
+  echo "[build] $1: $(wc -c < "$1") bytes raw, $(gzip -9 -c "$1" | wc -c) bytes gzip -9"
+}
+
+# pkg/: with the etcd parts (HashKV, the key bucket), which the JS wrapper
+# calls today; pkg-lean/: without them.
+if changed pkg/.build-stamp crates/core crates/wasm Cargo.toml Cargo.lock scripts/build.sh; then
+  echo "[build] wasm-pack (release, target web, --features etcd)"
+  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg" --no-pack --features etcd
   rm -f pkg/.gitignore
   touch pkg/.build-stamp
-  raw=$(wc -c < pkg/edge_lease_bg.wasm)
-  gz=$(gzip -9 -c pkg/edge_lease_bg.wasm | wc -c)
-  echo "[build] pkg/edge_lease_bg.wasm: $raw bytes raw, $gz bytes gzip -9"
+  size pkg/edge_lease_bg.wasm
+  echo "[build] wasm-pack (release, target web, lean: no features)"
+  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg-lean" --no-pack
+  rm -f pkg-lean/.gitignore
+  size pkg-lean/edge_lease_bg.wasm
 else
   echo "[build] wasm up to date"
 fi
 
 # The server's HTTP/2 module (Node only, so not in pkg/): plain cargo, no
 # bindings; server/h2.mjs gives it its few WASI imports.
-if changed dist/h2.wasm server/h2 Cargo.lock scripts/build.sh; then
-  echo "[build] dist/h2.wasm (server/h2, wasm32-wasip1)"
+if changed dist/h2.wasm crates/h2 Cargo.lock scripts/build.sh; then
+  echo "[build] dist/h2.wasm (crates/h2, wasm32-wasip1)"
   cargo build --release --target wasm32-wasip1 -p edge-lease-h2
   mkdir -p dist
   wasm-opt -O3 --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals target/wasm32-wasip1/release/edge_lease_h2.wasm -o dist/h2.wasm

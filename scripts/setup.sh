@@ -19,7 +19,7 @@ log() { printf '[setup] %s\n' "$*"; }
 export PATH="$HOME/.cargo/bin:$PATH"
 
 # Rust targets for wasm: the engine's, and the server's HTTP/2 module's
-# (server/h2 needs a clock, which wasm32-unknown-unknown lacks).
+# (crates/h2 needs a clock, which wasm32-unknown-unknown lacks).
 for target in wasm32-unknown-unknown wasm32-wasip1; do
   if ! rustup target list --installed | grep -qx "$target"; then
     log "adding rust target $target"
@@ -27,8 +27,8 @@ for target in wasm32-unknown-unknown wasm32-wasip1; do
   fi
 done
 
-# wasm-bindgen-cli must match the crate's pinned wasm-bindgen exactly.
-want_wb=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)"/\1/p' Cargo.toml)
+# wasm-bindgen-cli must match the binding crate's pinned wasm-bindgen exactly.
+want_wb=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)"/\1/p' crates/wasm/Cargo.toml)
 have_wb=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have_wb" != "$want_wb" ]; then
   log "installing wasm-bindgen-cli $want_wb (have: ${have_wb:-none})"

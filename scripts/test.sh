@@ -24,12 +24,13 @@ suite() {
   fi
 }
 
-suite "rust: fmt and clippy" bash -c 'cargo fmt --all --check && cargo clippy --workspace --all-targets -- -D warnings && cargo clippy --target wasm32-unknown-unknown -- -D warnings && cargo clippy -p edge-lease-h2 --target wasm32-wasip1 -- -D warnings && cargo fmt --check --manifest-path tests/etcd-client/Cargo.toml && CARGO_TARGET_DIR=target cargo clippy --release --manifest-path tests/etcd-client/Cargo.toml -- -D warnings'
+suite "rust: fmt and clippy" bash -c 'cargo fmt --all --check && cargo clippy --workspace --all-targets -- -D warnings && cargo clippy --workspace --all-targets --all-features -- -D warnings && cargo clippy -p edge-lease-wasm --target wasm32-unknown-unknown -- -D warnings && cargo clippy -p edge-lease-wasm --target wasm32-unknown-unknown --features etcd -- -D warnings && cargo clippy -p edge-lease-h2 --target wasm32-wasip1 -- -D warnings && cargo fmt --check --manifest-path tests/etcd-client/Cargo.toml && CARGO_TARGET_DIR=target cargo clippy --release --manifest-path tests/etcd-client/Cargo.toml -- -D warnings'
 suite "rust: cargo test (native, debug: overflow checks on)" cargo test --workspace
-suite "wasm: wasm-pack test --node" wasm-pack test --node --release
-# Without WASM_BINDGEN_USE_BROWSER, suites not marked run_in_browser (tests/wasm.rs
+suite "rust: cargo test --all-features (the etcd parts)" cargo test --workspace --all-features
+suite "wasm: wasm-pack test --node" wasm-pack test --node --release crates/wasm
+# Without WASM_BINDGEN_USE_BROWSER, suites not marked run_in_browser (crates/wasm/tests/wasm.rs
 # runs in both) are skipped under --chrome.
-suite "wasm: wasm-pack test --headless --chrome" env WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome --release
+suite "wasm: wasm-pack test --headless --chrome" env WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome --release crates/wasm
 suite "js: node:test (API, packaging, runtimes, browser)" \
   node --test --test-concurrency=1 $(find tests -name '*.test.mjs' | sort)
 

@@ -1,0 +1,246 @@
+//! The lease table: every lease by id, the queue of their deadlines, and the
+//! keys each holds (as etcd's lessor keeps item sets: it never reads values).
+
+use std::collections::HashMap;
+
+use super::ids::{random_u64, IdGen};
+use super::queue::DeadlineQueue;
+use super::{Lease, FOREVER, NOT_QUEUED};
+use crate::error::Result;
+use crate::types::{Key, LeaseId};
+
+/// Seeded per table from the OS, so ids chosen by clients cannot be crafted
+/// to collide.
+type LeaseMap = HashMap<LeaseId, Lease, foldhash::fast::FixedState>;
+
+pub struct LeaseTable {
+    map: LeaseMap,
+    queue: DeadlineQueue,
+    ids: IdGen,
+    /// Expiry is held since this time (`Lessor::hold_expiry`): a lease
+    /// alive then lives on past its deadline, with its keys, until it is
+    /// released.
+    pub held: Option<i64>,
+}
+
+impl LeaseTable {
+    pub fn new() -> Result<LeaseTable> {
+        let seed = random_u64()?;
+        Ok(LeaseTable {
+            map: LeaseMap::with_hasher(foldhash::fast::FixedState::with_seed(seed)),
+            queue: DeadlineQueue::default(),
+            ids: IdGen::new()?,
+            held: None,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn get(&self, id: LeaseId) -> Option<&Lease> {
+        self.map.get(&id)
+    }
+
+    /// The lease if it is live at `now` (or was when expiry was held).
+    pub fn live(&self, id: LeaseId, now: i64) -> Option<&Lease> {
+        self.map.get(&id).filter(|l| self.alive(l, now))
+    }
+
+    /// Whether `l` is alive at `now` under this table's hold (`Lease::alive`).
+    pub fn alive(&self, l: &Lease, now: i64) -> bool {
+        l.alive(now, self.held)
+    }
+
+    /// The visibility rule for keys: a key is there while the lease it
+    /// belongs to lives (or it belongs to none).
+    pub fn keeps(&self, lease: LeaseId, now: i64) -> bool {
+        lease == 0 || self.live(lease, now).is_some()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (LeaseId, &Lease)> {
+        self.map.iter().map(|(&id, l)| (id, l))
+    }
+
+    /// A random positive 63-bit id no lease in the table has.
+    pub fn fresh_id(&mut self) -> Result<LeaseId> {
+        loop {
+            let id = self.ids.next()?;
+            if id != 0 && !self.map.contains_key(&id) {
+                return Ok(id);
+            }
+        }
+    }
+
+    /// Adds a lease; on a primary it is queued at its deadline. Returns false
+    /// (and changes nothing) if the id is taken.
+    pub fn insert(&mut self, id: LeaseId, mut lease: Lease, primary: bool) -> bool {
+        let std::collections::hash_map::Entry::Vacant(slot) = self.map.entry(id) else {
+            return false;
+        };
+        if primary {
+            lease.queued = lease.deadline;
+            self.queue.push(lease.deadline, id);
+        }
+        slot.insert(lease);
+        true
+    }
+
+    /// Room for `n` more leases (a restore knows how many come).
+    pub fn reserve(&mut self, n: usize) {
+        self.map.reserve(n);
+    }
+
+    pub fn remove(&mut self, id: LeaseId) -> Option<Lease> {
+        let l = self.map.remove(&id)?;
+        // Removed leases leave their queue entries behind (skipped when
+        // popped); rebuild when they outnumber the live ones.
+        if self.queue.len() > 2 * self.map.len() + 64 {
+            self.rebuild_queue();
+        }
+        Some(l)
+    }
+
+    /// Renews: the deadline moves to `deadline`, the checkpoint is used up,
+    /// and `stored` follows when `persisted`.
+    pub fn renewed(&mut self, id: LeaseId, deadline: i64, persisted: bool) {
+        let Some(l) = self.map.get_mut(&id) else {
+            return;
+        };
+        l.deadline = deadline;
+        l.remaining = 0;
+        if persisted {
+            l.stored = deadline;
+        }
+        if deadline < l.queued {
+            // A promotion's extension made the queued deadline later than
+            // this renewal's: queue again (the old entry is skipped).
+            l.queued = deadline;
+            self.queue.push(deadline, id);
+        }
+    }
+
+    pub fn set_remaining(&mut self, id: LeaseId, remaining: i64) {
+        if let Some(l) = self.map.get_mut(&id) {
+            l.remaining = remaining;
+        }
+    }
+
+    /// The soonest (deadline, id) in the queue that is a lease's real
+    /// deadline: leftovers of removed leases are dropped, and leases renewed
+    /// since they were queued are re-queued at their deadline, on the way.
+    pub fn next_due(&mut self) -> Option<(i64, LeaseId)> {
+        while let Some((d, id)) = self.queue.peek() {
+            match self.map.get_mut(&id).filter(|l| l.queued == d) {
+                None => {
+                    self.queue.pop(); // removed, or an old incarnation of the id
+                }
+                Some(l) if l.deadline > d => {
+                    l.queued = l.deadline;
+                    let nd = l.deadline;
+                    self.queue.pop();
+                    self.queue.push(nd, id);
+                }
+                Some(_) => return Some((d, id)),
+            }
+        }
+        None
+    }
+
+    /// Takes out of the queue up to `max` leases due at `now`, soonest
+    /// first. The caller ends them, or gives them back with `requeue`.
+    pub fn take_due(&mut self, now: i64, max: usize) -> Vec<(i64, LeaseId)> {
+        let mut due = Vec::new();
+        while due.len() < max {
+            match self.next_due() {
+                Some((d, id)) if d <= now => {
+                    self.queue.pop();
+                    // Taken: another entry of the id at the same deadline
+                    // (left by an incarnation revoked and granted again in
+                    // the same millisecond) is stale from now on.
+                    if let Some(l) = self.map.get_mut(&id) {
+                        l.queued = NOT_QUEUED;
+                    }
+                    due.push((d, id));
+                }
+                _ => break,
+            }
+        }
+        due
+    }
+
+    /// Puts back leases `take_due` took and that did not end.
+    pub fn requeue(&mut self, due: &[(i64, LeaseId)]) {
+        for &(d, id) in due {
+            if let Some(l) = self.map.get_mut(&id) {
+                l.queued = d;
+            }
+            self.queue.push(d, id);
+        }
+    }
+
+    /// Attaches `key` to the lease; false if there is no such lease.
+    pub fn attach(&mut self, id: LeaseId, key: &Key) -> bool {
+        let Some(l) = self.map.get_mut(&id) else {
+            return false;
+        };
+        if let Err(at) = l.keys.binary_search(key) {
+            // Most leases hold one key or a few: grow by one at first
+            // instead of Vec's default of four.
+            if l.keys.len() < 4 {
+                l.keys.reserve_exact(1);
+            }
+            l.keys.insert(at, key.clone());
+        }
+        true
+    }
+
+    pub fn detach(&mut self, id: LeaseId, key: &[u8]) {
+        if let Some(l) = self.map.get_mut(&id) {
+            if let Ok(at) = l.keys.binary_search_by(|k| (**k).cmp(key)) {
+                l.keys.remove(at);
+            }
+        }
+    }
+
+    /// Sets the deadlines a promotion planned (and `stored` where the
+    /// promotion wrote them), then queues every lease afresh.
+    pub fn promoted(&mut self, plan: &[(i64, LeaseId)]) {
+        for &(d, id) in plan {
+            if let Some(l) = self.map.get_mut(&id) {
+                if l.needs_persist(d) {
+                    l.stored = d;
+                }
+                l.deadline = d;
+            }
+        }
+        self.rebuild_queue();
+    }
+
+    /// Stops expiry: each live lease keeps its remaining time as a
+    /// checkpoint and gets no deadline; the queue empties.
+    pub fn demote(&mut self, now: i64) {
+        for l in self.map.values_mut() {
+            if l.live(now) {
+                l.remaining = l.deadline.saturating_sub(now);
+                l.deadline = FOREVER;
+            }
+            l.queued = NOT_QUEUED;
+        }
+        self.queue.clear();
+        self.queue.shrink_to_fit();
+    }
+
+    fn rebuild_queue(&mut self) {
+        self.queue.clear();
+        for (&id, l) in self.map.iter_mut() {
+            if l.deadline == FOREVER {
+                l.queued = NOT_QUEUED;
+                continue;
+            }
+            l.queued = l.deadline;
+            self.queue.push(l.deadline, id);
+        }
+        self.queue.shrink_to_fit();
+    }
+}

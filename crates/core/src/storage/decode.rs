@@ -1,0 +1,321 @@
+//! Reading a store back: its entries, in any order, decoded into what
+//! restore rebuilds the lessor from, each checked against the layout
+//! (`codec.rs`) so that a bad entry is named rather than guessed at.
+
+use super::codec::{
+    old_key, plain, valid_host_name, StoredLease, COMPACTED_KEY, HOST_PREFIX, KEY_PREFIX,
+    LEASE_PREFIX, MAX_COUNTER, OLD_PREFIX, REVISION_KEY, TOMBSTONE,
+};
+use crate::error::{Error, Result};
+use crate::types::{Entry, LeaseId, MAX_HOST_ENTRIES, MAX_HOST_VALUE, MAX_LEASE_TTL};
+
+/// Everything decoded from a store.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub revision: i64,
+    pub leases: Vec<(LeaseId, StoredLease)>,
+    pub keys: Vec<(Vec<u8>, Entry)>,
+    /// Superseded versions: (revision, sub-revision, key, entry or None for
+    /// a delete).
+    pub old: Vec<(i64, u32, Vec<u8>, Option<Entry>)>,
+    /// The compaction point, if the store has one: stores written before
+    /// history was kept have none, and hold no history.
+    pub compacted: i64,
+    pub compacted_stored: bool,
+    /// The host's entries: (name, bytes).
+    pub host: Vec<(String, Vec<u8>)>,
+}
+
+fn corrupt(key: &str, reason: impl Into<String>) -> Error {
+    Error::CorruptEntry {
+        key: key.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn parse_hex_id(key: &str, s: &str) -> Result<LeaseId> {
+    parse_hex(key, "lease id", s)
+}
+
+fn parse_hex(key: &str, what: &str, s: &str) -> Result<i64> {
+    // Only the form the encoder writes: one number, one name.
+    let mut v = 0u64;
+    for b in s.bytes() {
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            _ => 16,
+        };
+        if d == 16 {
+            v = u64::MAX;
+            break;
+        }
+        v = v << 4 | u64::from(d);
+    }
+    if s.len() != 16 || (v == u64::MAX && s != "ffffffffffffffff") {
+        return Err(corrupt(
+            key,
+            format!("{what} \"{s}\" is not 16 lowercase hex digits"),
+        ));
+    }
+    Ok(v as i64)
+}
+
+fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .ok_or_else(|| corrupt(key, "truncated %-escape"))?;
+            // Only the escapes `key_key` writes (uppercase, for bytes it does
+            // not leave plain), so two names never decode to the same key.
+            if !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'A'..=b'F')) {
+                return Err(corrupt(key, "bad %-escape"));
+            }
+            let v = u8::from_str_radix(hex, 16).map_err(|_| corrupt(key, "bad %-escape"))?;
+            if plain(v) {
+                return Err(corrupt(key, "needless %-escape"));
+            }
+            out.push(v);
+            i += 3;
+        } else if plain(b[i]) {
+            out.push(b[i]);
+            i += 1;
+        } else {
+            return Err(corrupt(key, "unescaped byte in key name"));
+        }
+    }
+    if out.is_empty() {
+        return Err(corrupt(key, "empty key name"));
+    }
+    Ok(out)
+}
+
+/// Splits `a=1 b=2` into its values, in the order of `names`, exactly.
+fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Result<[&'a str; N]> {
+    let mut out = [""; N];
+    let mut parts = text.split(' ');
+    for (i, name) in names.iter().enumerate() {
+        let part = parts
+            .next()
+            .ok_or_else(|| corrupt(key, format!("missing field {name}")))?;
+        out[i] = part
+            .strip_prefix(name)
+            .and_then(|r| r.strip_prefix('='))
+            .ok_or_else(|| corrupt(key, format!("expected field {name}, found \"{part}\"")))?;
+    }
+    if parts.next().is_some() {
+        return Err(corrupt(key, "unexpected trailing fields"));
+    }
+    Ok(out)
+}
+
+fn num(key: &str, name: &str, s: &str) -> Result<i64> {
+    // The encoder's form: an optional '-' then 1 to 18 digits (no '+', no
+    // leading zeros check needed; up to 18 digits cannot overflow).
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || digits.len() > 18 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<i64>()
+            .map_err(|_| corrupt(key, format!("field {name}=\"{s}\" is not an integer")));
+    }
+    let v = digits
+        .bytes()
+        .fold(0i64, |v, b| v * 10 + i64::from(b - b'0'));
+    Ok(if digits.len() < s.len() { -v } else { v })
+}
+
+/// A sub-revision as written: only above 0, in plain decimal.
+fn parse_sub(key: &str, s: &str) -> Result<u32> {
+    match num(key, "sub", s) {
+        Ok(n @ 1..=0xffff_ffff) if !s.starts_with(['0', '-']) => Ok(n as u32),
+        _ => Err(corrupt(key, "bad sub-revision")),
+    }
+}
+
+fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {
+    std::str::from_utf8(v).map_err(|_| corrupt(key, "not UTF-8"))
+}
+
+/// A key record: the header line, then the value bytes.
+fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
+    let nl = value
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| corrupt(key, "missing header line"))?;
+    let header = utf8(key, &value[..nl])?;
+    // " sub=<n>" ends the line when the change was not its revision's first.
+    let (c, m, ver, lease, text, sub) = if header.split(' ').count() == 6 {
+        let [c, m, ver, lease, text, sub] = fields(
+            key,
+            header,
+            ["create", "mod", "version", "lease", "text", "sub"],
+        )?;
+        (c, m, ver, lease, text, parse_sub(key, sub)?)
+    } else {
+        let [c, m, ver, lease, text] =
+            fields(key, header, ["create", "mod", "version", "lease", "text"])?;
+        (c, m, ver, lease, text, 0)
+    };
+    let text = match text {
+        "0" => false,
+        "1" => true,
+        _ => return Err(corrupt(key, "text must be 0 or 1")),
+    };
+    let entry = Entry {
+        value: value[nl + 1..].into(),
+        text,
+        create_revision: num(key, "create", c)?,
+        mod_revision: num(key, "mod", m)?,
+        version: num(key, "version", ver)?,
+        sub,
+        lease: parse_hex_id(key, lease)?,
+    };
+    if entry.create_revision < 2
+        || entry.mod_revision < entry.create_revision
+        || entry.version < 1
+        || entry.version > MAX_COUNTER
+    {
+        return Err(corrupt(key, "revisions or version out of range"));
+    }
+    if text && std::str::from_utf8(&entry.value).is_err() {
+        return Err(corrupt(key, "text value is not UTF-8"));
+    }
+    Ok(entry)
+}
+
+/// Reads a store back an entry at a time (`add`), then checks the whole
+/// (`finish`): a host can hand over a large store in pieces. Every entry
+/// must be one this version wrote.
+#[derive(Default)]
+pub struct Decoder {
+    snap: Snapshot,
+    have_revision: bool,
+}
+
+impl Decoder {
+    /// Decodes one stored entry.
+    pub fn add(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        if key == REVISION_KEY {
+            if self.have_revision {
+                return Err(corrupt(key, "duplicate entry"));
+            }
+            self.snap.revision = num(key, "revision", utf8(key, value)?)?;
+            if !(1..=MAX_COUNTER).contains(&self.snap.revision) {
+                return Err(corrupt(key, "revision out of range"));
+            }
+            self.have_revision = true;
+        } else if let Some(hex) = key.strip_prefix(LEASE_PREFIX) {
+            let id = parse_hex_id(key, hex)?;
+            if id == 0 {
+                return Err(corrupt(key, "lease id 0 is reserved"));
+            }
+            let [ttl, deadline, remaining] =
+                fields(key, utf8(key, value)?, ["ttl", "deadline", "remaining"])?;
+            let deadline = match deadline {
+                "none" => None,
+                d => Some(num(key, "deadline", d)?),
+            };
+            let lease = StoredLease {
+                ttl: num(key, "ttl", ttl)?,
+                deadline,
+                remaining: num(key, "remaining", remaining)?,
+            };
+            if lease.ttl < 1 || lease.ttl > MAX_LEASE_TTL || lease.remaining < 0 {
+                return Err(corrupt(key, "ttl or remaining out of range"));
+            }
+            self.snap.leases.push((id, lease));
+        } else if let Some(name) = key.strip_prefix(KEY_PREFIX) {
+            let name = decode_key_name(key, name)?;
+            self.snap.keys.push((name, decode_entry(key, value)?));
+        } else if let Some(rest) = key.strip_prefix(OLD_PREFIX) {
+            let (rev, name) = rest
+                .split_once('/')
+                .ok_or_else(|| corrupt(key, "missing revision"))?;
+            let (rev, sub) = match rev.split_once('.') {
+                None => (rev, 0),
+                Some((rev, sub)) => (rev, parse_sub(key, sub)?),
+            };
+            let rev = parse_hex(key, "revision", rev)?;
+            if !(2..=MAX_COUNTER).contains(&rev) {
+                return Err(corrupt(key, "revision out of range"));
+            }
+            let name = decode_key_name(key, name)?;
+            let entry = if value == TOMBSTONE {
+                None
+            } else {
+                let e = decode_entry(key, value)?;
+                if (e.mod_revision, e.sub) != (rev, sub) {
+                    return Err(corrupt(key, "mod revision is not the record's revision"));
+                }
+                Some(e)
+            };
+            self.snap.old.push((rev, sub, name, entry));
+        } else if key == COMPACTED_KEY {
+            if self.snap.compacted_stored {
+                return Err(corrupt(key, "duplicate entry"));
+            }
+            self.snap.compacted_stored = true;
+            self.snap.compacted = num(key, "compacted", utf8(key, value)?)?;
+            if !(-1..=MAX_COUNTER).contains(&self.snap.compacted) {
+                return Err(corrupt(key, "compaction point out of range"));
+            }
+        } else if let Some(name) = key.strip_prefix(HOST_PREFIX) {
+            if !valid_host_name(name) || value.len() > MAX_HOST_VALUE {
+                return Err(corrupt(key, "host entry name or size out of range"));
+            }
+            if self.snap.host.len() >= MAX_HOST_ENTRIES {
+                return Err(corrupt(key, "more host entries than the limit"));
+            }
+            self.snap.host.push((name.to_string(), value.to_vec()));
+        } else {
+            return Err(corrupt(key, "unknown entry (not written by edge-lease v1)"));
+        }
+        Ok(())
+    }
+
+    /// The snapshot, once every entry is in.
+    pub fn finish(self) -> Result<Snapshot> {
+        let Decoder {
+            mut snap,
+            have_revision,
+        } = self;
+        // Grants write no revision, but every key change does.
+        let changed_keys = !snap.keys.is_empty() || !snap.old.is_empty();
+        if !have_revision && changed_keys {
+            return Err(corrupt(REVISION_KEY, "missing"));
+        }
+        if !have_revision {
+            snap.revision = 1;
+        }
+        if snap.compacted > snap.revision {
+            return Err(corrupt(
+                COMPACTED_KEY,
+                "compaction point is above the stored revision",
+            ));
+        }
+        for (rev, sub, name, _) in &snap.old {
+            if *rev > snap.revision {
+                return Err(corrupt(
+                    &old_key(*rev, *sub, name),
+                    "revision is above the stored revision",
+                ));
+            }
+        }
+        Ok(snap)
+    }
+}
+
+/// Reads a whole store back (`Decoder`).
+pub fn decode<K: AsRef<str>, V: AsRef<[u8]>>(
+    entries: impl IntoIterator<Item = (K, V)>,
+) -> Result<Snapshot> {
+    let mut d = Decoder::default();
+    for (k, v) in entries {
+        d.add(k.as_ref(), v.as_ref())?;
+    }
+    d.finish()
+}

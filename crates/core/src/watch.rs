@@ -1,0 +1,319 @@
+//! Watchers: who wants the changes of which keys from which revision on.
+//! The keyspace's log is the source: `poll_watches` hands each watcher the
+//! changes it has not seen, so a watcher that starts in the past catches up
+//! from history and one that is current gets each commit's changes. A host
+//! polls after every write; automatic compaction never drops changes a
+//! watcher has not been given.
+
+use std::collections::BTreeMap;
+
+use crate::counts::Counts;
+use crate::error::{Error, Result};
+use crate::kv::Keyspace;
+use crate::kv::{Bound, Event};
+use crate::types::Key;
+
+/// etcd's WatchCreateRequest, as the core needs it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WatchRequest {
+    pub key: Vec<u8>,
+    /// As in `RangeRequest`: empty for the key alone, `[0]` for all from `key`.
+    pub range_end: Vec<u8>,
+    /// The first revision to report; 0 for changes after the current one.
+    pub start_revision: i64,
+    /// Give each event the key's previous entry.
+    pub prev_kv: bool,
+    /// Leave out puts (etcd's NOPUT filter).
+    pub no_put: bool,
+    /// Leave out deletes (etcd's NODELETE filter).
+    pub no_delete: bool,
+}
+
+/// What one poll hands out: each event once, however many watchers get it
+/// (a change many watchers see is built and encoded once).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Polled {
+    pub events: Vec<Event>,
+    pub batches: Vec<WatchEvents>,
+}
+
+impl Polled {
+    /// A batch's events.
+    pub fn events_of<'a>(&'a self, b: &'a WatchEvents) -> impl Iterator<Item = &'a Event> + 'a {
+        b.events.iter().map(|&i| &self.events[i])
+    }
+}
+
+/// What one poll has for one watcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchEvents {
+    pub id: i64,
+    /// Indexes into `Polled::events`, in revision order; may be empty when
+    /// `compact_revision` is set.
+    pub events: Vec<usize>,
+    /// Set when the watcher wanted changes from before the compaction
+    /// point: it is cancelled, and this is that point (etcd's
+    /// compact_revision).
+    pub compact_revision: i64,
+    /// The store's revision at the poll.
+    pub revision: i64,
+}
+
+/// At most this many revisions with changes in a watcher's range per poll:
+/// etcd catches up a watcher in batches of 1000 such revisions (its
+/// watchBatchMaxRevs, counted before the watcher's filters).
+const BATCH_REVISIONS: usize = 1000;
+
+/// At most about this many changes of the log read per watcher per poll
+/// (a revision is never split): a watcher of a rare key far behind goes on
+/// at the next poll instead of reading all history in one call.
+const SCAN_CHANGES: usize = 4096;
+
+/// How far back from the newest change a poll shares events between
+/// watchers.
+const SHARED_CHANGES: usize = 4096;
+
+struct Watcher {
+    req: WatchRequest,
+    /// The next revision to report.
+    next: i64,
+    /// A batch being found over several polls (far behind, sparse in its
+    /// range): `next` stays at its start until it is handed out.
+    scan: Option<Scan>,
+    /// Left out of polls until resumed (its host cannot take more now);
+    /// where it is, its search included, is kept.
+    paused: bool,
+}
+
+/// How far a batch has been found: read up to `from`, `revs` revisions
+/// with changes in range so far, the last being `last`, and those changes;
+/// found under the compaction point `compacted` (if it moves, the search
+/// starts again, as the changes found may have been dropped).
+struct Scan {
+    compacted: i64,
+    from: i64,
+    revs: usize,
+    last: i64,
+    wanted: Vec<(i64, u32, Key)>,
+}
+
+impl Watcher {
+    fn wants(&self, key: &[u8]) -> bool {
+        match Bound::of(&self.req.range_end) {
+            None => key == &self.req.key[..],
+            Some(end) => key >= &self.req.key[..] && end.admits(key),
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Watchers {
+    map: BTreeMap<i64, Watcher>,
+    next_id: i64,
+}
+
+impl Watchers {
+    /// The newest revision a compaction may take while watchers wait: one
+    /// before the oldest some watcher still has to be given, since a
+    /// compaction drops what a watch from its own revision does not see
+    /// (a deletion there, a version a later change of that revision
+    /// replaced), and that watcher needs those.
+    pub fn oldest_wanted(&self) -> Option<i64> {
+        self.map.values().map(|w| w.next - 1).min()
+    }
+}
+
+impl Watchers {
+    /// Starts a watcher at `revision`, the current one (`Lessor::watch`).
+    pub fn add(&mut self, req: &WatchRequest, revision: i64) -> Result<i64> {
+        if let Some(Bound::Excluded(end)) = Bound::of(&req.range_end) {
+            if end <= &req.key[..] {
+                return Err(Error::invalid("watch range is empty"));
+            }
+        }
+        let next = if req.start_revision > 0 {
+            req.start_revision
+        } else {
+            revision + 1
+        };
+        let w = self;
+        w.next_id += 1;
+        let id = w.next_id;
+        w.map.insert(
+            id,
+            Watcher {
+                req: req.clone(),
+                next,
+                scan: None,
+                paused: false,
+            },
+        );
+        Ok(id)
+    }
+
+    /// `Lessor::cancel_watch`.
+    pub fn cancel(&mut self, id: i64) -> bool {
+        self.map.remove(&id).is_some()
+    }
+
+    /// `Lessor::pause_watch`.
+    pub fn pause(&mut self, id: i64, paused: bool) -> bool {
+        self.map.get_mut(&id).map(|w| w.paused = paused).is_some()
+    }
+
+    /// `Lessor::watch_caught_up`, at the current revision `rev`.
+    pub fn caught_up(&self, id: i64, rev: i64) -> bool {
+        self.map.get(&id).is_some_and(|w| w.next > rev)
+    }
+
+    /// `Lessor::watches_pending`, at the current revision `rev`.
+    pub fn pending(&self, rev: i64) -> bool {
+        self.map.values().any(|w| !w.paused && w.next <= rev)
+    }
+
+    /// `Lessor::poll_watches`, reading the keyspace's log; counts the
+    /// previous versions it reads as etcd's watch stream does.
+    pub fn poll(&mut self, kv: &Keyspace, counts: &mut Counts) -> Polled {
+        let rev = kv.revision();
+        let compacted = kv.compacted();
+        let mut out = Polled::default();
+        let mut cancelled = Vec::new();
+        // The event of each change, without and with prev_kv, once made
+        // (watchers of one change share it): by log position from `base`,
+        // the first any watcher polled here reads, but at most SHARED_CHANGES
+        // back from the newest (a watcher catching up from far back builds
+        // its own events there; the table stays small).
+        let newest = kv.position(rev + 1);
+        let base = self
+            .map
+            .values()
+            .filter(|w| !w.paused && w.next <= rev && w.next >= compacted)
+            .map(|w| kv.position(w.next))
+            .min()
+            .unwrap_or(newest)
+            .max(newest.saturating_sub(SHARED_CHANGES));
+        let mut made: Vec<[usize; 2]> = Vec::new();
+        for (&id, w) in self.map.iter_mut() {
+            if w.paused || w.next > rev {
+                continue;
+            }
+            if w.next < compacted {
+                cancelled.push(id);
+                out.batches.push(WatchEvents {
+                    id,
+                    events: Vec::new(),
+                    compact_revision: compacted,
+                    revision: rev,
+                });
+                continue;
+            }
+            // Find the batch: the changes in range from `next`, up to 1000
+            // revisions of them (etcd's), reading at most about
+            // SCAN_CHANGES changes this poll; if that is not enough, the
+            // search goes on at the next poll.
+            let found_before = w.scan.take().filter(|s| s.compacted == compacted);
+            let mut scan = found_before.unwrap_or(Scan {
+                compacted,
+                from: w.next,
+                revs: 0,
+                last: 0,
+                wanted: Vec::new(),
+            });
+            let mut found = Vec::new();
+            let mut upto = Some(rev + 1);
+            let (mut read, mut last_read) = (0, 0);
+            for (pos, at, sub, key) in kv.changes_from(scan.from) {
+                read += 1;
+                if read > SCAN_CHANGES && at != last_read {
+                    scan.from = at;
+                    upto = None;
+                    break;
+                }
+                last_read = at;
+                if !w.wants(key) {
+                    continue;
+                }
+                if at != scan.last {
+                    if scan.revs == BATCH_REVISIONS {
+                        upto = Some(at);
+                        break;
+                    }
+                    scan.revs += 1;
+                    scan.last = at;
+                }
+                found.push((Some(pos), at, sub, key));
+            }
+            let Some(upto) = upto else {
+                // (Keys are shared: keeping them copies no bytes.)
+                let more = found
+                    .into_iter()
+                    .map(|(_, at, sub, key)| (at, sub, key.clone()));
+                scan.wanted.extend(more);
+                w.scan = Some(scan);
+                continue;
+            };
+            // The batch's events: those found at earlier polls (no position:
+            // it may have moved since) made here, the rest shared with other
+            // watchers where they can be.
+            let earlier = scan
+                .wanted
+                .iter()
+                .map(|(at, sub, key)| (None, *at, *sub, key));
+            let mut events = Vec::new();
+            for (pos, at, sub, key) in earlier.chain(found) {
+                let mut unshared = usize::MAX;
+                let slot = match pos.and_then(|p| p.checked_sub(base)) {
+                    Some(at) => {
+                        if made.len() <= at {
+                            made.resize(at + 1, [usize::MAX; 2]);
+                        }
+                        &mut made[at][w.req.prev_kv as usize]
+                    }
+                    None => &mut unshared,
+                };
+                let fresh = *slot == usize::MAX;
+                if fresh {
+                    let mut ev = kv.event(at, sub, key);
+                    if !w.req.prev_kv {
+                        ev.prev = None;
+                    }
+                    *slot = out.events.len();
+                    out.events.push(ev);
+                }
+                let i = *slot;
+                let put = out.events[i].entry.is_some();
+                if (put && w.req.no_put) || (!put && w.req.no_delete) {
+                    if fresh {
+                        // Made for a watcher that filters it out: not handed out.
+                        out.events.pop();
+                        *slot = usize::MAX;
+                    }
+                    continue;
+                }
+                events.push(i);
+            }
+            w.next = upto;
+            if w.req.prev_kv {
+                // etcd's watch stream reads each event's previous version
+                // from the store (a range, counted) unless it created the key.
+                let creates = |i: &&usize| {
+                    (out.events[**i].entry.as_ref())
+                        .is_some_and(|e| e.create_revision == e.mod_revision)
+                };
+                counts.ranges += events.iter().filter(|i| !creates(i)).count() as u64;
+            }
+            if !events.is_empty() {
+                out.batches.push(WatchEvents {
+                    id,
+                    events,
+                    compact_revision: 0,
+                    revision: rev,
+                });
+            }
+        }
+        for id in cancelled {
+            self.map.remove(&id);
+        }
+        out
+    }
+}

@@ -1,11 +1,13 @@
-// The JS half of the wasm binding (src/wasm.rs is the other half): lease ids
-// as two u32 halves and as hex, the named scratch slots and rows, values read
-// in place from wasm memory, and the binding's errors as LeaseErrors.
-// A Binding (one per lessor) holds its own caches: nothing at module level
-// changes after load, except `ready`, set once by the entry that
-// instantiated the wasm.
+// The JS half of the wasm binding (crates/wasm is the other half): lease
+// ids as two u32 halves and as hex, the named scratch slots and rows, values
+// read in place from wasm memory, and the binding's errors as LeaseErrors.
+// The engine is a build of crates/wasm, its wasm-bindgen module handed over
+// by the entry that instantiated it: the lean one the edge loads, or the
+// etcd server's, which adds what only an etcd server needs (HashKV, etcd's
+// snapshot file). A Binding (one per lessor) holds its own caches; what is at
+// module level is set when the first engine is ready and is the same for
+// every build.
 
-import { defaults as coreDefaults, RangeRow, RawLessor, RawRestore, RevokedRow, Slot } from "../pkg/edge_lease.js";
 import { LeaseError, leaseError } from "./errors.js";
 import { hex8, hexOfI64, high, low } from "./lease-id.js";
 import {
@@ -26,38 +28,58 @@ import {
   writeWatch,
 } from "./codec.js";
 
-let ready = false;
+// Engines (wasm-bindgen modules) whose wasm is instantiated.
+const ready = new WeakSet();
 
-/** Called by each entry point once the wasm module is instantiated. */
-export function markReady() {
-  ready = true;
+// Scratch positions and row layouts, named in crates/wasm: taken from the
+// first engine, so hot paths index by plain numbers. Every build has the
+// same ones (markReady checks).
+let ID_HI, ID_LO, CREATE_REVISION, MOD_REVISION, VERSION, VALUE_PTR, VALUE_LEN, TEXT, CREATED, DELETED, HAS_PREV, TTL, TTL_MS, GRANTED_TTL;
+let RangeRow = null;
+let RevokedRow = null;
+let layout = null;
+
+/** Called by each entry point once `engine`'s wasm is instantiated. */
+export function markReady(engine) {
+  const own = JSON.stringify([engine.Slot, engine.RangeRow, engine.RevokedRow]);
+  if (layout !== null && own !== layout) {
+    throw new LeaseError("CorruptEntry", "two builds of the engine with different binding layouts in one realm");
+  }
+  if (layout === null) {
+    layout = own;
+    ({
+      IdHi: ID_HI,
+      IdLo: ID_LO,
+      CreateRevision: CREATE_REVISION,
+      ModRevision: MOD_REVISION,
+      Version: VERSION,
+      ValuePtr: VALUE_PTR,
+      ValueLen: VALUE_LEN,
+      Text: TEXT,
+      Created: CREATED,
+      Deleted: DELETED,
+      HasPrev: HAS_PREV,
+      Ttl: TTL,
+      TtlMs: TTL_MS,
+      GrantedTtl: GRANTED_TTL,
+    } = engine.Slot);
+    ({ RangeRow, RevokedRow } = engine);
+  }
+  ready.add(engine);
+}
+
+/** Bytes of `engine`'s wasm linear memory (shared by every lessor it built). */
+export function memoryBytes(engine) {
+  return engine.RawLessor.memory_bytes();
 }
 
 /** The core's option defaults (`Config::default()`): `{ minTtl, revokeRate, ... }`. */
-export function defaults() {
-  if (!ready) {
+export function defaults(engine) {
+  if (!engine || !ready.has(engine)) {
     throw new LeaseError("NotInitialized", "edge-lease is not initialized: in a browser, `await init()` first");
   }
-  return coreDefaults();
+  return engine.defaults();
 }
-
-// Scratch positions, named in src/wasm.rs: taken once, so hot paths index by constants.
-const {
-  IdHi: ID_HI,
-  IdLo: ID_LO,
-  CreateRevision: CREATE_REVISION,
-  ModRevision: MOD_REVISION,
-  Version: VERSION,
-  ValuePtr: VALUE_PTR,
-  ValueLen: VALUE_LEN,
-  Text: TEXT,
-  Created: CREATED,
-  Deleted: DELETED,
-  HasPrev: HAS_PREV,
-  Ttl: TTL,
-  TtlMs: TTL_MS,
-  GrantedTtl: GRANTED_TTL,
-} = Slot;
 
 // ---- values ------------------------------------------------------------------
 
@@ -71,8 +93,8 @@ const NO_BYTES = new Uint8Array(0);
 // high-water mark).
 const RESTORE_PART_BYTES = 1 << 20;
 
-function restoreRaw(config, { entries, now, write }) {
-  const r = new RawRestore();
+function restoreRaw(engine, config, { entries, now, write }) {
+  const r = new engine.RawRestore();
   try {
     for (const part of packEntryParts(entries, RESTORE_PART_BYTES)) r.add(part);
   } catch (e) {
@@ -80,7 +102,7 @@ function restoreRaw(config, { entries, now, write }) {
     throw e;
   }
   // (The restore is consumed, on success or not.)
-  return RawLessor.restore(config, r, now, write && ((bytes) => write(new Batch(bytes))));
+  return engine.RawLessor.restore(config, r, now, write && ((bytes) => write(new Batch(bytes))));
 }
 
 /**
@@ -88,6 +110,7 @@ function restoreRaw(config, { entries, now, write }) {
  * lists as objects. Every method takes the host time `now` (epoch ms) first.
  */
 export class Binding {
+  #engine;
   #raw;
   #scratch;
   // A view of wasm memory for reading values; it empties when memory grows.
@@ -107,9 +130,10 @@ export class Binding {
    * maxKeysPerLease }`); with `restore` (`{ entries, now, write }`) rebuilt
    * from stored entries, handing every later change to `write` first.
    */
-  constructor(config, restore) {
+  constructor(engine, config, restore) {
+    this.#engine = engine;
     try {
-      this.#raw = restore ? restoreRaw(config, restore) : new RawLessor(config);
+      this.#raw = restore ? restoreRaw(engine, config, restore) : new engine.RawLessor(config);
     } catch (e) {
       throw leaseError(e);
     }
@@ -168,6 +192,7 @@ export class Binding {
 
   /** The key bucket in pieces: `etcdKeyBucketNext(cursor, max)` until it gives none; then `cursor.free()`. */
   etcdKeyBucketCursor() {
+    this.#etcd("etcdKeyBucket");
     return this.#raw.etcd_key_bucket_cursor();
   }
 
@@ -188,6 +213,7 @@ export class Binding {
   }
 
   hashKv(upto) {
+    this.#etcd("hashKv");
     return this.#call(() => this.#raw.hash_kv(upto));
   }
 
@@ -235,9 +261,11 @@ export class Binding {
     }
   }
 
-  /** Bytes of wasm linear memory (shared by every lessor in this module). */
-  static memoryBytes() {
-    return RawLessor.memory_bytes();
+  // What only the etcd server's build has (crates/wasm's `etcd` feature).
+  #etcd(what) {
+    if (typeof this.#raw.hash_kv !== "function") {
+      throw new LeaseError("Unimplemented", `${what} is in the etcd server's build of the engine (edge-lease-etcd), not in this one`);
+    }
   }
 
   /** True while the core is inside a change, which is when it calls storage. */
@@ -535,7 +563,7 @@ export class Binding {
   #value(ptr, len, text) {
     // A view empties when memory grows (its buffer is detached): renew it then.
     // (Comparing buffers would call the slow Memory#buffer getter every time.)
-    if (this.#bytes.byteLength === 0) this.#bytes = new Uint8Array(RawLessor.memory().buffer);
+    if (this.#bytes.byteLength === 0) this.#bytes = new Uint8Array(this.#engine.RawLessor.memory().buffer);
     const bytes = this.#bytes;
     if (!text) return bytes.slice(ptr, ptr + len);
     // Short ASCII (ids, addresses, "alive") is cheaper to build here than

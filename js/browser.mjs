@@ -2,16 +2,18 @@
 // page must `await init()` once before `new Lessor()`. `init` is idempotent;
 // it also accepts what wasm-bindgen's init does (a URL, Response, bytes or
 // a WebAssembly.Module) for hosts that serve the file elsewhere.
-import wbgInit from "../pkg/edge_lease.js";
+import * as engine from "../pkg/edge_lease.js";
 import { markReady } from "./binding.js";
+import { setDefaultEngine } from "./lessor.js";
 
 let started = null;
 
 export function init(input) {
   if (started === null) {
     const arg = input === undefined ? undefined : { module_or_path: input };
-    started = wbgInit(arg).then(() => {
-      markReady();
+    started = engine.default(arg).then(() => {
+      markReady(engine);
+      setDefaultEngine(engine);
     });
     started.catch(() => {
       started = null;

@@ -2,7 +2,7 @@
 // (reached through ./binding.js); each method here orders one call: argument
 // checks, the host clock, the core, then events and the expiry timer.
 
-import { Binding, defaults } from "./binding.js";
+import { Binding, defaults, memoryBytes } from "./binding.js";
 import { leaseId } from "./lease-id.js";
 import { checkInt, checkKey, checkMs, checkValue, epochMs, lessorOptions, options } from "./checks.js";
 import { deleteRequest, putRequest, rangeRequest, txnRequest, watchRequest } from "./requests.js";
@@ -38,11 +38,39 @@ function atWorkerGlobalScope() {
   }
 }
 
+// The engine (a wasm-bindgen module of crates/wasm) a Lessor builds its
+// core with: the package's entry sets the default, the lean build; a host
+// that brings its own build (edge-lease-etcd's) binds a subclass to it.
+let defaultEngine = null;
+const ENGINES = new WeakMap();
+
+/** Called by the package's entry point with the build it loaded. */
+export function setDefaultEngine(engine) {
+  defaultEngine = engine;
+}
+
+/** A Lessor class whose cores `engine` builds, whatever the default. */
+export function bindEngine(engine) {
+  const bound = class extends Lessor {};
+  Object.defineProperty(bound, "name", { value: "Lessor" });
+  ENGINES.set(bound, engine);
+  return bound;
+}
+
+function engineOf(cls) {
+  for (let c = cls; c !== Lessor; c = Object.getPrototypeOf(c)) {
+    const engine = ENGINES.get(c);
+    if (engine) return engine;
+  }
+  return defaultEngine;
+}
+
 /**
  * An etcd-style lessor: leases with TTLs, keys attached to them, revisions,
  * and expiry driven by the host's clock.
  */
 export class Lessor extends EventTarget {
+  #engine;
   #b = null;
   #now;
   #closed = false;
@@ -64,14 +92,16 @@ export class Lessor extends EventTarget {
 
   constructor(opts = {}) {
     super();
-    const o = lessorOptions(opts, defaults());
+    const engine = engineOf(new.target);
+    this.#engine = engine;
+    const o = lessorOptions(opts, defaults(engine));
     this.#now = o.now;
     this.#maxKey = o.config.maxKeyBytes;
     this.#maxValue = o.config.maxValueBytes;
     this.#autoTick = o.autoTick;
     if (o.storage) this.#writes = new WriteQueue(o.storage, () => this.#timer.clear());
     const write = this.#writes ? (batch) => this.#writes.write(batch) : undefined;
-    const create = () => new Binding(o.config, o.restore && { entries: o.restore, now: this.#time(), write });
+    const create = () => new Binding(engine, o.config, o.restore && { entries: o.restore, now: this.#time(), write });
     if (atWorkerGlobalScope()) {
       // The core seeds its hash maps from the OS's randomness, and workerd
       // refuses random values (and timers) at a Worker's global scope: make
@@ -646,9 +676,9 @@ export class Lessor extends EventTarget {
     }
   }
 
-  /** Bytes of wasm linear memory (shared by every lessor in this module): a diagnostic. */
+  /** Bytes of wasm linear memory (shared by every lessor of this engine): a diagnostic. */
   memoryBytes() {
-    return Binding.memoryBytes();
+    return memoryBytes(this.#engine);
   }
 
   /** Resolves when every storage write so far is durable (not later ones); rejects if one failed. */

@@ -21,18 +21,20 @@ size() {
   echo "[build] $1: $(wc -c < "$1") bytes raw, $(gzip -9 -c "$1" | wc -c) bytes gzip -9"
 }
 
-# pkg/: with the etcd parts (HashKV, the key bucket), which the JS wrapper
-# calls today; pkg-lean/: without them.
+# Two builds of crates/wasm: pkg/, the lean engine that browsers, Workers
+# and Node load (edge-lease), and dist/engine/, the etcd server's, with the
+# `etcd` feature (HashKV, etcd's snapshot file), which the server and the
+# Durable Object service load.
 if changed pkg/.build-stamp crates/core crates/wasm Cargo.toml Cargo.lock scripts/build.sh; then
-  echo "[build] wasm-pack (release, target web, --features etcd)"
-  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg" --no-pack --features etcd
+  echo "[build] wasm-pack (release, target web, lean: no features) -> pkg/"
+  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg" --no-pack
   rm -f pkg/.gitignore
-  touch pkg/.build-stamp
   size pkg/edge_lease_bg.wasm
-  echo "[build] wasm-pack (release, target web, lean: no features)"
-  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg-lean" --no-pack
-  rm -f pkg-lean/.gitignore
-  size pkg-lean/edge_lease_bg.wasm
+  echo "[build] wasm-pack (release, target web, --features etcd) -> dist/engine/"
+  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/dist/engine" --no-pack --features etcd
+  rm -f dist/engine/.gitignore
+  size dist/engine/edge_lease_bg.wasm
+  touch pkg/.build-stamp
 else
   echo "[build] wasm up to date"
 fi

@@ -5,7 +5,7 @@
 import { networkInterfaces } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Lessor } from "../js/node.mjs";
+import { Lessor } from "./engine.mjs";
 import { FileStore } from "../js/stores/file.mjs";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "../etcd/services/index.mjs";

@@ -13,6 +13,7 @@
 // The alarm handler still awaits sync(): the alarm is done only once the
 // expiry is stored and the next alarm set.
 import { DurableLessor, KV_MAX_ENGINE_KEY_BYTES, sqliteBacked } from "../js/stores/durable-object.mjs";
+import { Lessor } from "./engine.mjs";
 import { createServices, memberIds } from "../etcd/services/index.mjs";
 import { createGateway } from "../etcd/gateway.mjs";
 import { createCallCounters, createMetrics, createServiceStats } from "../etcd/services/metrics.mjs";
@@ -86,7 +87,7 @@ export class LeaseNamespace {
   async #open() {
     const storage = this.#ctx.storage;
     const options = engineOptions(this.#env, sqliteBacked(storage));
-    this.#dl = await DurableLessor.open(storage, { ...options, outputGate: true });
+    this.#dl = await DurableLessor.open(storage, { ...options, outputGate: true, Lessor });
     const lessor = this.#dl.lessor;
     const ids = await memberIds([`edge-lease:${this.#ctx.id}`], "edge-lease");
     const self = this;

@@ -40,6 +40,12 @@ export interface DurableLessorOptions extends Omit<LessorOptions, "storage" | "r
    * per change, `await sync()` before answering.
    */
   outputGate?: boolean;
+  /**
+   * The Lessor class to build: by default this package's (the lean engine);
+   * edge-lease-etcd's Worker passes its own, whose engine adds etcd's HashKV
+   * and snapshot file.
+   */
+  Lessor?: new (options?: LessorOptions) => Lessor;
 }
 
 /** A lessor persisted in a Durable Object, expiring leases from the object's (one) alarm. */

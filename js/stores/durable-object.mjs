@@ -218,12 +218,14 @@ export class DurableLessor {
    * Lessor's (`now`, `minTtl`, ...; `autoTick` is always false here: the
    * alarm ticks) plus `prefix` for the stored keys (default "edge-lease/").
    * `maxValueBytes` defaults to 127 KiB to fit a stored value, and on
-   * KV-backed objects `maxKeyBytes` to 640 to fit a stored key.
+   * KV-backed objects `maxKeyBytes` to 640 to fit a stored key. `Lessor`:
+   * the class to build (a host's own build of the engine), else this
+   * package's.
    */
   static async open(storage, options = {}) {
-    const { prefix, outputGate, ...rest } = options;
+    const { prefix, outputGate, Lessor: LessorClass = Lessor, ...rest } = options;
     const store = new DurableObjectStore(storage, prefix, { outputGate });
-    const lessor = new Lessor({
+    const lessor = new LessorClass({
       maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
       ...(sqliteBacked(storage) ? {} : { maxKeyBytes: KV_MAX_ENGINE_KEY_BYTES }),
       ...rest,

@@ -2,13 +2,15 @@
 import { test, mock } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor, LeaseError, leaseId } from "edge-lease";
+// HashKV is in the etcd server's build of the engine.
+import { Lessor as EtcdLessor } from "../../server/engine.mjs";
 import { packEntryParts, unpackEntries } from "../../js/codec.js";
 
 const T0 = 1_700_000_000_000;
 
-function setup(opts = {}) {
+function setup(opts = {}, L = Lessor) {
   const clock = { t: T0 };
-  const lessor = new Lessor({ now: () => clock.t, autoTick: false, ...opts });
+  const lessor = new L({ now: () => clock.t, autoTick: false, ...opts });
   return { clock, lessor };
 }
 
@@ -401,11 +403,11 @@ test("restore refuses corrupt entries with a typed error naming the entry", () =
 
 test("restore of a store larger than one part (1 MiB): every entry crosses; a corrupt one in a later part is refused", () => {
   const store = memoryStore();
-  const { clock, lessor } = setup({ storage: store });
+  const { clock, lessor } = setup({ storage: store }, EtcdLessor);
   const value = new Uint8Array(10_000).fill(7);
   for (let i = 0; i < 300; i++) lessor.put(`k${String(i).padStart(3, "0")}`, value); // ~3 MB
   const entries = [...store.map.entries()];
-  const again = new Lessor({ now: () => clock.t, autoTick: false, restore: entries });
+  const again = new EtcdLessor({ now: () => clock.t, autoTick: false, restore: entries });
   assert.equal(again.revision, lessor.revision);
   assert.equal(again.range().length, 300);
   assert.deepEqual(again.get("k299").value, value);

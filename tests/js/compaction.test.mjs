@@ -6,6 +6,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor } from "../../js/node.mjs";
+// HashKV is in the etcd server's build of the engine.
+import { Lessor as EtcdLessor } from "../../server/engine.mjs";
 import { SWEEP_STEP } from "../../js/sweep.js";
 
 // A synchronous store: a map of what the lessor wrote, in batches.
@@ -81,7 +83,7 @@ test("with autoTick: false the sweep runs before compact returns", () => {
 
 test("a sweep cut short by a restart goes on after it, and reads are the same throughout", async () => {
   const storage = memoryStore();
-  const first = new Lessor({ history: Infinity, storage });
+  const first = new EtcdLessor({ history: Infinity, storage });
   const point = history(first, SWEEP_STEP + 500, 50);
   const want = (l) => [point, point + 2, l.revision].map((revision) => l.range({ key: "k/", rangeEnd: "k0", revision }));
   const before = want(first);
@@ -91,7 +93,7 @@ test("a sweep cut short by a restart goes on after it, and reads are the same th
   assert.equal(old(storage), SWEEP_STEP + 500 - 50);
 
   const entries = [...storage.map];
-  const second = new Lessor({ history: Infinity, storage, restore: entries });
+  const second = new EtcdLessor({ history: Infinity, storage, restore: entries });
   assert.equal(second.compactRevision, point);
   assert.ok(second.compactionPending > 0);
   assert.deepEqual(want(second), before);

@@ -8,9 +8,10 @@ import { test } from "node:test";
 import { Lessor } from "edge-lease";
 import "../../js/node.mjs"; // initializes the source modules (edge-lease itself is the bundle)
 import { defaults } from "../../js/binding.js";
+import * as engine from "../../pkg/edge_lease.js"; // the build js/node.mjs initialized
 
 const read = (path) => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
-const core = defaults();
+const core = defaults(engine);
 
 test("the core's defaults name the numeric Lessor options", () => {
   assert.deepEqual(Object.keys(core).sort(), [

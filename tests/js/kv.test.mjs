@@ -5,6 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lessor } from "edge-lease";
+// HashKV and etcd's key bucket are in the etcd server's build of the engine.
+import { Lessor as EtcdLessor } from "../../server/engine.mjs";
 
 const T0 = 1_700_000_000_000;
 const td = new TextDecoder();
@@ -19,9 +21,9 @@ const code = (f) => {
   return "no error";
 };
 
-function setup(opts = {}) {
+function setup(opts = {}, L = Lessor) {
   const clock = { t: T0 };
-  const lessor = new Lessor({ now: () => clock.t, autoTick: false, ...opts });
+  const lessor = new L({ now: () => clock.t, autoTick: false, ...opts });
   return { clock, lessor };
 }
 
@@ -70,7 +72,7 @@ test("range: prefix, rangeEnd, from-key, limit with more and count, sort, keysOn
 // over gRPC on a fresh etcd): the engine hashes its history as etcd's
 // backend stores it, including what a compaction keeps.
 test("hashKv: etcd's hash of the same history, before and after a compaction; etcd's errors", () => {
-  const { lessor } = setup();
+  const { lessor } = setup({}, EtcdLessor);
   assert.equal(lessor.hashKv(), 1084519789);
   lessor.put("a", "b"); // 2
   assert.equal(lessor.hashKv(), 3628877040);
@@ -95,8 +97,16 @@ test("hashKv: etcd's hash of the same history, before and after a compaction; et
   assert.equal(lessor.hashKv(), 2980382566);
 });
 
-test("etcdKeyBucket: etcd's key bucket in pieces, each record's head first; Compacted once a record not read is dropped", () => {
+test("the lean engine (edge-lease) leaves HashKV and etcd's key bucket to the etcd server's build: Unimplemented", () => {
   const { lessor } = setup();
+  lessor.put("a", "1");
+  assert.equal(code(() => lessor.hashKv()), "Unimplemented");
+  assert.equal(code(() => lessor.etcdKeyBucket()), "Unimplemented");
+  assert.equal(lessor.get("a").value, "1");
+});
+
+test("etcdKeyBucket: etcd's key bucket in pieces, each record's head first; Compacted once a record not read is dropped", () => {
+  const { lessor } = setup({}, EtcdLessor);
   lessor.put("a", "1"); // 2
   lessor.put("a", "2"); // 3
   lessor.txn({ success: [{ deleteRange: { key: "a" } }, { put: { key: "b", value: "x".repeat(5000) } }] }); // 4

@@ -48,7 +48,7 @@ const ALLOWED = {
   js: { layers: ["js", "pkg"], bare: [/^node:/] },
   etcd: { layers: ["etcd", "js/lease-id.js", "js/base64.js"], bare: [] },
   server: { layers: ["server", "etcd", "js", "dist"], bare: [/^node:/, /^protobufjs$/, /^yaml$/] },
-  worker: { layers: ["worker", "etcd", "js"], bare: [] },
+  worker: { layers: ["worker", "etcd", "js", "dist"], bare: [] },
   www: { layers: ["www"], bare: [/^edge-lease(\/|$)/] },
 };
 // Node-only tools beside the protos: the gRPC transport's loader and the

@@ -4,7 +4,7 @@
 // etcd's compaction pauses.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../server/engine.mjs";
 import { createServices } from "../../etcd/services/index.mjs";
 import { createMetrics, createServiceStats } from "../../etcd/services/metrics.mjs";
 import { SWEEP_STEP } from "../../js/sweep.js";

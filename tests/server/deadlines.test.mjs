@@ -8,7 +8,7 @@
 // lets them go; the server is the real gRPC transport on a loopback socket.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../server/engine.mjs";
 import { createServices } from "../../etcd/services/index.mjs";
 import { loadRoot } from "../../etcd/proto/load.mjs";
 import { grpcFrame, rawCall } from "../etcd/grpc-client.mjs";

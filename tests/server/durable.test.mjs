@@ -4,7 +4,7 @@
 // store that fails turns every answer that waited on it into an error.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../server/engine.mjs";
 import { createServices } from "../../etcd/services/index.mjs";
 
 const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };

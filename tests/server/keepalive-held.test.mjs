@@ -5,7 +5,7 @@
 // ends the stream only once they are all sent. Every wait is bounded.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../server/engine.mjs";
 import { createServices } from "../../etcd/services/index.mjs";
 import { loadRoot } from "../../etcd/proto/load.mjs";
 import { grpcFrame, until } from "../etcd/grpc-client.mjs";

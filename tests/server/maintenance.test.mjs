@@ -5,7 +5,7 @@
 // NOSPACE alarm cannot be kept is refused all the same.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../server/engine.mjs";
 import { createServices } from "../../etcd/services/index.mjs";
 import { createAlarms } from "../../etcd/services/alarms.mjs";
 import { Code } from "../../etcd/errors.mjs";

@@ -11,7 +11,7 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../server/engine.mjs";
 import { FileStore } from "../../js/stores/file.mjs";
 import { storeHashKv, storeSnapshot } from "../../server/snapshot-thread.mjs";
 import { createServices } from "../../etcd/services/index.mjs";

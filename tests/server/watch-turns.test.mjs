@@ -5,7 +5,7 @@
 // other time.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../server/engine.mjs";
 import { createServices } from "../../etcd/services/index.mjs";
 import { TURN_EVENTS } from "../../etcd/services/watch.mjs";
 

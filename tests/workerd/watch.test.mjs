@@ -5,7 +5,7 @@
 // Watch service (it comes with the server's KV/Watch work).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../server/engine.mjs";
 import { createServices } from "../../etcd/services/index.mjs";
 import { Sockets } from "../../worker/sockets.mjs";
 import { startWorker } from "./harness.mjs";

@@ -10,7 +10,9 @@
 //!
 //! One module per concept: `RawLessor` itself in `lessor`, its calls in
 //! `leases`, `keys`, `kv`, `watch`, `snapshot` and (feature `etcd`) `etcd`;
-//! what they share in `layout`, `convert`, `error`, `config` and `storage`.
+//! what they share in `layout`, `convert`, `error`, `config` and `storage`;
+//! the byte formats in `codec` (requests, responses, watch events) and
+//! `packed` (stored entries, storage batches).
 
 #![cfg(target_arch = "wasm32")]
 
@@ -25,6 +27,7 @@ mod kv;
 mod layout;
 mod leases;
 mod lessor;
+mod packed;
 mod snapshot;
 mod storage;
 mod watch;

@@ -1,16 +1,16 @@
 //! Snapshot and restore: a snapshot read in steps (`RawSnapshot`), stored
 //! entries handed over in pieces (`RawRestore`) and the lessor rebuilt from
 //! them, with the JS write callback as its storage. Entries cross packed in
-//! one buffer each way (codec.rs).
+//! one buffer each way (packed.rs).
 
 use edge_lease_core::{Restore, SnapshotCursor, Storage};
 use js_sys::{Function, Object};
 use wasm_bindgen::prelude::*;
 
-use crate::codec;
 use crate::config::config_of;
 use crate::error::js_error;
 use crate::lessor::RawLessor;
+use crate::packed;
 use crate::storage::JsStorage;
 
 /// A snapshot in progress (`RawLessor::snapshot_cursor`).
@@ -32,7 +32,7 @@ impl RawRestore {
     /// Entries packed in one buffer by the JS half (`packEntryParts` in
     /// js/codec.js: one copy in, instead of two JS calls per entry).
     pub fn add(&mut self, packed: &[u8]) -> Result<(), JsValue> {
-        for (k, v) in codec::entries(packed).map_err(|e| js_error(&e))? {
+        for (k, v) in packed::entries(packed).map_err(|e| js_error(&e))? {
             self.0.add(k, v).map_err(|e| js_error(&e))?;
         }
         Ok(())
@@ -68,6 +68,6 @@ impl RawLessor {
         let mut entries = Vec::new();
         self.inner
             .snapshot_next(&mut cursor.0, max as usize, &mut entries);
-        codec::pack_entries(&entries)
+        packed::pack_entries(&entries)
     }
 }

@@ -5,10 +5,10 @@ use edge_lease_core::{Batch, Storage};
 use js_sys::{Function, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::codec;
+use crate::packed;
 
 /// Calls the binding's write function with the batch packed in one buffer
-/// (`codec::pack_batch`): one copy out, instead of a string, an array and a
+/// (`packed::pack_batch`): one copy out, instead of a string, an array and a
 /// Uint8Array per entry. A throw fails the operation; promises are the
 /// wrapper's business.
 pub(crate) struct JsStorage {
@@ -27,7 +27,7 @@ impl JsStorage {
 
 impl Storage for JsStorage {
     fn write(&mut self, batch: &Batch) -> Result<(), String> {
-        codec::pack_batch(batch, &mut self.packed);
+        packed::pack_batch(batch, &mut self.packed);
         let bytes = Uint8Array::from(&self.packed[..]);
         self.write
             .call1(&JsValue::NULL, &bytes)

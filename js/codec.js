@@ -1,4 +1,4 @@
-// The JS half of the byte format of src/wasm/codec.rs: etcd-shaped
+// The JS half of the byte format of crates/wasm/src/codec.rs: etcd-shaped
 // requests written here, results read back, one copy each way. Varints
 // (zigzag for signed), byte strings as a varint length then the bytes.
 // Requests reach this module already checked (js/checks.js). Also the
@@ -137,7 +137,7 @@ export class Reader {
 
 // ---- storage entries and batches ---------------------------------------------
 //
-// The one JS reader and writer of the layout src/wasm/codec.rs packs
+// The one JS reader and writer of the layout crates/wasm/src/packed.rs packs
 // (`pack_entries`, `pack_batch`) and reads (`entries`). An entry is a u32
 // (little-endian) key length, the key (UTF-8), a u32 value length, the value.
 // An entry list (a restore's or a snapshot's entries crossing into or out of
@@ -327,7 +327,7 @@ export function unpackEntries(buf, out = []) {
 }
 
 /**
- * One storage write as the core hands it over (src/wasm/codec.rs
+ * One storage write as the core hands it over (crates/wasm/src/packed.rs
  * `pack_batch`): `bytes` is the whole batch in one buffer, which the file
  * store appends as it is; `put` and `delete` are read from it when first
  * asked for, with each value in its own copy.

@@ -4,15 +4,11 @@
 // smallest step that holds the longest remaining time, so bars slide left as
 // time passes and the scale changes only when the leases need it.
 
+import { el } from "./dom.mjs";
+
 const STEPS = [10, 20, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400]; // seconds
 const NOW_AT = 2 / 3;
 const MAX_LANES = 40;
-
-function el(tag, className) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  return e;
-}
 
 /** A tick's label; one unit per axis, chosen by its scale (`future`, seconds). */
 function span(seconds, future) {

@@ -1,4 +1,4 @@
-//! The wasm binding's translation (crates/wasm/src/lib.rs), below the JS wrapper: ids
+//! The wasm binding's translation (crates/wasm/src/), below the JS wrapper: ids
 //! as u32 halves, error objects with `code`, the named scratch slots,
 //! string vs bytes values, previous entries, tick and range rows, defaults. Runs under `wasm-pack test --node` and, with
 //! WASM_BINDGEN_USE_BROWSER=1, `wasm-pack test --headless --chrome`.

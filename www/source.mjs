@@ -1,0 +1,111 @@
+// Which source is on screen: the server the page came from, or this page's
+// engine on real or simulated time. Showing a source draws its panels
+// afresh and shows its log; the user's choice between the server and the
+// page's engine is remembered for the next visit.
+
+import { $ } from "./dom.mjs";
+import { loadEngine, openReal, reopenReal } from "./engine.mjs";
+import { addLog, errorText, makeLog, notice, report } from "./log.mjs";
+import { clearPanels, render, syncWhich } from "./panels.mjs";
+import { ServerSource } from "./remote.mjs";
+
+const SOURCE_PREF = "edge-lease-demo:source";
+
+function pref(name) {
+  try {
+    return localStorage.getItem(name);
+  } catch {
+    return null; // storage blocked
+  }
+}
+
+function setPref(name, value) {
+  try {
+    localStorage.setItem(name, value);
+  } catch {
+    // storage blocked: the choice lasts until the page goes
+  }
+}
+
+/** Remembers "server" or "page" as the source to show next time. */
+export function rememberSource(value) {
+  setPref(SOURCE_PREF, value);
+}
+
+/** Whether the page came from an etcd server (edge-lease's): its /version answers. */
+async function detectServer() {
+  if (!/^https?:$/.test(location.protocol)) return false;
+  try {
+    const r = await fetch("/version", { signal: AbortSignal.timeout(3000) });
+    if (!r.ok) return false;
+    const v = await r.json();
+    return typeof v.etcdserver === "string";
+  } catch {
+    return false;
+  }
+}
+
+function openServer() {
+  const src = new ServerSource(location.origin, {
+    log: (kind, text, revision) => addLog(src, kind, text, revision),
+    error: (e) => report(src, e),
+    reach: (ok, e) => {
+      if (ok && src.reachable === false) notice(`The server at ${location.host} answers again.`);
+      if (!ok) notice(`The server at ${location.host} does not answer (${errorText(e)}); trying again every second.`, true);
+    },
+  });
+  src.log = makeLog();
+  addLog(src, "note", `watching the server at ${location.host}: keys through a watch, leases by polling every second`);
+  return src;
+}
+
+export function show(state, s) {
+  state.active = s;
+  if (s.kind === "page") state.lastPage = s;
+  for (const log of $("logs").children) log.hidden = log !== s.log;
+  clearPanels(state);
+  document.body.dataset.source = s.kind;
+  document.querySelector(`input[name=source][value=${s.kind}]`).checked = true;
+  const isSim = s.clock.kind === "sim";
+  document.querySelector(`input[name=mode][value=${isSim ? "sim" : "real"}]`).checked = true;
+  for (const b of $("sim-controls").querySelectorAll("button")) b.disabled = !isSim;
+  syncWhich(state);
+  syncSimButtons(state);
+  render(state);
+}
+
+export function syncSimButtons(state) {
+  const c = state.sim?.clock;
+  $("pause").setAttribute("aria-pressed", String(Boolean(c?.paused)));
+  $("speed").setAttribute("aria-pressed", String(c?.speed === 10));
+}
+
+/** Shows this page's engine: the lessor shown last, else the real-time one. */
+export async function usePage(state) {
+  await loadEngine(state);
+  if (!state.real) await openReal(state);
+  show(state, state.lastPage && !state.lastPage.closed ? state.lastPage : state.real);
+}
+
+export function useServer(state) {
+  state.server ??= openServer();
+  show(state, state.server);
+}
+
+/** Starts the real-time lessor afresh (its store wiped), still on screen if it was. */
+export async function restartReal(state) {
+  const shown = state.active === state.real;
+  await reopenReal(state);
+  if (shown) show(state, state.real);
+}
+
+// The server if the page came from one (unless this page's engine was
+// chosen last time), else this page's engine.
+export async function showFirst(state) {
+  const hasServer = await detectServer();
+  const serverRadio = document.querySelector("input[name=source][value=server]");
+  serverRadio.disabled = !hasServer;
+  $("server-origin").textContent = hasServer ? location.host : "(none: this page was not served by edge-lease)";
+  if (hasServer && pref(SOURCE_PREF) !== "page") useServer(state);
+  else await usePage(state);
+}

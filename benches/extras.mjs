@@ -14,9 +14,11 @@ const root = new URL("..", import.meta.url).pathname;
 export { workerThroughput } from "./worker.mjs";
 export { serverBench } from "./server.mjs";
 
-// Release wasm size -> { file, rawBytes, gzipBytes }
+// Release wasm sizes: the lean engine browsers and Workers load (edge-lease)
+// -> { file, rawBytes, gzipBytes, etcd: the etcd server's build, the same }.
 export async function wasmSize() {
-  return { ...fileSizes(root + "pkg/edge_lease_bg.wasm"), file: "pkg/edge_lease_bg.wasm" };
+  const size = (file) => ({ ...fileSizes(root + file), file });
+  return { ...size("js/pkg/edge_lease_bg.wasm"), etcd: size("dist/engine/edge_lease_bg.wasm") };
 }
 
 // Cold start in Node: import + instantiate + first grant, in a fresh process.
@@ -52,7 +54,7 @@ export async function coldStartWorkerd() {
   const empty = join(dir, "empty.mjs");
   writeFileSync(
     source,
-    'import { Lessor } from "../js/workerd.mjs";\n' +
+    'import { Lessor } from "../js/entries/workerd.mjs";\n' +
       "export default { fetch() { return new Response(new Lessor({ autoTick: false }).grant(10).id); } };\n",
   );
   const { build } = await import("esbuild");
@@ -60,7 +62,7 @@ export async function coldStartWorkerd() {
   // module there, beside out/.
   await build({ entryPoints: [source], bundle: true, format: "esm", outfile: withLease, external: ["*.wasm"], logLevel: "error" });
   mkdirSync(join(dir, "pkg"));
-  copyFileSync(join(root, "pkg/edge_lease_bg.wasm"), join(dir, "pkg/edge_lease_bg.wasm"));
+  copyFileSync(join(root, "js/pkg/edge_lease_bg.wasm"), join(dir, "pkg/edge_lease_bg.wasm"));
   writeFileSync(empty, 'export default { fetch() { return new Response("x"); } };\n');
   const once = async (scriptPath, modulesRoot) => {
     const t0 = performance.now();

@@ -3,8 +3,8 @@
 // host injects it (`createServices({ lessor, store })`); etcd/ imports
 // nothing else of the engine. tests/layers.test.mjs checks that etcd/ uses
 // no other member.
-import type { Lessor } from "../js/index.d.ts";
-import type { FileStore } from "../js/stores/file.d.ts";
+import type { Lessor } from "edge-lease";
+import type { FileStore } from "edge-lease/stores/file";
 
 export type Engine = Pick<
   Lessor,

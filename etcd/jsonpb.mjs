@@ -9,7 +9,7 @@
 // 64-bit integers are decimal strings, bytes are Uint8Arrays, enums are names.
 import { messages, enums } from "./proto/schema.mjs";
 import { Code, GrpcError } from "./errors.mjs";
-import { decodeBase64, encodeBase64 } from "../js/base64.js";
+import { decodeBase64, encodeBase64 } from "edge-lease/base64";
 
 const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
 const INT32 = new Set(["int32", "uint32", "sint32", "fixed32", "sfixed32"]);

@@ -157,7 +157,7 @@ export class Binding {
     return readPut(new Reader(this.#call(() => this.#raw.put_kv(now, w.done()))), hexOfI64);
   }
 
-  /** etcd's counts (src/counts.rs), in its field order. */
+  /** etcd's counts (crates/core/src/counts.rs), in its field order. */
   counts() {
     return this.#raw.counts();
   }

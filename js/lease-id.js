@@ -78,6 +78,8 @@ export function leaseId(id) {
 /** A lease id (hex or bigint, or null for none) as the signed 64-bit value the core keeps. */
 export function leaseI64(id, what = "lease") {
   if (id === undefined || id === null) return 0n;
+  // A bigint (the etcd API's, from the wire) needs no halves.
+  if (typeof id === "bigint") return BigInt.asIntN(64, bigId(id, what));
   const hi = high(id, what);
   const lo = low(id, what);
   return BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo));

@@ -21,25 +21,26 @@ size() {
   echo "[build] $1: $(wc -c < "$1") bytes raw, $(gzip -9 -c "$1" | wc -c) bytes gzip -9"
 }
 
-# Two builds of crates/wasm: pkg/, the lean engine that browsers, Workers
-# and Node load (edge-lease), and dist/engine/, the etcd server's, with the
-# `etcd` feature (HashKV, etcd's snapshot file), which the server and the
-# Durable Object service load.
-if changed pkg/.build-stamp crates/core crates/wasm Cargo.toml Cargo.lock scripts/build.sh; then
-  echo "[build] wasm-pack (release, target web, lean: no features) -> pkg/"
-  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/pkg" --no-pack
-  rm -f pkg/.gitignore
-  size pkg/edge_lease_bg.wasm
+# Two builds of crates/wasm: js/pkg/, the lean engine of the edge package
+# (edge-lease: browsers, Workers, Node, Deno and Bun load it), and
+# dist/engine/, the etcd server's, with the `etcd` feature (HashKV, etcd's
+# snapshot file), which edge-lease-etcd's server and Durable Object service
+# load.
+if changed js/pkg/.build-stamp crates/core crates/wasm Cargo.toml Cargo.lock scripts/build.sh; then
+  echo "[build] wasm-pack (release, target web, lean: no features) -> js/pkg/"
+  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/js/pkg" --no-pack
+  rm -f js/pkg/.gitignore
+  size js/pkg/edge_lease_bg.wasm
   echo "[build] wasm-pack (release, target web, --features etcd) -> dist/engine/"
   wasm-pack build crates/wasm --release --target web --out-dir "$PWD/dist/engine" --no-pack --features etcd
   rm -f dist/engine/.gitignore
   size dist/engine/edge_lease_bg.wasm
-  touch pkg/.build-stamp
+  touch js/pkg/.build-stamp
 else
   echo "[build] wasm up to date"
 fi
 
-# The server's HTTP/2 module (Node only, so not in pkg/): plain cargo, no
+# The server's HTTP/2 module (Node only, so not in the edge package): plain cargo, no
 # bindings; server/h2.mjs gives it its few WASI imports.
 if changed dist/h2.wasm crates/h2 Cargo.lock scripts/build.sh; then
   echo "[build] dist/h2.wasm (crates/h2, wasm32-wasip1)"
@@ -51,10 +52,10 @@ else
   echo "[build] dist/h2.wasm up to date"
 fi
 
-if changed dist/.build-stamp js pkg/edge_lease.js scripts/build.sh scripts/bundle.mjs; then
-  echo "[build] dist/node.cjs, dist/node.mjs (esbuild)"
+if changed js/dist/.build-stamp js scripts/build.sh scripts/bundle.mjs; then
+  echo "[build] js/dist/node.cjs, js/dist/node.mjs (esbuild)"
   node scripts/bundle.mjs
-  touch dist/.build-stamp
+  touch js/dist/.build-stamp
 else
-  echo "[build] dist/node.cjs, dist/node.mjs up to date"
+  echo "[build] js/dist/node.cjs, js/dist/node.mjs up to date"
 fi

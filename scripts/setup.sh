@@ -42,7 +42,8 @@ if ! command -v wasm-pack >/dev/null 2>&1; then
 fi
 
 # npm packages (wasm-opt comes from binaryen here; never Debian's binaryen).
-if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ]; then
+# (Two packages in one workspace: the root, edge-lease-etcd, and js/, edge-lease.)
+if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ] || [ js/package.json -nt node_modules/.package-lock.json ] || [ ! -e node_modules/edge-lease ]; then
   log "installing npm packages"
   # `npm install`, not `npm ci`: npm 11 refuses this lockfile in `ci` for the
   # other platforms' optional packages of deno/bun/esbuild that it never

@@ -3,7 +3,7 @@
 // the edge loads.
 import { readFileSync } from "node:fs";
 import * as engine from "../dist/engine/edge_lease.js";
-import { lessorOver } from "../js/engine.js";
+import { lessorOver } from "edge-lease/engine";
 
 engine.initSync({ module: readFileSync(new URL("../dist/engine/edge_lease_bg.wasm", import.meta.url)) });
 

@@ -1,5 +1,5 @@
 // HTTP/2 for the gRPC transport: a socket's bytes go through the h2 wasm
-// module (server/h2/, Rust's h2 crate), which answers with bytes to write and
+// module (crates/h2/, Rust's h2 crate), which answers with bytes to write and
 // events for the calls on it. One module instance serves every connection.
 // grpc.mjs turns the calls into service calls.
 import { readFileSync } from "node:fs";

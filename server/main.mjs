@@ -6,7 +6,7 @@ import { networkInterfaces } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Lessor } from "./engine.mjs";
-import { FileStore } from "../js/stores/file.mjs";
+import { FileStore } from "edge-lease/stores/file";
 import { parseFlags, FlagError } from "./flags.mjs";
 import { createServices, memberIds } from "../etcd/services/index.mjs";
 import { isEngineFailure } from "../etcd/services/common.mjs";

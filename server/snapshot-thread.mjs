@@ -119,7 +119,7 @@ async function hashKvOnce(store, engine, upto, signal) {
 // engine); `read` is posted once it is made, so the server can let the
 // files go.
 async function restoreFrom(files, engine) {
-  const [{ Lessor }, { readView }] = await Promise.all([import("./engine.mjs"), import("../js/stores/file.mjs")]);
+  const [{ Lessor }, { readView }] = await Promise.all([import("./engine.mjs"), import("edge-lease/stores/file")]);
   const lessor = new Lessor({ ...engine, autoTick: false, restore: readView(files) });
   parentPort.postMessage({ read: true });
   return lessor;

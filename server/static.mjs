@@ -1,9 +1,13 @@
-// The demo page (www/ at /) and the package's browser files (js/, pkg/ at
-// /edge-lease/), so the page loads edge-lease exactly as a site that ships
-// it would. Node only; moved here from the retired scripts/serve.mjs.
+// The demo page (www/ at /) and the edge package's files (the installed
+// edge-lease, at /edge-lease/), so the page loads edge-lease exactly as a
+// site that ships it would. Node only.
 import { createHash } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
-import { extname, join, resolve, sep } from "node:path";
+import { dirname, extname, join, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+// Where the edge package is installed (beside this one, or this repository's js/).
+const EDGE_PACKAGE = dirname(fileURLToPath(import.meta.resolve("edge-lease/package.json")));
 
 const types = {
   ".html": "text/html; charset=utf-8",
@@ -39,8 +43,7 @@ function csp(html) {
 export function createStatic(root) {
   // URL prefix -> directory. Nothing else of the repository is reachable.
   const mounts = [
-    ["/edge-lease/js/", join(root, "js")],
-    ["/edge-lease/pkg/", join(root, "pkg")],
+    ["/edge-lease/", EDGE_PACKAGE],
     ["/", join(root, "www")],
   ];
 

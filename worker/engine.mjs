@@ -3,7 +3,7 @@
 // runtime compiled (workerd allows no code generation from bytes).
 import wasmModule from "../dist/engine/edge_lease_bg.wasm";
 import * as engine from "../dist/engine/edge_lease.js";
-import { lessorOver } from "../js/engine.js";
+import { lessorOver } from "edge-lease/engine";
 
 engine.initSync({ module: wasmModule });
 

@@ -12,7 +12,7 @@
 // comes back from storage with it, and no request waits on another's write.
 // The alarm handler still awaits sync(): the alarm is done only once the
 // expiry is stored and the next alarm set.
-import { DurableLessor, KV_MAX_ENGINE_KEY_BYTES, sqliteBacked } from "../js/stores/durable-object.mjs";
+import { DurableLessor, KV_MAX_ENGINE_KEY_BYTES, sqliteBacked } from "edge-lease/stores/durable-object";
 import { Lessor } from "./engine.mjs";
 import { createServices, memberIds } from "../etcd/services/index.mjs";
 import { createGateway } from "../etcd/gateway.mjs";

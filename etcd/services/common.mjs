@@ -2,7 +2,7 @@
 // etcd's wire values and the engine's, and the engine's errors as etcd's.
 import { Code, Etcd, GrpcError } from "../errors.mjs";
 import { MAX_REQUEST_BYTES } from "../limits.mjs";
-import { leaseInt64 } from "../../js/lease-id.js";
+import { leaseInt64 } from "edge-lease/lease-id";
 
 export const SERVER_VERSION = "3.4.23";
 export const CLUSTER_VERSION = "3.4.0";

@@ -8,7 +8,7 @@
 import { Code, Etcd, GrpcError } from "../errors.mjs";
 import { encodedSize } from "../size.mjs";
 import { checkBytes, etcdError } from "./common.mjs";
-import { leaseInt64 } from "../../js/lease-id.js";
+import { leaseInt64 } from "edge-lease/lease-id";
 
 // concurrency.defaultSessionTTL
 const SESSION_TTL = 60;

@@ -7,7 +7,7 @@
 import { GrpcError, Code } from "../errors.mjs";
 import { bytesOf, kvOut } from "./common.mjs";
 import { canceled, checkRecipe, created, firstCreate, keyUnder, recipe, session, waitDeletes, watchQueue } from "./concurrency.mjs";
-import { leaseGoHex } from "../../js/lease-id.js";
+import { leaseGoHex } from "edge-lease/lease-id";
 
 const notLeader = () => new GrpcError(Code.Unknown, "election: not leader");
 const noLeader = () => new GrpcError(Code.Unknown, "election: no leader");

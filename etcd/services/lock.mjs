@@ -5,7 +5,7 @@
 // deletes its key (its lease stays). Unlock deletes the key it is given.
 import { bytesOf } from "./common.mjs";
 import { canceled, checkRecipe, created, firstCreate, keyUnder, recipe, session, waitDeletes } from "./concurrency.mjs";
-import { leaseGoHex } from "../../js/lease-id.js";
+import { leaseGoHex } from "edge-lease/lease-id";
 
 export function lockService({ lessor, header, maxRequestBytes }) {
   return {

@@ -202,7 +202,7 @@ export function createMetrics({ lessor, store = null, member, quotaBytes = null,
     };
     const [dbSize, dbSizeInUse] = dbSizes(lessor, store);
     metric("etcd_cluster_version", "gauge", "The cluster version: 1 for the cluster_version label.", 1, `{cluster_version="${CLUSTER_VERSION.split(".").slice(0, 2).join(".")}"}`);
-    // Counted by the engine as etcd counts them (src/counts.rs), since start.
+    // Counted by the engine as etcd counts them (crates/core/src/counts.rs), since start.
     const c = lessor.counts;
     metric("etcd_debugging_lease_granted_total", "counter", "Leases granted.", c.granted);
     metric("etcd_debugging_lease_renewed_total", "counter", "Renewals of live leases.", c.renewed);

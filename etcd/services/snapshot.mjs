@@ -13,7 +13,7 @@
 // free and every page is reachable, as bbolt's consistency check requires.
 
 import { alarmNumber } from "./alarms.mjs";
-import { leaseInt64 } from "../../js/lease-id.js";
+import { leaseInt64 } from "edge-lease/lease-id";
 
 const PAGE = 4096;
 const HEADER = 16; // id u64, flags u16, count u16, overflow u32

@@ -37,7 +37,7 @@
 // a batch queued behind another is not yet issued when the response goes,
 // so the output gate would not wait for it.)
 
-import { Lessor } from "../workerd.mjs";
+import { Lessor } from "../entries/workerd.mjs";
 
 // The storage API takes at most 128 keys per put() or delete() call.
 const MAX_KEYS_PER_CALL = 128;

@@ -23,8 +23,8 @@ before(async () => {
   // Each evaluated test body loads the package with `await window.lib()`.
   await page.addInitScript(() => {
     window.lib = async () => {
-      const { init, Lessor } = await import("/edge-lease/js/browser.mjs");
-      const { IndexedDbStore } = await import("/edge-lease/js/stores/indexeddb.mjs");
+      const { init, Lessor } = await import("/edge-lease/entries/browser.mjs");
+      const { IndexedDbStore } = await import("/edge-lease/stores/indexeddb.mjs");
       await init();
       return { Lessor, IndexedDbStore };
     };

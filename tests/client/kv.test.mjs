@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { LeaseError } from "../../js/client/index.mjs";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../js/entries/node.mjs";
 import { eachBackend, useServers } from "./servers.mjs";
 
 useServers();

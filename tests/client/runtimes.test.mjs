@@ -63,7 +63,7 @@ test("client in workerd (Miniflare)", { timeout: 60_000 }, async () => {
   // Miniflare does not resolve bare specifiers: the package's file, relative to the project.
   writeFileSync(
     worker,
-    `import * as client from "../node_modules/edge-lease/js/client/index.mjs";\n${SRC}\n` +
+    `import * as client from "../node_modules/edge-lease/client/index.mjs";\n${SRC}\n` +
       `export default { async fetch(req) { const url = new URL(req.url).searchParams.get("server"); ` +
       `try { return Response.json(await scenario(client, url)); } catch (e) { return new Response(String(e?.stack ?? e), { status: 500 }); } } };\n`,
   );
@@ -88,13 +88,13 @@ test("client in Chromium, from a page on the server's origin", { timeout: 60_000
     page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
     page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
     // The test page itself comes from the test; the client's modules
-    // (/edge-lease/js/client/...) and the API come from the server.
+    // (/edge-lease/client/...) and the API come from the server.
     await page.route(`${origin}/client-test.html`, (route) =>
       route.fulfill({
         contentType: "text/html",
         body:
           `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module">` +
-          `import * as client from "/edge-lease/js/client/index.mjs";\n${SRC}\n` +
+          `import * as client from "/edge-lease/client/index.mjs";\n${SRC}\n` +
           `scenario(client, location.origin).then((r) => (window.result = r), (e) => (window.result = { error: String(e && e.stack || e) }));` +
           `</script>`,
       }),

@@ -20,7 +20,7 @@
 
 import { after, before, test } from "node:test";
 import { connect } from "../../js/client/index.mjs";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../js/entries/node.mjs";
 import { startEdge, startEtcd } from "../etcd/harness.mjs";
 
 /** Every backend a client test runs against, unless it says otherwise. */

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { test } from "node:test";
 import { connect } from "../../js/client/index.mjs";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../js/entries/node.mjs";
 import { eachBackend, proxy, restartable, sleep, useServers, within } from "./servers.mjs";
 
 useServers();

@@ -5,7 +5,7 @@
 // after it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../js/entries/node.mjs";
 // HashKV is in the etcd server's build of the engine.
 import { Lessor as EtcdLessor } from "../../server/engine.mjs";
 import { SWEEP_STEP } from "../../js/sweep.js";

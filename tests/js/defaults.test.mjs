@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { Lessor } from "edge-lease";
-import "../../js/node.mjs"; // initializes the source modules (edge-lease itself is the bundle)
+import "../../js/entries/node.mjs"; // initializes the source modules (edge-lease itself is the bundle)
 import { defaults } from "../../js/binding.js";
-import * as engine from "../../pkg/edge_lease.js"; // the build js/node.mjs initialized
+import * as engine from "../../js/pkg/edge_lease.js"; // the build js/entries/node.mjs initialized
 
 const read = (path) => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
 const core = defaults(engine);

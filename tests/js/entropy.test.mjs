@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 
-const entry = new URL("../../js/node.mjs", import.meta.url).href;
+const entry = new URL("../../js/entries/node.mjs", import.meta.url).href;
 
 function run(source) {
   return execFileSync(process.execPath, ["--input-type=module", "-e", source], {

@@ -3,7 +3,7 @@
 // order, and changes made meanwhile come after the history.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Lessor } from "../../js/node.mjs";
+import { Lessor } from "../../js/entries/node.mjs";
 
 test("a long catch-up is handed over a turn at a time, every event once and in order", async (t) => {
   const lessor = new Lessor({ history: Infinity });

@@ -1,5 +1,7 @@
-// The package as a user gets it: `npm pack` of this repo, installed from the
-// tarball into a fresh project. Every test file of a run shares one install:
+// The packages as a user gets them: `npm pack` of the edge package (js/,
+// edge-lease) and of the etcd package (this repository's root,
+// edge-lease-etcd), both installed from their tarballs into a fresh project.
+// Every test file of a run shares one install:
 // node --test runs each file in its own process, so the cache is a temp dir
 // named after a hash of everything that goes into the tarball (package.json,
 // README.md and the js/, dist/, pkg/, etcd/, server/, worker/, docs/ and examples/ trees; pkg/ is
@@ -26,7 +28,7 @@ function filesUnder(dir) {
 
 function contentHash() {
   const h = createHash("sha256");
-  const dirs = ["js", "dist", "pkg", "etcd", "server", "worker", "docs", "examples"];
+  const dirs = ["js", "dist", "etcd", "server", "worker", "www", "docs", "examples"];
   const files = [join(repo, "package.json"), join(repo, "README.md"), ...dirs.flatMap((d) => filesUnder(join(repo, d)))];
   for (const f of files) {
     h.update(relative(repo, f)).update("\0").update(readFileSync(f)).update("\0");
@@ -42,9 +44,16 @@ const npm = (args, cwd) =>
     timeout: 120_000,
   });
 
+/** `npm pack` of the package in `dir` into `dest`: its `npm pack --json` record, with the tarball's path. */
+export function pack(dir, dest) {
+  const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", dest], dir));
+  return { ...packed, path: join(dest, packed.filename) };
+}
+
 /**
- * Returns the temp project dir that has edge-lease installed from the
- * packed tarball under node_modules/edge-lease.
+ * Returns the temp project dir that has edge-lease and edge-lease-etcd
+ * installed from their packed tarballs (node_modules/edge-lease,
+ * node_modules/edge-lease-etcd).
  */
 export function packedProject() {
   const hash = contentHash();
@@ -63,14 +72,15 @@ export function packedProject() {
   const work = `${dir}.${process.pid}`;
   mkdirSync(work, { recursive: true });
   try {
-    const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", work], repo));
-    const tgz = join(work, packed.filename);
+    const edge = pack(join(repo, "js"), work);
+    const etcd = pack(repo, work);
     writeFileSync(join(work, "package.json"), JSON.stringify({ name: "edge-lease-user", private: true }));
-    // Its dependencies (protobufjs and yaml, for the server) come from npm's
-    // cache when it is there: `npm ci` cached the tarballs, but not the
-    // registry's metadata that resolving a fresh project's install needs,
-    // so on a new machine that is fetched once.
-    npm(["install", "--prefer-offline", tgz], work);
+    // The etcd package's own dependencies (protobufjs and yaml) come from
+    // npm's cache when it is there: `npm install` cached the tarballs, but
+    // not the registry's metadata that resolving a fresh project's install
+    // needs, so on a new machine that is fetched once. Its edge-lease is the
+    // tarball beside it.
+    npm(["install", "--prefer-offline", edge.path, etcd.path], work);
     try {
       renameSync(work, dir);
     } catch (e) {

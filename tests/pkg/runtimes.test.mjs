@@ -48,11 +48,13 @@ async function runJson(cmd, args, env = {}) {
   return JSON.parse(stdout.trim().split("\n").at(-1));
 }
 
-test("every relative link in the README resolves inside the installed package", () => {
-  const pkg = join(project, "node_modules/edge-lease");
-  const links = [...readFileSync(join(pkg, "README.md"), "utf8").matchAll(/\]\(([^)#:]+)(#[^)]*)?\)/g)].map((m) => m[1]);
-  assert.ok(links.includes("docs/storage.md"), `the storage guide is linked: ${links}`);
-  for (const link of links) assert.ok(existsSync(join(pkg, link)), `${link} is not in the tarball`);
+test("every relative link in each package's README resolves inside that installed package", () => {
+  const linksOf = (pkg) => [...readFileSync(join(pkg, "README.md"), "utf8").matchAll(/\]\(([^)#:]+)(#[^)]*)?\)/g)].map((m) => m[1]);
+  const etcd = join(project, "node_modules/edge-lease-etcd");
+  assert.ok(linksOf(etcd).includes("docs/storage.md"), `the storage guide is linked: ${linksOf(etcd)}`);
+  for (const pkg of [join(project, "node_modules/edge-lease"), etcd]) {
+    for (const link of linksOf(pkg)) assert.ok(existsSync(join(pkg, link)), `${link} is not in ${pkg}'s tarball`);
+  }
 });
 
 const esm = `import * as edgeLease from "edge-lease";\n${SRC}\nconsole.log(JSON.stringify(scenario(edgeLease)));\n`;

@@ -15,6 +15,9 @@ import { packedProject, repo } from "./packed.mjs";
 
 const usage = `
 import init, { Lessor, LeaseError, LeaseEvent, leaseId } from "edge-lease";
+import { leaseBig, leaseGoHex, leaseHex, leaseId as leaseIdOf, leaseInt64 } from "edge-lease/lease-id";
+import { decodeBase64, encodeBase64 } from "edge-lease/base64";
+import { lessorOver } from "edge-lease/engine";
 import type {
   Batch, DeleteResult, Entry, ErrorCode, Expired, Granted, LeaseId, LessorEventMap, PutResult, TimeToLive, Value,
 } from "edge-lease";
@@ -159,6 +162,15 @@ lessor.addEventListener("expire", (ev) => ev.ttl);
 lessor.addEventListener("grant", (ev) => ev.key);
 // @ts-expect-error put events have no ttl
 lessor.addEventListener("put", (ev) => ev.ttl);
+
+// The forms etcd's wire uses, and a host's own build of the engine.
+const goHex: string = leaseGoHex(leaseInt64(leaseHex(5n))) + leaseIdOf(leaseBig("1"));
+const decoded: Uint8Array = decodeBase64(encodeBase64(new Uint8Array(1)), (at) => new Error(String(at)));
+declare const build: Parameters<typeof lessorOver>[0];
+const Own = lessorOver(build);
+const own: Lessor = new Own({ minTtl: 5 });
+// @ts-expect-error leaseGoHex takes the int64 as a bigint
+leaseGoHex("0a");
 `;
 
 // CommonJS users get the same declarations through require.

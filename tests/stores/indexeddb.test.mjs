@@ -33,7 +33,7 @@ const encode = (v) => (v instanceof Uint8Array ? { b: Array.from(v) } : typeof v
 async function openIn(name, fresh) {
   await page.evaluate(
     async ({ name, fresh }) => {
-      const { IndexedDbStore } = await import("/edge-lease/js/stores/indexeddb.mjs");
+      const { IndexedDbStore } = await import("/edge-lease/stores/indexeddb.mjs");
       if (fresh) await IndexedDbStore.delete(name);
       window.store = await IndexedDbStore.open(name);
     },
@@ -68,7 +68,7 @@ storeContract("IndexedDB (Chromium)", {
   async close() {
     await page.evaluate(async (name) => {
       window.store?.close();
-      const { IndexedDbStore } = await import("/edge-lease/js/stores/indexeddb.mjs");
+      const { IndexedDbStore } = await import("/edge-lease/stores/indexeddb.mjs");
       await IndexedDbStore.delete(name);
     }, name);
   },

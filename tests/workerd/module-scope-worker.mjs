@@ -3,7 +3,7 @@
 // ("Disallowed operation called within global scope"): importing and
 // constructing must still work there, and the first call made inside a
 // handler makes the core, seeded from the OS's randomness.
-import { Lessor } from "../../js/workerd.mjs";
+import { Lessor } from "../../js/entries/workerd.mjs";
 
 const lessor = new Lessor();
 const manual = new Lessor({ autoTick: false, minTtl: 2 });

@@ -1,6 +1,6 @@
 // edge-lease/engine: for a host that brings its own build of the engine
 // (edge-lease-etcd's, with etcd's HashKV and snapshot file).
-import type { Lessor } from "./index.d.ts";
+import type { Lessor } from "../index.js";
 
 /** A wasm-bindgen module of crates/wasm whose wasm is instantiated (its `initSync` or default init has run). */
 export interface EngineBuild {
@@ -15,4 +15,4 @@ export interface EngineBuild {
 /** The Lessor class whose cores `engine` builds. */
 export function lessorOver(engine: EngineBuild): typeof Lessor;
 
-export { LeaseError, LeaseEvent, leaseId } from "./index.d.ts";
+export { LeaseError, LeaseEvent, leaseId } from "../index.js";

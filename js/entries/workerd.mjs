@@ -3,13 +3,13 @@
 // not allowed there, so instantiate the module synchronously.
 import wasmModule from "../pkg/edge_lease_bg.wasm";
 import * as engine from "../pkg/edge_lease.js";
-import { markReady } from "./binding.js";
-import { setDefaultEngine } from "./lessor.js";
+import { markReady } from "../binding.js";
+import { setDefaultEngine } from "../lessor.js";
 
 engine.initSync({ module: wasmModule });
 markReady(engine);
 setDefaultEngine(engine);
 
-export { Lessor, LeaseError, LeaseEvent, leaseId } from "./lessor.js";
+export { Lessor, LeaseError, LeaseEvent, leaseId } from "../lessor.js";
 export async function init() {}
 export default init;

@@ -3,8 +3,8 @@
 // snapshot file): the Lessor class over that build, once its wasm is
 // instantiated. The package's own entries (node.mjs, browser.mjs, ...) bind
 // the lean build the same way.
-import { markReady } from "./binding.js";
-import { bindEngine } from "./lessor.js";
+import { markReady } from "../binding.js";
+import { bindEngine } from "../lessor.js";
 
 /** The Lessor class over `engine`, a wasm-bindgen module of crates/wasm whose wasm is instantiated. */
 export function lessorOver(engine) {
@@ -12,4 +12,4 @@ export function lessorOver(engine) {
   return bindEngine(engine);
 }
 
-export { LeaseError, LeaseEvent, leaseId } from "./lessor.js";
+export { LeaseError, LeaseEvent, leaseId } from "../lessor.js";

@@ -3,8 +3,8 @@
 // it also accepts what wasm-bindgen's init does (a URL, Response, bytes or
 // a WebAssembly.Module) for hosts that serve the file elsewhere.
 import * as engine from "../pkg/edge_lease.js";
-import { markReady } from "./binding.js";
-import { setDefaultEngine } from "./lessor.js";
+import { markReady } from "../binding.js";
+import { setDefaultEngine } from "../lessor.js";
 
 let started = null;
 
@@ -23,4 +23,4 @@ export function init(input) {
 }
 
 export default init;
-export { Lessor, LeaseError, LeaseEvent, leaseId } from "./lessor.js";
+export { Lessor, LeaseError, LeaseEvent, leaseId } from "../lessor.js";

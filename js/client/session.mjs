@@ -70,8 +70,9 @@ export class Session extends EventTarget {
 
   /** The deadline by the backend's own clock (performance.now() ms), if it knows it. */
   #exact() {
-    if (this.#tracker === null) return undefined;
-    return now() + Math.max(0, this.#tracker.remainingMs());
+    const rem = this.#tracker?.remainingMs();
+    if (rem === undefined || Number.isNaN(rem)) return undefined;
+    return now() + Math.max(0, rem);
   }
 
   static async create(client, { ttl = DEFAULT_TTL, lease, signal } = {}) {
@@ -183,6 +184,7 @@ export class Session extends EventTarget {
   // the engine's), whatever the timers have run.
   #checkDeadline() {
     if (this.#ctl.signal.aborted) return;
+    // (NaN, the engine busy inside its own change, is not past.)
     const past = this.#tracker !== null ? this.#tracker.remainingMs() <= 0 : now() >= this.#deadline;
     if (past) this.#lose(this.#pastDeadline());
   }

@@ -41,7 +41,7 @@ export type ErrorCode =
   | "Reentrant"
   | "NotInitialized"
   | "EngineFailed" // the engine trapped (its wasm ran out of memory, say): reopen the lessor from its store
-  | "Unavailable" | "Aborted" | "Unimplemented" | "NotLeader" // edge-lease/client's: a server away or timed out, a signal, a server without the feature, an election lost
+  | "Unavailable" | "Aborted" | "Unimplemented" | "NotLeader" | "NotHeld" // edge-lease/client's: a server away or timed out, a signal, a server without the feature, an election lost, a lock not held
   | "Internal";
 
 export class LeaseError extends Error {

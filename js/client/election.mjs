@@ -28,6 +28,7 @@ export class Election {
   #pfx;
   #leaderKey = null; // bytes while a candidate or leader
   #leaderRev = -1;
+  #leading = false; // campaign() found this candidate the leader (while #leaderKey is set)
 
   constructor(session, name) {
     this.#session = session;
@@ -47,6 +48,22 @@ export class Election {
 
   get session() {
     return this.#session;
+  }
+
+  /**
+   * Whether this candidate leads now: campaign() won, no resign() or lost
+   * proclaim() since, and the session's deadline not passed by the clock
+   * read at this call (as a Mutex's `held`).
+   */
+  get leading() {
+    return this.#leading && this.#leaderKey !== null && !this.#session.signal.aborted;
+  }
+
+  /** Throws unless `leading`: the session's end (LeaseNotFound when lost, Closed), else NotLeader. */
+  assertLeading() {
+    const s = this.#session.signal;
+    if (s.aborted) throw s.reason;
+    if (!this.#leading || this.#leaderKey === null) throw notLeader();
   }
 
   #lease() {
@@ -81,8 +98,10 @@ export class Election {
         await this.#session.release(key);
         throw s.aborted ? aborted(s) : e;
       }
-      if (this.#leaderKey === null) this.#leaderKey = key;
-      else this.#session.unclaim(key); // a candidate already: one claim
+      if (this.#leaderKey === null) {
+        this.#leaderKey = key;
+        this.#leading = false;
+      } else this.#session.unclaim(key); // a candidate already: one claim
       this.#leaderRev = r.revision;
       if (!r.succeeded) {
         const kv = r.responses[0].range.kvs[0];
@@ -98,6 +117,7 @@ export class Election {
       }
       try {
         await waitDeletes(this.#client, this.#pfx, this.#leaderRev - 1, s);
+        this.#leading = this.#leaderKey !== null; // (not resigned meanwhile)
       } catch (e) {
         // Withdraw when the caller gave up; otherwise leave the key (Go does).
         if (s.aborted) {

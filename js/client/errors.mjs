@@ -2,7 +2,8 @@
 // edge-lease throws), with the engine's codes plus the ones a network adds:
 // Unavailable (could not reach the server, or it is not serving; retrying
 // may help), Aborted (the caller's signal), Unimplemented (the server does
-// not have the feature), NotLeader (an election's proclaim after losing).
+// not have the feature), NotLeader (an election's proclaim after losing),
+// NotHeld (a mutex's assertHeld() when it is not locked).
 // Errors from a server carry `grpcCode` and, over HTTP, `status`.
 
 import { LeaseError } from "../errors.js"; // the package's one error class (no wasm in the client's module graph)

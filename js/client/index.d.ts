@@ -10,7 +10,8 @@ export type { LeaseId };
  * recipes add: Unavailable (the server could not be reached or is not
  * serving, a request timed out; in-process, a standby lessor), Aborted (the
  * caller's signal; `cause` is its reason), Unimplemented (a server without
- * the feature), NotLeader (an election's proclaim after losing), Compacted
+ * the feature), NotLeader (an election's proclaim or assertLeading() when
+ * not leading), NotHeld (a mutex's assertHeld() when not locked), Compacted
  * (a read or watch below the compaction point, with `compactRevision`).
  */
 export type ClientErrorCode = ErrorCode;
@@ -246,6 +247,16 @@ export interface SessionEventMap {
  * once when a keepalive finds the lease gone, or on close() (reason Closed).
  * In-process (`connect(lessor)`) the deadline is the lessor's own, and the
  * session ends the moment the lessor expires or revokes the lease.
+ *
+ * Timers run late: a process frozen past the deadline (SIGSTOP, a paused
+ * VM) runs its overdue timers in due order, so its own shorter sleeps end
+ * before the deadline timer fires. Reading `signal` or `lost` therefore
+ * reads the clock and ends the session first if the deadline has passed:
+ * `session.signal.aborted` (and a lock's `signal.aborted`) is current when
+ * read. A signal kept from an earlier read (a variable, a fetch it was
+ * passed to) aborts only when something reads it through the session again
+ * or the deadline timer runs; before acting, check `Mutex.held` (or
+ * `assertHeld()`) or `Election.leading`.
  */
 export interface Session extends EventTarget, AsyncDisposableIfKnown {
   readonly lease: LeaseId;
@@ -258,7 +269,7 @@ export interface Session extends EventTarget, AsyncDisposableIfKnown {
    */
   readonly deadline: number;
   readonly signal: AbortSignal;
-  /** The lease was lost (not closed). */
+  /** The lease was lost (not closed): also true once the deadline has passed by the clock now. */
   readonly lost: boolean;
   /** Go's `%x` of the lease id: what etcd's recipes append to their keys. */
   readonly keySuffix: string;
@@ -282,8 +293,20 @@ export interface Mutex {
   /** The key's create revision while held: the fencing token for the protected resource. */
   readonly token: number | undefined;
   readonly session: Session;
-  /** The session's signal: aborts when the lock is lost with the session. */
+  /** The session's signal: aborts when the lock is lost with the session (read it afresh: see Session). */
   readonly signal: AbortSignal;
+  /**
+   * Whether the lock is held now: locked, not unlocked, the session not
+   * closed and its deadline not passed by the clock read at this call (so
+   * false at once after a freeze past it, before any timer runs).
+   */
+  readonly held: boolean;
+  /**
+   * Throws unless `held`: the session's end reason (LeaseNotFound, with
+   * `lease` and `deadline`, when lost; Closed), else NotHeld. Call it right
+   * before each write the lock protects (and fence with `token`).
+   */
+  assertHeld(): void;
   /** Waits for the lock; `signal` (or the session's end) gives up and removes the key. */
   lock(options?: Call): Promise<void>;
   /** Takes the lock if free: true if taken; false (no key left behind) if held by another. */
@@ -298,6 +321,14 @@ export interface Election {
   /** The key's create revision (a fencing token for the leader). */
   readonly token: number | undefined;
   readonly session: Session;
+  /**
+   * Whether this candidate leads now: campaign() won, no resign() or failed
+   * proclaim() since, the session not closed and its deadline not passed by
+   * the clock read at this call.
+   */
+  readonly leading: boolean;
+  /** Throws unless `leading`: the session's end reason (LeaseNotFound when lost; Closed), else NotLeader. */
+  assertLeading(): void;
   /** Waits until elected; `signal` (or the session's end) withdraws. */
   campaign(value: Value, options?: Call): Promise<void>;
   /** A new value from the leader; NotLeader if this candidate no longer leads. */
@@ -351,7 +382,8 @@ export interface Client extends AsyncDisposableIfKnown {
   /**
    * A session, a mutex on `name`, `fn(lock)`, then unlock and close the
    * session, even when fn throws. Rejects with the session's loss reason if
-   * the lock was lost while fn ran (watch `lock.signal`; fence with `lock.token`).
+   * the lock was lost while fn ran (check `lock.assertHeld()` before each
+   * protected write; fence with `lock.token`).
    */
   withLock<T>(name: Key, options: WithLockOptions, fn: (lock: Mutex) => T | PromiseLike<T>): Promise<Awaited<T>>;
   withLock<T>(name: Key, fn: (lock: Mutex) => T | PromiseLike<T>): Promise<Awaited<T>>;

@@ -226,7 +226,9 @@ export class LocalBackend {
   /**
    * For a session: `onGone(why)` is called (in a microtask) when the lessor
    * expires or revokes lease `id`; `remainingMs()` is its time left by the
-   * engine's clock (-1 once gone or if the lessor is closed). `stop()` ends it.
+   * engine's clock (-1 once gone or if the lessor is closed; NaN while the
+   * engine cannot be asked, inside a change of its own, when nothing is
+   * known to have changed). `stop()` ends it.
    */
   trackLease(id, onGone) {
     const hex = leaseHex(id);
@@ -243,7 +245,9 @@ export class LocalBackend {
         if (this.#closer.signal.aborted) return -1;
         try {
           return this.#lessor.timeToLive(id).ttlMs;
-        } catch {
+        } catch (e) {
+          // Asked from the lessor's own storage write: unknown, not gone.
+          if (e?.code === "Reentrant") return NaN;
           return -1; // the lessor was closed: its leases are gone
         }
       },

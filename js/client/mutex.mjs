@@ -88,9 +88,25 @@ export class Mutex {
     return this.#session;
   }
 
-  /** The session's signal: aborts when the lock is lost with it. */
+  /** The session's signal: aborts when the lock is lost with it (see Session's `signal`). */
   get signal() {
     return this.#session.signal;
+  }
+
+  /**
+   * Whether the lock is held now: taken, not unlocked, and the session's
+   * deadline not passed by the clock read at this call: false at once
+   * after a freeze past the deadline, before its overdue timers run.
+   */
+  get held() {
+    return this.#myKey !== null && !this.#session.signal.aborted;
+  }
+
+  /** Throws unless `held`: the session's end (LeaseNotFound when lost, Closed), else NotHeld. */
+  assertHeld() {
+    const s = this.#session.signal;
+    if (s.aborted) throw s.reason;
+    if (this.#myKey === null) throw new LeaseError("NotHeld", "the lock is not held (not locked, or unlocked)");
   }
 
   // Creates this session's key under the prefix (or finds it), and reads

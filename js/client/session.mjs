@@ -5,6 +5,12 @@
 // a `lost` event goes with it. A keepalive answered with TTL 0 (the lease
 // is gone) ends the session at once. `close()` revokes the lease.
 //
+// The deadline timer can run late, and after other timers: a process frozen
+// past its deadline runs its overdue timers in due order, so a holder's own
+// shorter sleep ends first. So reading `signal` or `lost` reads the clock
+// too, and ends the session then if the deadline has passed: what a lock's
+// `held` says right after such a sleep is already the truth.
+//
 // In-process (connect(lessor)) the deadline is known exactly: a backend
 // with `trackLease` gives the lease's time left by the engine's own clock,
 // and says when the lessor expires or revokes it; the session ends at that
@@ -64,8 +70,9 @@ export class Session extends EventTarget {
 
   /** The deadline by the backend's own clock (performance.now() ms), if it knows it. */
   #exact() {
-    if (this.#tracker === null) return undefined;
-    return now() + Math.max(0, this.#tracker.remainingMs());
+    const rem = this.#tracker?.remainingMs();
+    if (rem === undefined || Number.isNaN(rem)) return undefined;
+    return now() + Math.max(0, rem);
   }
 
   static async create(client, { ttl = DEFAULT_TTL, lease, signal } = {}) {
@@ -98,13 +105,19 @@ export class Session extends EventTarget {
     return this.#deadlineEpoch;
   }
 
-  /** Aborts when the session ends: lost (reason LeaseNotFound, with `deadline`) or closed (reason Closed). */
+  /**
+   * Aborts when the session ends: lost (reason LeaseNotFound, with
+   * `deadline`) or closed (reason Closed). Read past the deadline, it has
+   * aborted, whether or not the deadline timer has run.
+   */
   get signal() {
+    this.#checkDeadline();
     return this.#ctl.signal;
   }
 
-  /** Whether the lease was lost (expired or revoked), as opposed to closed. */
+  /** Whether the lease was lost (expired or revoked, or its deadline passed), as opposed to closed. */
   get lost() {
+    this.#checkDeadline();
     return this.#lost;
   }
 
@@ -167,6 +180,19 @@ export class Session extends EventTarget {
     this.#deadTimer = setTimeout(() => this.#onDeadline(), delay(t - now()));
   }
 
+  // Ends the session if its deadline has passed by the clock now (in-process:
+  // the engine's), whatever the timers have run.
+  #checkDeadline() {
+    if (this.#ctl.signal.aborted) return;
+    // (NaN, the engine busy inside its own change, is not past.)
+    const past = this.#tracker !== null ? this.#tracker.remainingMs() <= 0 : now() >= this.#deadline;
+    if (past) this.#lose(this.#pastDeadline());
+  }
+
+  #pastDeadline() {
+    return `the lease passed its deadline (${new Date(this.deadline).toISOString()}) with no successful keepalive`;
+  }
+
   #onDeadline() {
     // Timers can fire a little early; only the clock says the deadline passed.
     const left = this.#deadline - now();
@@ -183,7 +209,7 @@ export class Session extends EventTarget {
         return;
       }
     }
-    this.#lose(`the lease passed its deadline (${new Date(this.deadline).toISOString()}) with no successful keepalive`);
+    this.#lose(this.#pastDeadline());
   }
 
   async #keepAlive() {

@@ -2,11 +2,14 @@
 // the predecessor, the create revision as fencing token, withLock, aborts
 // and lost sessions; interop with `etcdctl lock` and `etcdctl elect`; 20
 // clients x 50 lock cycles with a shared counter. Against etcd, edge-lease's
-// server and an in-process Lessor (interop: the servers only).
+// server and an in-process Lessor (interop: the servers only); held and
+// leading as the clock says at the call, whatever the timers did.
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { test } from "node:test";
 import { connect } from "../../js/client/index.mjs";
+import { Lessor } from "../../js/entries/node.mjs";
 import { eachBackend, sleep, until, useServers, within } from "./servers.mjs";
 
 useServers();
@@ -331,4 +334,63 @@ eachBackend("tryLock() on a Mutex whose lock() waits leaves the waiting key: tha
   await within(waiting, 5000, "the waiting lock()");
   assert.equal(m.key, `ab6/${s.keySuffix}`);
   await m.unlock();
+});
+
+test("held, leading: false from the deadline on by the clock read at the call, before any timer runs [lessor]", async (t) => {
+  // The lessor's clock moves only when the test says, and nothing ticks it.
+  let now = Date.now();
+  const lessor = new Lessor({ now: () => now, autoTick: false, minTtl: 2 });
+  const etcd = connect(lessor);
+  t.after(async () => {
+    await etcd.close();
+    lessor.close();
+  });
+  const [a, b, c] = await Promise.all([1, 2, 3].map(() => etcd.session({ ttl: 10 })));
+  const m = a.mutex("held-m");
+  const e = b.election("held-e");
+  const m2 = c.mutex("held-m2");
+  await m.lock();
+  await e.campaign("v");
+  await m2.lock();
+  assert.equal(m.held, true);
+  m.assertHeld();
+  assert.equal(e.leading, true);
+  e.assertLeading();
+  now += 10_000; // the leases' deadline: no keepalive, no timer and no tick from here on
+  // The first synchronous check of each session says so.
+  assert.equal(m.held, false);
+  assert.equal(e.leading, false);
+  assert.equal(m2.signal.aborted, true);
+  assert.throws(() => m.assertHeld(), { code: "LeaseNotFound", lease: a.lease });
+  assert.throws(() => e.assertLeading(), { code: "LeaseNotFound", lease: b.lease });
+  assert.equal(m.signal.reason.code, "LeaseNotFound");
+  assert.deepEqual([a.lost, b.lost, c.lost], [true, true, true]);
+});
+
+eachBackend("held, leading: false before lock()/campaign(), after unlock()/resign() and once the session is closed", { needs: RECIPES }, async (t, { connect }) => {
+  const etcd = connect();
+  const s = await etcd.session({ ttl: 10 });
+  const m = s.mutex("held2-m");
+  const e = s.election("held2-e");
+  assert.equal(m.held, false);
+  assert.throws(() => m.assertHeld(), { code: "NotHeld" });
+  assert.equal(e.leading, false);
+  assert.throws(() => e.assertLeading(), { code: "NotLeader" });
+  await m.lock();
+  await e.campaign("v");
+  assert.equal(m.held, true);
+  assert.equal(e.leading, true);
+  await m.unlock();
+  await e.resign();
+  assert.equal(m.held, false);
+  assert.throws(() => m.assertHeld(), { code: "NotHeld" });
+  assert.equal(e.leading, false);
+  assert.throws(() => e.assertLeading(), { code: "NotLeader" });
+  await m.lock();
+  await e.campaign("v");
+  await s.close();
+  assert.equal(m.held, false);
+  assert.throws(() => m.assertHeld(), { code: "Closed" });
+  assert.equal(e.leading, false);
+  assert.throws(() => e.assertLeading(), { code: "Closed" });
 });

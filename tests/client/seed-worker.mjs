@@ -1,8 +1,11 @@
 // One "server" of the seed-001 story (tests/client/seed001.test.mjs): takes
 // /locks/job with withLock on a short lease, then writes to the fenced
-// resource with its token, either at once ("auto") or when the test says so
-// on stdin ("wait"). Prints one JSON line per step.
+// resource with its token: at once ("auto"), when the test says so on stdin
+// ("wait"), or after a sleep of its own, due well before its lease's
+// deadline ("sleep"). Right before writing it checks, synchronously, whether
+// it still holds the lock. Prints one JSON line per step.
 import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
 import { connect } from "../../js/client/index.mjs";
 
 const [url, name, resource, mode] = process.argv.slice(2);
@@ -17,10 +20,21 @@ try {
     lock.signal.addEventListener("abort", () => (abortedAt = Date.now()));
     say({ step: "locked", token: lock.token, key: lock.key, deadline: lock.session.deadline });
     if (mode === "wait") await nextLine();
+    if (mode === "sleep") await sleep(1000);
+    // The first code to run after a freeze: no other timer of this process
+    // need have run yet.
     const aborted = lock.signal.aborted;
+    const held = lock.held;
+    let assertCode = null;
+    try {
+      lock.assertHeld();
+    } catch (e) {
+      assertCode = e.code;
+    }
+    // It writes either way: the fenced resource is what must refuse it.
     const res = await fetch(`${resource}/write?token=${lock.token}&who=${name}`, { method: "POST" });
     const reason = lock.signal.reason;
-    say({ step: "wrote", status: res.status, aborted, abortedAt, reasonCode: reason?.code, reasonDeadline: reason?.deadline });
+    say({ step: "wrote", status: res.status, aborted, held, assertCode, abortedAt, reasonCode: reason?.code, reasonDeadline: reason?.deadline });
   });
   say({ step: "released" });
 } catch (e) {

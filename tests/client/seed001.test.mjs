@@ -1,14 +1,18 @@
 // The seed-001 story with real processes: server-3 takes /locks/job with
 // withLock on a 2 s lease and is frozen (SIGSTOP) past its TTL; server-7
 // gets the lock after the lease expires, with a higher fencing token, and
-// writes; server-3, thawed, finds its session.signal aborted at the deadline
-// it last knew, and its late write is refused by the fenced resource.
+// writes; server-3, thawed, finds at its first synchronous check that it
+// lost the lock at the deadline it last knew (lock.signal.aborted,
+// lock.held, lock.assertHeld()), whatever its timers did first, and its
+// late write is refused by the fenced resource. Thawed twice: with the
+// test's "write" waiting on its stdin, and in a sleep of its own, whose
+// timer is due before the deadline's and so runs first.
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
-import { eachBackend, sleep, until, useServers, within } from "./servers.mjs";
+import { eachBackend, until, useServers, within } from "./servers.mjs";
 
 useServers();
 
@@ -55,9 +59,10 @@ function start(t, args) {
   };
 }
 
-eachBackend("seed 001: a frozen holder loses the lock at its deadline, and its late write is fenced off", { needs: ["txn", "watch", "sort", "server"], timeout: 60_000 }, async (t, { url }) => {
+/** The story, with server-3 in `mode` (seed-worker.mjs) and `thaw()` to resume it. */
+async function frozenHolder(t, url, mode, thaw) {
   const resource = await fencedResource(t);
-  const s3 = start(t, [url, "server-3", resource.url, "wait"]);
+  const s3 = start(t, [url, "server-3", resource.url, mode]);
   const locked3 = await s3.step("locked");
   s3.child.kill("SIGSTOP");
   const frozenAt = Date.now();
@@ -71,18 +76,33 @@ eachBackend("seed 001: a frozen holder loses the lock at its deadline, and its l
   assert.ok(locked7.at >= locked3.deadline, "server-7 got the lock only after server-3's lease deadline");
   assert.equal(wrote7.status, 200);
 
-  s3.child.kill("SIGCONT");
   const thawedAt = Date.now();
-  await sleep(200); // the thawed process runs its overdue timers first
-  s3.child.stdin.write("write\n");
+  thaw(s3);
   const wrote3 = await s3.step("wrote");
-  assert.equal(wrote3.aborted, true, "session.signal had aborted before the late write");
+  assert.equal(wrote3.aborted, true, "lock.signal had aborted at the first check after the freeze");
+  assert.equal(wrote3.held, false, "lock.held said the lock was lost");
+  assert.equal(wrote3.assertCode, "LeaseNotFound", "lock.assertHeld() threw the session's loss");
   assert.equal(wrote3.reasonCode, "LeaseNotFound");
   assert.equal(wrote3.reasonDeadline, locked3.deadline, "the deadline it last knew: nothing renewed it while frozen");
-  assert.ok(wrote3.abortedAt >= locked3.deadline && wrote3.abortedAt >= frozenAt && wrote3.abortedAt <= thawedAt + 200);
+  assert.ok(wrote3.abortedAt >= locked3.deadline && wrote3.abortedAt >= frozenAt && wrote3.abortedAt <= wrote3.at);
+  assert.ok(wrote3.at >= thawedAt);
   assert.equal(wrote3.status, 409, "the fenced resource refused the stale token");
   const end3 = await s3.step("withLock-rejected");
   assert.equal(end3.code, "LeaseNotFound");
   await s3.exited();
   assert.deepEqual(resource.log.map((w) => [w.who, w.ok]), [["server-7", true], ["server-3", false]]);
-});
+}
+
+const STORY = { needs: ["txn", "watch", "sort", "server"], timeout: 60_000 };
+
+eachBackend("seed 001: a frozen holder loses the lock at its deadline, and its late write is fenced off", STORY, (t, { url }) =>
+  frozenHolder(t, url, "wait", (s3) => {
+    // The line is there when it resumes: it may be read before any timer runs.
+    s3.child.stdin.write("write\n");
+    s3.child.kill("SIGCONT");
+  }),
+);
+
+eachBackend("seed 001: a holder frozen in its own sleep finds the lock lost when the sleep ends, before its deadline timer runs", STORY, (t, { url }) =>
+  frozenHolder(t, url, "sleep", (s3) => s3.child.kill("SIGCONT")),
+);

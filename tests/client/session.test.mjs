@@ -239,3 +239,26 @@ eachBackend("close() with timeout: Infinity ends when the server stops answering
   await within(c.close(), 10_000, "close()");
   assert.ok(Date.now() - t0 < 8000, `close() took ${Date.now() - t0} ms`);
 });
+
+test("in-process: reading a session's signal inside the lessor's own storage write does not end the session", async () => {
+  const { Lessor } = await import("../../js/entries/node.mjs");
+  let session = null;
+  const seen = [];
+  const lessor = new Lessor({
+    autoTick: false,
+    storage: {
+      write() {
+        // The engine is inside a change here: it cannot be asked for the lease's time left.
+        if (session) seen.push(session.signal.aborted, session.lost);
+      },
+    },
+  });
+  const client = connect(lessor);
+  session = await client.session({ ttl: 10 });
+  lessor.put("k", "v");
+  assert.deepEqual(seen, [false, false]);
+  assert.equal(session.signal.aborted, false);
+  await session.close();
+  client.close();
+  lessor.close();
+});

@@ -108,9 +108,15 @@ await m.lock({ signal });
 const ok: boolean = await m.tryLock();
 const token: number | undefined = m.token;
 const key: string | undefined = m.key;
+const held: boolean = m.held;
+m.assertHeld();
+// @ts-expect-error held is read-only
+m.held = true;
 await m.unlock();
 const el = s.election("leader");
 await el.campaign("me", { signal });
+const leading: boolean = el.leading;
+el.assertLeading();
 await el.proclaim(new Uint8Array(1));
 const leader = await el.leader();
 if (leader) { const v: string = leader.value; }
@@ -118,6 +124,7 @@ for await (const l of el.observe({ signal, bytes: true })) { const v: Uint8Array
 await el.resign();
 await s.close();
 const n: number = await etcd.withLock("job", { ttl: 10, signal }, async (lock) => lock.token ?? 0);
+try { m.assertHeld(); } catch (err) { if (err instanceof LeaseError && err.code === "NotHeld") {} }
 const s2: string = await etcd.withLock("job", (lock) => "sync result");
 await etcd.close();
 

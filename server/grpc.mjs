@@ -9,7 +9,7 @@ import protobuf from "protobufjs";
 import { loadRoot } from "../etcd/proto/load.mjs";
 import { unmarshalChecker } from "./gogo.mjs";
 import { services as schema } from "../etcd/proto/schema.mjs";
-import { Code, GrpcError, tooLargeMessage, unimplemented } from "../etcd/errors.mjs";
+import { Code, Etcd, GrpcError, tooLargeMessage, unimplemented } from "../etcd/errors.mjs";
 import { deadlineAnswer } from "../etcd/methods.mjs";
 import { MAX_MESSAGE_BYTES } from "../etcd/limits.mjs";
 import { H2Session } from "./h2.mjs";
@@ -197,6 +197,8 @@ function codec(root, typeName, maxMessage = MAX_MESSAGE_BYTES) {
         if (invalid) throw new Error(`proto: field "${invalid}" contains invalid UTF-8`);
         return obj;
       } catch (e) {
+        // Nested past limits.mjs's depth (only a Txn nests): etcd's answer.
+        if (/maximum nesting depth exceeded/.test(e.message)) throw Etcd.tooManyOps();
         // grpc-go's code; a message cut short is Go's "unexpected EOF".
         const why = e instanceof RangeError && /index out of range/.test(e.message) ? "unexpected EOF" : e.message;
         throw new GrpcError(Code.Internal, stream ? `grpc: failed to unmarshal the received message ${why}` : `grpc: error unmarshalling request: ${why}`);

@@ -9,11 +9,13 @@
 // 64-bit integers are decimal strings, bytes are Uint8Arrays, enums are names.
 import { messages, enums } from "./proto/schema.mjs";
 import { Code, GrpcError } from "./errors.mjs";
+import { MAX_MESSAGE_DEPTH } from "./limits.mjs";
 import { decodeBase64, encodeBase64 } from "edge-lease/base64";
 
 const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
 const INT32 = new Set(["int32", "uint32", "sint32", "fixed32", "sfixed32"]);
-const MAX_DEPTH = 64;
+// (A Txn nested deeper: limits.mjs.)
+const MAX_DEPTH = MAX_MESSAGE_DEPTH;
 
 const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
 
@@ -146,7 +148,7 @@ function value(f, v, depth) {
 }
 
 function message(type, v, depth) {
-  if (depth > MAX_DEPTH) throw bad("edge-lease: request nested too deeply");
+  if (depth > MAX_DEPTH) throw bad("etcdserver: too many operations in txn request");
   if (v === null) return {};
   if (jsonKind(v) !== "object") throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type map[string]json.RawMessage`);
   const out = {};

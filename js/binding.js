@@ -490,8 +490,8 @@ export class Binding {
     return this.#raw.is_primary();
   }
 
-  snapshot() {
-    const cursor = this.#raw.snapshot_cursor();
+  snapshot(now) {
+    const cursor = this.#raw.snapshot_cursor(now);
     try {
       const out = [];
       for (;;) {
@@ -505,8 +505,8 @@ export class Binding {
   }
 
   /** A snapshot in steps: `snapshotNext(cursor, max)` until it gives none; then `cursor.free()`. */
-  snapshotCursor() {
-    return this.#raw.snapshot_cursor();
+  snapshotCursor(now) {
+    return this.#raw.snapshot_cursor(now);
   }
 
   snapshotNext(cursor, max) {

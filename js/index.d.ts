@@ -503,6 +503,7 @@ export class Lessor extends EventTarget {
   /** Keys held, O(1) (those of leases past their deadline until the next tick included). */
   readonly keyCount: number;
   readonly isPrimary: boolean;
+  /** Everything it holds now, as storage entries (leases past their deadline left out, tick or no tick). */
   snapshot(): [string, Uint8Array][];
   /**
    * The snapshot read `step` entries at a time (default 1024) as they are

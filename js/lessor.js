@@ -645,10 +645,13 @@ export class Lessor extends EventTarget {
     return this.#b.isPrimary();
   }
 
-  /** Everything this lessor holds, as the `[key, Uint8Array]` entries storage would. */
+  /**
+   * Everything this lessor holds now, as the `[key, Uint8Array]` entries
+   * storage would (leases past their deadline left out, tick or no tick).
+   */
   snapshot() {
     this.#enter();
-    return this.#b.snapshot();
+    return this.#b.snapshot(this.#time());
   }
 
   /**
@@ -661,7 +664,8 @@ export class Lessor extends EventTarget {
   *snapshotEntries(step = 1024) {
     this.#enter();
     const b = this.#b;
-    const cursor = b.snapshotCursor();
+    // (Which leases are past their deadline is judged now, for every step.)
+    const cursor = b.snapshotCursor(this.#time());
     try {
       for (;;) {
         // (After a failed write the lessor holds changes the store may not:

@@ -116,9 +116,13 @@ function compare(arg, maxKey, maxValue) {
   return { key, rangeEnd, target, result, value };
 }
 
+// The engine's codec's limit (crates/wasm/src/codec.rs): past etcd's
+// default --max-txn-ops (128), which refuses deeper Txns anyway.
+const MAX_TXN_DEPTH = 256;
+
 export function txnRequest(arg, maxKey, maxValue, depth = 0) {
   const t = object(arg, "txn request");
-  if (depth > 64) throw invalid("transactions nest too deep");
+  if (depth > MAX_TXN_DEPTH) throw invalid("transactions nest too deep");
   const list = (v, what) => {
     if (v === undefined || v === null) return [];
     if (!Array.isArray(v)) throw invalid(`${what} must be an array`);

@@ -9,7 +9,7 @@ import protobuf from "protobufjs";
 import { loadRoot } from "../etcd/proto/load.mjs";
 import { unmarshalChecker } from "./gogo.mjs";
 import { services as schema } from "../etcd/proto/schema.mjs";
-import { Code, GrpcError, tooLargeMessage, unimplemented } from "../etcd/errors.mjs";
+import { Code, Etcd, GrpcError, tooLargeMessage, unimplemented } from "../etcd/errors.mjs";
 import { deadlineAnswer } from "../etcd/methods.mjs";
 import { MAX_MESSAGE_BYTES } from "../etcd/limits.mjs";
 import { H2Session } from "./h2.mjs";
@@ -197,6 +197,8 @@ function codec(root, typeName, maxMessage = MAX_MESSAGE_BYTES) {
         if (invalid) throw new Error(`proto: field "${invalid}" contains invalid UTF-8`);
         return obj;
       } catch (e) {
+        // Nested past limits.mjs's depth (only a Txn nests): etcd's answer.
+        if (/maximum nesting depth exceeded/.test(e.message)) throw Etcd.tooManyOps();
         // grpc-go's code; a message cut short is Go's "unexpected EOF".
         const why = e instanceof RangeError && /index out of range/.test(e.message) ? "unexpected EOF" : e.message;
         throw new GrpcError(Code.Internal, stream ? `grpc: failed to unmarshal the received message ${why}` : `grpc: error unmarshalling request: ${why}`);
@@ -251,12 +253,13 @@ class Context {
 // Starts `call`'s deadline (grpc-timeout): past it, the call ends with
 // `answer()` (etcd's for the method, etcd/methods.mjs) and its
 // handler's signal aborts; if that is null, the call goes on. Returns a
-// stopper. The timer is set once the current tick is over, and only for a
-// call still in progress then: a call answered at once (a read while no
-// write waits for the disk: its request usually comes in the same socket
-// read as its headers) never costs one.
+// stopper, whose `passed()` says whether the deadline has passed. The
+// timer is set once the current tick is over, and only for a call still in
+// progress then: a call answered at once (a read while no write waits for
+// the disk: its request usually comes in the same socket read as its
+// headers) never costs one.
 function deadline(call, answer, onExpire) {
-  if (!(call.timeoutMs >= 0)) return () => {};
+  if (!(call.timeoutMs >= 0)) return NO_DEADLINE;
   const start = performance.now();
   let timer = null;
   let stopped = false;
@@ -269,11 +272,14 @@ function deadline(call, answer, onExpire) {
       onExpire();
     }, Math.min(Math.max(0, call.timeoutMs - (performance.now() - start)), 2 ** 31 - 1));
   });
-  return () => {
+  const stop = () => {
     stopped = true;
     if (timer) clearTimeout(timer);
   };
+  stop.passed = () => performance.now() - start >= call.timeoutMs;
+  return stop;
 }
+const NO_DEADLINE = Object.assign(() => {}, { passed: () => false });
 
 const isPromise = (v) => typeof v?.then === "function";
 
@@ -312,6 +318,15 @@ function firstRequest(m, run) {
     };
     call.onMessage = (bytes, compressed) => {
       if (ctx || call.done) return; // (a call past its deadline, or cancelled, never starts)
+      // grpc-go reads the request under the call's context: one whose
+      // deadline passed before its request came (`grpc-timeout: 1n`) gets
+      // DeadlineExceeded and its handler never runs (etcd applies nothing),
+      // though the timer above has not fired yet.
+      if (stop.passed()) {
+        stop();
+        const e = m.expired(undefined);
+        return call.finish(e.code, e.message);
+      }
       ctx = new Context(call, bytes.length);
       let done;
       try {

@@ -3,7 +3,7 @@
 // request target or header gets a 400, never an exception.
 import { createServer } from "node:http";
 import { Readable } from "node:stream";
-import { guard } from "./guard.mjs";
+import { MALFORMED_HOST, guard, wellFormedHost } from "./guard.mjs";
 
 const GATEWAY = /^\/(v3|v3beta|v3alpha)\/|^\/(version|health|metrics)$/;
 
@@ -135,6 +135,13 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
     },
     async (req, res) => {
+      // A Host Go's server refuses gets its answer (etcd's, before any
+      // handler), and the connection goes, as there.
+      if (!wellFormedHost(req.headers.host ?? "")) {
+        req.resume();
+        res.writeHead(400, MALFORMED_HOST.slice(4), { "content-type": "text/plain; charset=utf-8", connection: "close" }).end(MALFORMED_HOST);
+        return;
+      }
       // (req.socket is null once the response is done: keep it here)
       const socket = req.socket;
       const inflight = { req, res };

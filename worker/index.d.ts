@@ -27,13 +27,6 @@ export class LeaseNamespace {
   webSocketError(ws: unknown, error: unknown): Promise<void>;
 }
 
-/** Namespace names: 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit. */
-export const NAMESPACE: RegExp;
-export const DEFAULT_NAMESPACE: "default";
-
-/** Where a request path goes: a namespace and the gateway path, or the Worker's own answer. */
-export function route(pathname: string): { namespace: string; path: string; base: string } | { response: Response };
-
 /** The Worker: `/v3/...` to namespace "default", `/n/<namespace>/v3/...` to that namespace, `/version`, `/health`. */
 declare const worker: { fetch(request: Request, env: LeaseWorkerEnv): Promise<Response> };
 export default worker;

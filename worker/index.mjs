@@ -8,7 +8,10 @@
 // See README.md ("Cloudflare: a lease service per namespace").
 import { fetchWorker } from "./router.mjs";
 
+// Only entrypoints: workerd takes every export of a Worker's main module
+// for one, and refuses to start on any other value (a string, say), so
+// this module can be the main one. The router's names are at
+// edge-lease-etcd/worker/router.
 export { LeaseNamespace } from "./namespace.mjs";
-export { route, NAMESPACE, DEFAULT_NAMESPACE } from "./router.mjs";
 
 export default { fetch: fetchWorker };

@@ -2,6 +2,7 @@
 // gen.mjs, and the tests' clients). The JSON gateway uses the plain schema gen.mjs writes instead.
 import protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
+import { MAX_MESSAGE_DEPTH } from "../limits.mjs";
 
 const dir = fileURLToPath(new URL(".", import.meta.url));
 
@@ -18,6 +19,11 @@ export class Long64 extends protobuf.util.Long {
   }
 }
 protobuf.util.Long = Long64;
+
+// protobufjs refuses messages nested past 100 (protoc's default) when it
+// reads, converts or writes them: a Txn 50 deep. etcd's gogo code has no
+// such limit; limits.mjs says how deep a Txn may be here.
+protobuf.util.recursionLimit = protobuf.Reader.recursionLimit = MAX_MESSAGE_DEPTH;
 
 export function loadRoot() {
   const root = new protobuf.Root();

@@ -7,7 +7,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { createHash } from "node:crypto";
-import { startWorker } from "./harness.mjs";
+import { join } from "node:path";
+import { ROOT, startWorker } from "./harness.mjs";
 import { b64 } from "../etcd/harness.mjs";
 
 const unb64 = (s) => Buffer.from(s, "base64").toString();
@@ -40,6 +41,19 @@ const keys = async (url, prefix = "") => {
   const r = await ok(url, "/v3/kv/range", { key: b64(prefix || "\0"), range_end: end });
   return { revision: Number(r.header.revision), kvs: (r.kvs ?? []).map((kv) => [unb64(kv.key), unb64(kv.value ?? "")]) };
 };
+
+// workerd takes every export of the main module for an entrypoint (a
+// handler object or a class) and refuses to start on any other (a string:
+// "Incorrect type for map entry"), so the package's module must work as
+// the main one itself, not only re-exported as examples/worker does.
+test("worker/index.mjs runs as a Worker's main module", { timeout: 60_000 }, async (t) => {
+  const w = await startWorker(t, { scriptPath: join(ROOT, "worker/index.mjs") });
+  const url = w.url("main-module");
+  await put(url, "a", "1");
+  assert.deepEqual((await keys(url)).kvs, [["a", "1"]]);
+  const version = await fetch(w.url() + "/version", { signal: AbortSignal.timeout(20_000) });
+  assert.equal(version.status, 200);
+});
 
 test("routing: /v3 is the namespace default, /n/<name>/v3 that namespace; bad names, paths, origins and tokens", { timeout: 60_000 }, async (t) => {
   const w = await startWorker(t, { bindings: { EDGE_LEASE_TOKEN: "" } });

@@ -858,7 +858,7 @@ fn extreme_times_rates_and_ttls_do_not_panic() {
                 let _ = l.next_deadline();
             }
             let _ = l.range(i64::MIN, b"");
-            let _ = l.snapshot();
+            let _ = l.snapshot(T0);
         }
     }
 }
@@ -1058,7 +1058,7 @@ fn held_expiry_keeps_leases_past_their_deadline_until_released() {
     assert_eq!(l.renew(later, other), Ok(60));
     // A restart meanwhile keeps it (the host holds expiry again, from when
     // it began).
-    let mut back = Lessor::restore(Config::default(), l.snapshot(), later, None).unwrap();
+    let mut back = Lessor::restore(Config::default(), l.snapshot(T0), later, None).unwrap();
     back.hold_expiry(Some(start));
     assert_eq!(value(&mut back, later, "k").as_deref(), Some("v"));
     assert_eq!(value(&mut back, later, "g"), None);
@@ -1094,7 +1094,7 @@ fn a_snapshot_in_steps_judges_leases_by_the_hold_at_its_start() {
             l.hold_expiry(Some(T0));
         }
         l.get(past, b"k"); // (the lessor's time moves on)
-        let mut c = l.snapshot_cursor();
+        let mut c = l.snapshot_cursor(T0);
         let mut out = Vec::new();
         // The revision and the leases, then the hold changes, then the keys.
         l.snapshot_next(&mut c, 2, &mut out);

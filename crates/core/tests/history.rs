@@ -595,7 +595,7 @@ proptest! {
         // restored from it.
         swept(&mut l);
         prop_assert_eq!(l.compaction_pending(), 0);
-        let snap = l.snapshot();
+        let snap = l.snapshot(T0);
         let old_of = |entries: &mut dyn Iterator<Item = String>| -> Vec<String> {
             let mut v: Vec<String> = entries.filter(|k| k.starts_with("v1/old/")).collect();
             v.sort();

@@ -171,7 +171,7 @@ fn frequent_restarts_cannot_keep_an_abandoned_lease_alive() {
             l = if compact {
                 // A host that compacts its store from the lessor each time:
                 // the snapshot must not drift either.
-                let snap = l.snapshot();
+                let snap = l.snapshot(T0);
                 let fresh = MemStore::default();
                 fresh.0.borrow_mut().map = snap.into_iter().collect();
                 *store.0.borrow_mut() = std::mem::take(&mut *fresh.0.borrow_mut());
@@ -340,8 +340,8 @@ fn restore_gives_back_identical_state_with_extreme_ids() {
             .collect::<BTreeSet<_>>()
     );
     // Restore writes nothing, and what it holds is exactly what is stored.
-    assert_eq!(sorted(r.snapshot()), store.entries());
-    let snap: BTreeMap<_, _> = r.snapshot().into_iter().collect();
+    assert_eq!(sorted(r.snapshot(T0)), store.entries());
+    let snap: BTreeMap<_, _> = r.snapshot(T0).into_iter().collect();
     assert_eq!(snap, store.0.borrow().map);
     println!(
         "restore: {} entries, {} bytes",
@@ -527,13 +527,13 @@ fn check_restore(entries: &[(String, Vec<u8>)]) -> Result<(), TestCaseError> {
     match Lessor::restore(Config::default(), entries.to_vec(), T0, None) {
         Ok(mut l) => {
             let _ = view(&mut l, T0);
-            let snap = l.snapshot();
+            let snap = l.snapshot(T0);
             let far = T0 + 20_000_000_000_000;
             l.tick(far);
             let _ = l.next_deadline();
             let mut again = Lessor::restore(Config::default(), snap.clone(), T0, None)
                 .map_err(|e| TestCaseError::fail(format!("snapshot does not restore: {e}")))?;
-            prop_assert_eq!(sorted(again.snapshot()), sorted(snap));
+            prop_assert_eq!(sorted(again.snapshot(T0)), sorted(snap));
             prop_assert_eq!(
                 view(&mut again, T0),
                 view(
@@ -638,7 +638,7 @@ fn host_entries_are_stored_restored_and_snapshotted() {
     let mut again = store.open(T0 + 1);
     assert_eq!(again.host_entry("alarms"), Some(&b"one"[..]));
     assert_eq!(again.host_entry("other.v2"), Some(&b""[..]));
-    let snap = again.snapshot();
+    let snap = again.snapshot(T0);
     assert!(snap.contains(&("v1/host/alarms".to_string(), b"one".to_vec())));
     let from_snap = Lessor::restore(Config::default(), snap, T0 + 2, None).unwrap();
     assert_eq!(from_snap.host_entry("other.v2"), Some(&b""[..]));
@@ -809,7 +809,7 @@ fn assert_matches_store(l: &mut Lessor, store: &MemStore, now: i64) -> Result<()
         .copied()
         .filter(|&id| l.time_to_live(now, id, false).is_err())
         .collect();
-    let mut live: BTreeMap<String, Vec<u8>> = l.snapshot().into_iter().collect();
+    let mut live: BTreeMap<String, Vec<u8>> = l.snapshot(T0).into_iter().collect();
     let mut stored = store.0.borrow().map.clone();
     stored.retain(|k, v| {
         let dead_lease = gone
@@ -897,7 +897,7 @@ proptest! {
             // The snapshot leaves out leases past their deadline at the
             // latest time the lessor saw: show it `now` first.
             let _ = l.leases(now);
-            let before = l.snapshot();
+            let before = l.snapshot(T0);
             let attempts = store.attempts();
             let res: Result<(), Error> = match op {
                 Op::Grant { ttl, id } => l.grant(now, ttl, IDS[id]).map(drop),
@@ -936,7 +936,7 @@ proptest! {
                     prop_assert!(fail.is_some(), "StorageFailed without an injected failure");
                     if failed_attempts == 1 {
                         // The first write was refused: nothing changed at all.
-                        prop_assert_eq!(l.snapshot(), before);
+                        prop_assert_eq!(l.snapshot(T0), before);
                     }
                 }
                 Err(Error::LeaseNotFound(_) | Error::LeaseExists(_)) | Ok(()) => {}
@@ -1002,10 +1002,44 @@ fn snapshot_without_storage_keeps_renewals() {
     l.put(T0, b"lock", b"me", text(id)).unwrap();
     l.renew(T0 + 9_000, id).unwrap();
     l.renew(T0 + 18_000, id).unwrap();
-    let mut back = Lessor::restore(Config::default(), l.snapshot(), T0 + 18_000, None).unwrap();
+    let mut back = Lessor::restore(Config::default(), l.snapshot(T0), T0 + 18_000, None).unwrap();
     let ttl = back.time_to_live(T0 + 18_000, id, true).unwrap();
     assert_eq!(ttl.ttl_ms, 10_000, "restored with the renewed deadline");
     assert!(back.get(T0 + 27_999, b"lock").is_some());
+}
+
+// Hardening 3, item 10: a snapshot judges expiry at the host's time, not
+// at the lessor's last call: a lease that expired while the lessor sat idle
+// must not come back through it (restore gives a stored deadline up to half
+// a TTL of slack: it said 4 s left), whole or in steps, store or none.
+#[test]
+fn snapshot_of_an_idle_lessor_leaves_out_leases_expired_since() {
+    for with_store in [false, true] {
+        let mut l = if with_store {
+            Lessor::with_storage(Config::default(), Box::new(MemStore::default())).unwrap()
+        } else {
+            Lessor::new(Config::default()).unwrap()
+        };
+        let old = l.grant(T0, 10, 0).unwrap().id;
+        l.put(T0, b"lock", b"old holder", text(old)).unwrap();
+        let keep = l.grant(T0, 60, 0).unwrap().id;
+        let now = T0 + 11_000; // no call since T0
+        let whole = l.snapshot(now);
+        let mut stepped = Vec::new();
+        let mut c = l.snapshot_cursor(now);
+        while l.snapshot_next(&mut c, 1, &mut stepped) {}
+        for snap in [whole, stepped] {
+            let mut back = Lessor::restore(Config::default(), snap, now, None).unwrap();
+            assert!(back.get(now, b"lock").is_none(), "the old holder came back");
+            assert_eq!(
+                back.time_to_live(now, old, false),
+                Err(Error::LeaseNotFound(old))
+            );
+            assert_eq!(back.leases(now), vec![keep]);
+        }
+        // As the live lessor says.
+        assert!(l.get(now, b"lock").is_none());
+    }
 }
 
 // Issue 13, item 5: a lease past its deadline is gone for a live lessor
@@ -1021,7 +1055,7 @@ fn snapshot_leaves_out_leases_past_their_deadline() {
     let now = T0 + 10_000; // `old` is gone, not yet ticked
     assert_eq!(l.renew(now, old), Err(Error::LeaseNotFound(old)));
     assert!(l.get(now, b"lock").is_none());
-    let snap = l.snapshot();
+    let snap = l.snapshot(now);
     let mut back = Lessor::restore(Config::default(), snap, now, None).unwrap();
     assert!(back.get(now, b"lock").is_none(), "the old holder came back");
     assert_eq!(back.leases(now), vec![keep]);
@@ -1117,7 +1151,7 @@ proptest! {
         }
         let _ = l.leases(now);
         journaled.batches.borrow_mut().clear();
-        let mut cursor = l.snapshot_cursor();
+        let mut cursor = l.snapshot_cursor(now);
         let mut snap = Vec::new();
         let mut more = true;
         for (i, (op, n)) in during.into_iter().enumerate() {
@@ -1188,9 +1222,9 @@ fn a_snapshot_in_steps_is_the_snapshot_when_nothing_changes() {
         l.put(T0, key.as_bytes(), b"v", text(id)).unwrap();
         l.put(T0, key.as_bytes(), b"w", text(id)).unwrap();
     }
-    let whole = l.snapshot();
+    let whole = l.snapshot(T0);
     for step in [1, 2, 7, 1000] {
-        let mut c = l.snapshot_cursor();
+        let mut c = l.snapshot_cursor(T0);
         let mut parts = Vec::new();
         loop {
             let had = parts.len();
@@ -1215,7 +1249,7 @@ fn a_snapshot_in_steps_keeps_a_lease_and_its_keys_together() {
     let id = l.grant(T0, 10, 0).unwrap().id;
     l.put(T0, b"k", b"held", text(id)).unwrap();
     journaled.batches.borrow_mut().clear();
-    let mut c = l.snapshot_cursor();
+    let mut c = l.snapshot_cursor(T0);
     let mut snap = Vec::new();
     // The revision and the lease.
     assert!(l.snapshot_next(&mut c, 2, &mut snap));

@@ -13,9 +13,10 @@ use edge_lease_core::{
     SortOrder, SortTarget, TxnRequest, TxnResponse, WatchRequest,
 };
 
-/// Deeper transactions are refused before the stack could be (etcd's own
-/// request size limit bounds them in practice).
-const MAX_DEPTH: usize = 64;
+/// Deeper transactions are refused before the stack could be: past etcd's
+/// default --max-txn-ops (128), which refuses deeper ones anyway, and
+/// etcd/limits.mjs's MAX_TXN_DEPTH.
+const MAX_DEPTH: usize = 256;
 
 pub struct Reader<'a> {
     buf: &'a [u8],

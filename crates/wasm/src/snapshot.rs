@@ -57,9 +57,9 @@ impl RawLessor {
         Ok(RawLessor::wrap(inner))
     }
 
-    /// Starts a snapshot taken in steps (`snapshot_next`).
-    pub fn snapshot_cursor(&self) -> RawSnapshot {
-        RawSnapshot(self.inner.snapshot_cursor())
+    /// Starts a snapshot taken in steps (`snapshot_next`) at host time `now`.
+    pub fn snapshot_cursor(&self, now: f64) -> RawSnapshot {
+        RawSnapshot(self.inner.snapshot_cursor(now as i64))
     }
 
     /// The snapshot's next entries, about `max`, packed as `restore` takes

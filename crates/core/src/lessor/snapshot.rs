@@ -118,23 +118,26 @@ impl Lessor {
         Ok(l)
     }
 
-    /// Everything this lessor would restore from, as storage entries. Lets a
-    /// host seed a new store or compact a journal. Leases past their deadline
-    /// (at the latest time seen) are left out with their keys, tick or no
-    /// tick: they are gone for this lessor, so a restore must not revive them.
-    pub fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
+    /// Everything this lessor would restore from at host time `now`, as
+    /// storage entries. Lets a host seed a new store or compact a journal.
+    /// Leases past their deadline at `now` (or at the latest time seen, if
+    /// later) are left out with their keys, tick or no tick: they are gone
+    /// for this lessor, and a restore, which gives a stored deadline up to
+    /// half a TTL of slack, would revive them.
+    pub fn snapshot(&self, now: i64) -> Vec<(String, Vec<u8>)> {
         let mut all = Vec::with_capacity(1 + self.leases.len() + self.kv.len());
-        let mut cursor = self.snapshot_cursor();
+        let mut cursor = self.snapshot_cursor(now);
         while self.snapshot_next(&mut cursor, usize::MAX, &mut all) {}
         all
     }
 
-    /// Starts a snapshot taken in steps (`snapshot_next`), so a host can
-    /// write a large one without stopping for it.
-    pub fn snapshot_cursor(&self) -> SnapshotCursor {
+    /// Starts a snapshot taken in steps (`snapshot_next`) at host time
+    /// `now`, so a host can write a large one without stopping for it.
+    pub fn snapshot_cursor(&self, now: i64) -> SnapshotCursor {
         SnapshotCursor {
             stage: Stage::Revision,
-            now: self.now,
+            // (Time never goes back: an earlier `now` is the latest seen.)
+            now: now.max(self.now),
             held: self.leases.held,
             leases: self.leases.iter().map(|(id, _)| id).collect(),
             at: 0,

@@ -14,8 +14,6 @@ import { decodeBase64, encodeBase64 } from "edge-lease/base64";
 
 const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
 const INT32 = new Set(["int32", "uint32", "sint32", "fixed32", "sfixed32"]);
-// (A Txn nested deeper: limits.mjs.)
-const MAX_DEPTH = MAX_MESSAGE_DEPTH;
 
 const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
 
@@ -116,7 +114,6 @@ function bytesOfArray(list) {
   return out;
 }
 
-
 function value(f, v, depth) {
   const t = f.type;
   if (messages[t]) return message(t, v, depth + 1);
@@ -148,7 +145,8 @@ function value(f, v, depth) {
 }
 
 function message(type, v, depth) {
-  if (depth > MAX_DEPTH) throw bad("etcdserver: too many operations in txn request");
+  // (Only a Txn nests: past limits.mjs's depth, etcd's answer for it.)
+  if (depth > MAX_MESSAGE_DEPTH) throw bad("etcdserver: too many operations in txn request");
   if (v === null) return {};
   if (jsonKind(v) !== "object") throw bad(`json: cannot unmarshal ${jsonKind(v)} into Go value of type map[string]json.RawMessage`);
   const out = {};

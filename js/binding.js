@@ -43,7 +43,7 @@ let layout = null;
 export function markReady(engine) {
   const own = JSON.stringify([engine.Slot, engine.RangeRow, engine.RevokedRow]);
   if (layout !== null && own !== layout) {
-    throw new LeaseError("CorruptEntry", "two builds of the engine with different binding layouts in one realm");
+    throw new LeaseError("Internal", "edge-lease internal error: two builds of the engine with different binding layouts in one realm");
   }
   if (layout === null) {
     layout = own;

@@ -99,10 +99,7 @@ const SHORT_HEX = /^[0-9a-f]{1,16}$/;
  * signed 64-bit bigint, etcd's int64.
  */
 export function leaseBig(id, what = "lease id") {
-  if (typeof id === "bigint") {
-    if (id < MIN_ID || id >= ID_END) throw invalid(`${what} ${id} is outside 64 bits`);
-    return BigInt.asIntN(64, id);
-  }
+  if (typeof id === "bigint") return BigInt.asIntN(64, bigId(id, what));
   if (typeof id === "string" && SHORT_HEX.test(id)) return BigInt.asIntN(64, BigInt("0x" + id));
   throw invalid(`${what} must be lowercase hex digits (as etcdctl prints it) or a bigint, got ${JSON.stringify(String(id)).slice(0, 40)}`);
 }

@@ -17,10 +17,13 @@ export const wellFormedHost = (host) => HOST_BYTES.test(host);
 /** Go's answer to a malformed Host, its status line's text and its body. */
 export const MALFORMED_HOST = "400 Bad Request: malformed Host header";
 
-/** `hosts`: the host names (no port) this server answers to. */
+/**
+ * `hosts`: the host names (no port) this server answers to. `request`'s
+ * Host is well-formed: the HTTP server answers a malformed one first, as
+ * Go's does (http.mjs).
+ */
 export function guard(request, hosts) {
   const host = request.headers.get("host") ?? "";
-  if (!wellFormedHost(host)) return refuse(400, MALFORMED_HOST);
   let name;
   try {
     name = new URL(`http://${host}`).hostname;

@@ -6,7 +6,7 @@
 import { prefixEnd } from "../prefix.js";
 import { invalid } from "./errors.mjs";
 import { leaseBig, leaseHex } from "../lease-id.js";
-import { decodeBase64, encodeBase64 } from "../base64.js";
+import { decodeBase64 } from "../base64.js";
 
 export { leaseBig, leaseHex };
 
@@ -69,8 +69,6 @@ export function int(v) {
 }
 
 // ---- base64 (the gateway's bytes) ------------------------------------------
-
-export const b64encode = encodeBase64;
 
 /** Bytes from the gateway (none: empty). */
 export function b64decode(s) {

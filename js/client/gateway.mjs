@@ -14,7 +14,8 @@
 // gateway parses as JSON anyway and which is a "simple" request for CORS
 // (no preflight).
 
-import { b64decode, b64encode, int, leaseHex } from "./codec.mjs";
+import { b64decode, int, leaseHex } from "./codec.mjs";
+import { encodeBase64 } from "../base64.js";
 import { LeaseError, aborted, closed, serverError, unavailable } from "./errors.mjs";
 import { linkSignals } from "./signals.mjs";
 
@@ -26,12 +27,12 @@ const RESULT = { "=": "EQUAL", "!=": "NOT_EQUAL", "<": "LESS", ">": "GREATER" };
 
 // ---- messages out ----------------------------------------------------------
 
-const bytes = (b) => (b && b.length ? b64encode(b) : undefined);
+const bytes = (b) => (b && b.length ? encodeBase64(b) : undefined);
 const num = (n) => (n ? String(n) : undefined);
 
 function rangeOut(r) {
   return {
-    key: b64encode(r.key),
+    key: encodeBase64(r.key),
     range_end: bytes(r.rangeEnd),
     limit: num(r.limit),
     revision: num(r.revision),
@@ -48,22 +49,22 @@ function rangeOut(r) {
 
 function putOut(p) {
   return {
-    key: b64encode(p.key),
+    key: encodeBase64(p.key),
     value: bytes(p.value),
     lease: p.lease ? p.lease.toString() : undefined,
     prev_kv: p.prevKv || undefined,
   };
 }
 
-const deleteOut = (d) => ({ key: b64encode(d.key), range_end: bytes(d.rangeEnd), prev_kv: d.prevKv || undefined });
+const deleteOut = (d) => ({ key: encodeBase64(d.key), range_end: bytes(d.rangeEnd), prev_kv: d.prevKv || undefined });
 
 function compareOut(c) {
   const field = TARGET_FIELD[c.target];
   let value;
-  if (c.target === "value") value = b64encode(c.value);
+  if (c.target === "value") value = encodeBase64(c.value);
   else value = String(c.value); // int64 as a string, 0 included (the oneof must be present)
   return {
-    key: b64encode(c.key),
+    key: encodeBase64(c.key),
     range_end: bytes(c.rangeEnd),
     target: TARGET[c.target],
     result: RESULT[c.result],
@@ -334,7 +335,7 @@ export class GatewayBackend {
   /** One watch stream (no timeout: it stays open); watch.mjs resumes it. */
   async *watch(req, { signal } = {}) {
     const create = {
-      key: b64encode(req.key),
+      key: encodeBase64(req.key),
       range_end: bytes(req.rangeEnd),
       start_revision: num(req.startRevision),
       prev_kv: req.prevKv || undefined,

@@ -5,6 +5,7 @@
 import { keyBytes, leaseBig, leaseHex, rangeOf, toBytes, toText } from "./codec.mjs";
 import { deleteRangeOut, entryOut, rangeOut, txnOut } from "./entries.mjs";
 import { LeaseError, closed, invalid } from "./errors.mjs";
+import { guarded } from "./guard.mjs";
 import { Session } from "./session.mjs";
 import { linkSignals, signalOption } from "./signals.mjs";
 import { Watch } from "./watch.mjs";
@@ -151,24 +152,27 @@ export class Client {
 
   async put(key, value, o = {}) {
     this.#check();
-    const { bytes = false, signal, ifAbsent = false } = opts(o, "put");
+    const { bytes = false, signal, ifAbsent = false, ifHeld } = opts(o, "put");
     const req = putReq({ key, value, lease: o.lease, prevKv: o.prevKv });
     signalOption(signal);
     if (!ifAbsent) {
-      const r = await this.#backend.put(req, { signal });
+      const r = await this.#write({ put: req }, ifHeld, signal);
       const out = { revision: r.revision };
       if (req.prevKv) out.created = r.prev === null;
       if (r.prev) out.prev = entryOut(r.prev, bytes);
       return out;
     }
     // Create-only, as the engine's ifAbsent: a refused put returns the holder.
-    const t = await this.#backend.txn(
+    const t = await this.#write(
       {
-        compare: [{ key: req.key, rangeEnd: null, target: "create", result: "=", value: 0 }],
-        success: [{ put: { ...req, prevKv: false } }],
-        failure: [{ range: rangeReq({ key: req.key }) }],
+        txn: {
+          compare: [{ key: req.key, rangeEnd: null, target: "create", result: "=", value: 0 }],
+          success: [{ put: { ...req, prevKv: false } }],
+          failure: [{ range: rangeReq({ key: req.key }) }],
+        },
       },
-      { signal },
+      ifHeld,
+      signal,
     );
     const r = { revision: t.revision, created: t.succeeded };
     if (!t.succeeded && t.responses[0].range.kvs.length) r.prev = entryOut(t.responses[0].range.kvs[0], bytes);
@@ -177,8 +181,8 @@ export class Client {
 
   async delete(key, o = {}) {
     this.#check();
-    const { bytes = false, signal, prevKv = false } = opts(o, "delete");
-    const r = await this.#backend.deleteRange(deleteReq({ key, prevKv }), { signal: signalOption(signal) });
+    const { bytes = false, signal, prevKv = false, ifHeld } = opts(o, "delete");
+    const r = await this.#write({ deleteRange: deleteReq({ key, prevKv }) }, ifHeld, signalOption(signal));
     const out = { deleted: r.deleted > 0, revision: r.revision };
     if (r.prev.length) out.prev = entryOut(r.prev[0], bytes);
     return out;
@@ -186,14 +190,27 @@ export class Client {
 
   async deleteRange(o) {
     this.#check();
-    const r = await this.#backend.deleteRange(deleteReq(o), { signal: signalOption(o?.signal) });
+    const r = await this.#write({ deleteRange: deleteReq(o) }, o?.ifHeld, signalOption(o?.signal));
     return deleteRangeOut(r, Boolean(o?.bytes));
   }
 
   async txn(t) {
     this.#check();
-    const r = await this.#backend.txn(txnReq(t), { signal: signalOption(t?.signal) });
+    const r = await this.#write({ txn: txnReq(t) }, t?.ifHeld, signalOption(t?.signal));
     return txnOut(r, Boolean(t?.bytes));
+  }
+
+  // One write (a backend txn op), alone or under `ifHeld`'s guard: the
+  // op's response, with the write's revision (a txn's nested answers carry
+  // the outer one).
+  async #write(op, ifHeld, signal) {
+    if (ifHeld === undefined || ifHeld === null) {
+      if (op.put) return this.#backend.put(op.put, { signal });
+      if (op.deleteRange) return this.#backend.deleteRange(op.deleteRange, { signal });
+      return this.#backend.txn(op.txn, { signal });
+    }
+    const { response } = await guarded(this.#backend, ifHeld, op, signal);
+    return response.put ?? response.deleteRange ?? response.txn;
   }
 
   async compact(revision, o = {}) {

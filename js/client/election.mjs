@@ -7,6 +7,7 @@
 import { keyBytes, keyId, toBytes, toText } from "./codec.mjs";
 import { entryOut } from "./entries.mjs";
 import { LeaseError, aborted, closed } from "./errors.mjs";
+import { GUARD, holderOf, keyGuard } from "./guard.mjs";
 import { byCreate, waitDeletes } from "./mutex.mjs";
 import { linkSignals, signalOption } from "./signals.mjs";
 import { leaseInt64 } from "../lease-id.js";
@@ -20,7 +21,7 @@ const concat = (a, b) => {
 
 const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 
-const notLeader = () => new LeaseError("NotLeader", "election: not leader");
+const notLeader = (extra) => new LeaseError("NotLeader", "election: not leader", extra);
 
 export class Election {
   #session;
@@ -64,6 +65,22 @@ export class Election {
     const s = this.#session.signal;
     if (s.aborted) throw s.reason;
     if (!this.#leading || this.#leaderKey === null) throw notLeader();
+  }
+
+  /**
+   * A txn compare that holds while this candidate leads: its key still
+   * exists with the create revision it campaigned with (once elected, no
+   * older key can appear). Throws NotLeader when not leading.
+   */
+  isLeader() {
+    const { compare } = this[GUARD]();
+    return { key: compare.key, target: "create", result: "=", value: compare.value };
+  }
+
+  /** The guard of `ifHeld: election` (guard.mjs). */
+  [GUARD]() {
+    if (!this.#leading || this.#leaderKey === null) throw notLeader();
+    return keyGuard(this.#leaderKey, this.#leaderRev, byCreate(this.#pfx, "ascend"), (kv, revision) => notLeader(holderOf(kv, revision)));
   }
 
   #lease() {

@@ -11,8 +11,10 @@ export type { LeaseId };
  * serving, a request timed out; in-process, a standby lessor), Aborted (the
  * caller's signal; `cause` is its reason), Unimplemented (a server without
  * the feature), NotLeader (an election's proclaim or assertLeading() when
- * not leading), NotHeld (a mutex's assertHeld() when not locked), Compacted
- * (a read or watch below the compaction point, with `compactRevision`).
+ * not leading, or a write guarded by a leadership that was lost), NotHeld (a
+ * mutex's assertHeld() when not locked, or a write guarded by a lock that was
+ * lost), Compacted (a read or watch below the compaction point, with
+ * `compactRevision`).
  */
 export type ClientErrorCode = ErrorCode;
 
@@ -27,6 +29,14 @@ export interface LeaseError extends Error {
   /** A lost session's reason: its lease and the deadline it passed (epoch ms). */
   readonly lease?: LeaseId;
   readonly deadline?: number;
+  /**
+   * A guarded write refused by the server (NotHeld, NotLeader): who holds
+   * the lock (or leads) now, if anyone: its key and token; and the revision
+   * the server judged at.
+   */
+  readonly holderKey?: string;
+  readonly holderToken?: number;
+  readonly revision?: number;
 }
 export declare const LeaseError: {
   new (code: ClientErrorCode, message: string, extra?: object): LeaseError;
@@ -58,6 +68,18 @@ export interface Entry<B extends boolean = false> {
 interface Call {
   /** Aborts the call (LeaseError Aborted). */
   signal?: AbortSignal;
+}
+
+/**
+ * A write that the server applies only while `ifHeld` is still held: in the
+ * same transaction, a compare on the lock's key and create revision (Go's
+ * `Mutex.IsOwner()`). Refused, with nothing written, by NotHeld (a Mutex)
+ * or NotLeader (an Election) carrying the current holder's `holderToken`,
+ * even when this process has not noticed the loss yet (a freeze, a
+ * partition). Never locked or already unlocked: refused without a request.
+ */
+export interface Guarded {
+  ifHeld?: Mutex | Election;
 }
 
 interface Bytes<B extends boolean> {
@@ -99,7 +121,7 @@ export interface RangeResult<B extends boolean = false> {
   revision: number;
 }
 
-export interface PutOptions extends Call {
+export interface PutOptions extends Call, Guarded {
   /** Attach the key to this lease; omitted or null, the key is detached from any lease. */
   lease?: LeaseId | bigint | null;
   /** Also return the previous entry, and whether the key was created. */
@@ -307,6 +329,12 @@ export interface Mutex {
    * before each write the lock protects (and fence with `token`).
    */
   assertHeld(): void;
+  /**
+   * A compare that holds while this lock is held (Go's IsOwner()), for
+   * `client.txn({ compare: [lock.isOwner()], ... })`; `ifHeld: lock` is the
+   * shorthand. Throws NotHeld when not locked.
+   */
+  isOwner(): Compare;
   /** Waits for the lock; `signal` (or the session's end) gives up and removes the key. */
   lock(options?: Call): Promise<void>;
   /** Takes the lock if free: true if taken; false (no key left behind) if held by another. */
@@ -329,6 +357,8 @@ export interface Election {
   readonly leading: boolean;
   /** Throws unless `leading`: the session's end reason (LeaseNotFound when lost; Closed), else NotLeader. */
   assertLeading(): void;
+  /** A compare that holds while this candidate leads (see Mutex.isOwner()); throws NotLeader when not leading. */
+  isLeader(): Compare;
   /** Waits until elected; `signal` (or the session's end) withdraws. */
   campaign(value: Value, options?: Call): Promise<void>;
   /** A new value from the leader; NotLeader if this candidate no longer leads. */
@@ -338,6 +368,12 @@ export interface Election {
   leader<B extends boolean = false>(options?: Call & Bytes<B>): Promise<Entry<B> | undefined>;
   /** The leader, then each new proclamation or leader (etcd's Observe); return() (a `break`) ends it at once. */
   observe<B extends boolean = false>(options?: Call & Bytes<B>): AsyncIterableIterator<Entry<B>> & AsyncDisposableIfKnown;
+}
+
+/** A Mutex as `withLock` hands it over: locked, so its key and token are set. */
+export interface HeldMutex extends Mutex {
+  readonly key: string;
+  readonly token: number;
 }
 
 export interface WithLockOptions extends Call {
@@ -361,9 +397,10 @@ export interface Client extends AsyncDisposableIfKnown {
   get<B extends boolean = false>(key: Key, options?: Call & Bytes<B> & { revision?: number }): Promise<Entry<B> | undefined>;
   range<B extends boolean = false>(request: RangeRequest & Call & Bytes<B>): Promise<RangeResult<B>>;
   put<B extends boolean = false>(key: Key, value: Value, options?: PutOptions & Bytes<B>): Promise<PutResult<B>>;
-  delete<B extends boolean = false>(key: Key, options?: Call & Bytes<B> & { prevKv?: boolean }): Promise<DeleteResult<B>>;
-  deleteRange<B extends boolean = false>(request: DeleteRangeRequest & Call & Bytes<B>): Promise<DeleteRangeResult<B>>;
-  txn<B extends boolean = false>(request: TxnRequest & Call & Bytes<B>): Promise<TxnResult<B>>;
+  delete<B extends boolean = false>(key: Key, options?: Call & Guarded & Bytes<B> & { prevKv?: boolean }): Promise<DeleteResult<B>>;
+  deleteRange<B extends boolean = false>(request: DeleteRangeRequest & Call & Guarded & Bytes<B>): Promise<DeleteRangeResult<B>>;
+  /** With `ifHeld`, the whole txn runs (compares, then a branch) only while the guard holds. */
+  txn<B extends boolean = false>(request: TxnRequest & Call & Guarded & Bytes<B>): Promise<TxnResult<B>>;
   /** Drops history before `revision`. */
   compact(revision: number, options?: Call & { physical?: boolean }): Promise<void>;
 
@@ -382,11 +419,11 @@ export interface Client extends AsyncDisposableIfKnown {
   /**
    * A session, a mutex on `name`, `fn(lock)`, then unlock and close the
    * session, even when fn throws. Rejects with the session's loss reason if
-   * the lock was lost while fn ran (check `lock.assertHeld()` before each
-   * protected write; fence with `lock.token`).
+   * the lock was lost while fn ran (guard writes in this store with
+   * `ifHeld: lock`; fence other resources with `lock.token`).
    */
-  withLock<T>(name: Key, options: WithLockOptions, fn: (lock: Mutex) => T | PromiseLike<T>): Promise<Awaited<T>>;
-  withLock<T>(name: Key, fn: (lock: Mutex) => T | PromiseLike<T>): Promise<Awaited<T>>;
+  withLock<T>(name: Key, options: WithLockOptions, fn: (lock: HeldMutex) => T | PromiseLike<T>): Promise<Awaited<T>>;
+  withLock<T>(name: Key, fn: (lock: HeldMutex) => T | PromiseLike<T>): Promise<Awaited<T>>;
 
   /** Closes the client's open sessions (revoking their leases), then ends every request and watch (Closed). */
   close(): Promise<void>;

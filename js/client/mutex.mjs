@@ -8,6 +8,7 @@
 
 import { keyBytes, prefixEnd, toBytes, toText } from "./codec.mjs";
 import { LeaseError, aborted } from "./errors.mjs";
+import { GUARD, holderOf, keyGuard } from "./guard.mjs";
 import { linkSignals, signalOption } from "./signals.mjs";
 import { leaseInt64 } from "../lease-id.js";
 
@@ -61,6 +62,8 @@ async function waitDelete(client, key, rev, signal) {
   }
 }
 
+const notHeld = (extra, message) => new LeaseError("NotHeld", message, extra);
+
 export class Mutex {
   #session;
   #client;
@@ -106,7 +109,25 @@ export class Mutex {
   assertHeld() {
     const s = this.#session.signal;
     if (s.aborted) throw s.reason;
-    if (this.#myKey === null) throw new LeaseError("NotHeld", "the lock is not held (not locked, or unlocked)");
+    if (this.#myKey === null) throw notHeld({}, "the lock is not held (not locked, or unlocked)");
+  }
+
+  /**
+   * A txn compare that holds while this lock is held (Go's IsOwner()): its
+   * key still exists with the create revision it was taken at. Throws
+   * NotHeld when not locked.
+   */
+  isOwner() {
+    const { compare } = this[GUARD]();
+    return { key: compare.key, target: "create", result: "=", value: compare.value };
+  }
+
+  /** The guard of `ifHeld: lock` (guard.mjs). */
+  [GUARD]() {
+    if (this.#myKey === null) throw notHeld({}, "the lock is not held (not locked, or unlocked)");
+    return keyGuard(this.#myKey, this.#myRev, byCreate(this.#pfx, "ascend"), (kv, revision) =>
+      notHeld(holderOf(kv, revision), `the lock is no longer held: ${kv ? `held by ${toText(kv.key)} since revision ${kv.createRevision}` : "nobody holds it"}`),
+    );
   }
 
   // Creates this session's key under the prefix (or finds it), and reads

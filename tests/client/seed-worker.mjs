@@ -1,6 +1,6 @@
 // One "server" of the seed-001 story (tests/client/seed001.test.mjs): takes
 // /locks/job with withLock on a short lease, then writes to the fenced
-// resource with its token: at once ("auto"), when the test says so on stdin
+// resource with its token, after a put guarded by the lock (`ifHeld`): at once ("auto"), when the test says so on stdin
 // ("wait"), or after a sleep of its own, due well before its lease's
 // deadline ("sleep"). Right before writing it checks, synchronously, whether
 // it still holds the lock. Prints one JSON line per step.
@@ -31,10 +31,18 @@ try {
     } catch (e) {
       assertCode = e.code;
     }
-    // It writes either way: the fenced resource is what must refuse it.
+    // It writes either way: the guard and the fenced resource are what must
+    // refuse it. First in the lock's own store, guarded by the lock...
+    let guard;
+    try {
+      guard = { revision: (await etcd.put("/jobs/result", name, { ifHeld: lock })).revision };
+    } catch (e) {
+      guard = { code: e.code, holderToken: e.holderToken };
+    }
+    // ...then at a resource elsewhere, fenced with the token.
     const res = await fetch(`${resource}/write?token=${lock.token}&who=${name}`, { method: "POST" });
     const reason = lock.signal.reason;
-    say({ step: "wrote", status: res.status, aborted, held, assertCode, abortedAt, reasonCode: reason?.code, reasonDeadline: reason?.deadline });
+    say({ step: "wrote", guard, status: res.status, aborted, held, assertCode, abortedAt, reasonCode: reason?.code, reasonDeadline: reason?.deadline });
   });
   say({ step: "released" });
 } catch (e) {

@@ -3,8 +3,10 @@
 // gets the lock after the lease expires, with a higher fencing token, and
 // writes; server-3, thawed, finds at its first synchronous check that it
 // lost the lock at the deadline it last knew (lock.signal.aborted,
-// lock.held, lock.assertHeld()), whatever its timers did first, and its
-// late write is refused by the fenced resource. Thawed twice: with the
+// lock.held, lock.assertHeld()), whatever its timers did first; its late
+// write guarded by the lock (`ifHeld`) is refused by the server (NotHeld)
+// and its write to the fenced resource (a fence of
+// edge-lease/fenced) by the resource. Thawed twice: with the
 // test's "write" waiting on its stdin, and in a sleep of its own, whose
 // timer is due before the deadline's and so runs first.
 
@@ -12,7 +14,8 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
-import { eachBackend, until, useServers, within } from "./servers.mjs";
+import { fenced } from "../../js/fenced.js";
+import { client as connectTo, eachBackend, until, useServers, within } from "./servers.mjs";
 
 useServers();
 
@@ -20,15 +23,19 @@ const worker = fileURLToPath(new URL("./seed-worker.mjs", import.meta.url));
 
 /** The fenced resource: accepts a write only if its token is at least the highest seen. */
 async function fencedResource(t) {
-  let highest = 0;
+  const fence = fenced(new Map(), "job-output");
   const log = [];
-  const server = createServer((req, res) => {
+  const server = createServer(async (req, res) => {
     const q = new URL(req.url, "http://x").searchParams;
     const token = Number(q.get("token"));
-    const ok = token >= highest;
-    if (ok) highest = token;
-    log.push({ who: q.get("who"), token, ok });
-    res.writeHead(ok ? 200 : 409).end();
+    const who = q.get("who");
+    try {
+      await fence.write(token, () => log.push({ who, token, ok: true }));
+      res.writeHead(200).end();
+    } catch (e) {
+      log.push({ who, token, ok: false, code: e.code });
+      res.writeHead(409).end();
+    }
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   t.after(() => server.close());
@@ -75,6 +82,7 @@ async function frozenHolder(t, url, mode, thaw) {
   assert.ok(locked7.token > locked3.token, `server-7's token ${locked7.token} > server-3's ${locked3.token}`);
   assert.ok(locked7.at >= locked3.deadline, "server-7 got the lock only after server-3's lease deadline");
   assert.equal(wrote7.status, 200);
+  assert.ok(wrote7.guard.revision > locked7.token, "server-7's guarded put was applied");
 
   const thawedAt = Date.now();
   thaw(s3);
@@ -86,14 +94,20 @@ async function frozenHolder(t, url, mode, thaw) {
   assert.equal(wrote3.reasonDeadline, locked3.deadline, "the deadline it last knew: nothing renewed it while frozen");
   assert.ok(wrote3.abortedAt >= locked3.deadline && wrote3.abortedAt >= frozenAt && wrote3.abortedAt <= wrote3.at);
   assert.ok(wrote3.at >= thawedAt);
+  // (server-7 has released the lock by then: nobody holds it.)
+  assert.deepEqual(wrote3.guard, { code: "NotHeld" }, "the server refused server-3's guarded put");
+  const result = await connectTo(t, url).get("/jobs/result");
+  assert.equal(result.value, "server-7", "only server-7's guarded put was written");
+  assert.equal(result.modRevision, wrote7.guard.revision);
   assert.equal(wrote3.status, 409, "the fenced resource refused the stale token");
   const end3 = await s3.step("withLock-rejected");
   assert.equal(end3.code, "LeaseNotFound");
   await s3.exited();
-  assert.deepEqual(resource.log.map((w) => [w.who, w.ok]), [["server-7", true], ["server-3", false]]);
+  assert.deepEqual(resource.log.map((w) => [w.who, w.ok, w.code]), [["server-7", true, undefined], ["server-3", false, "StaleToken"]]);
 }
 
-const STORY = { needs: ["txn", "watch", "sort", "server"], timeout: 60_000 };
+// Against the servers and the Worker: processes that a URL reaches.
+const STORY = { needs: ["txn", "watch", "sort", "url"], timeout: 60_000 };
 
 eachBackend("seed 001: a frozen holder loses the lock at its deadline, and its late write is fenced off", STORY, (t, { url }) =>
   frozenHolder(t, url, "wait", (s3) => {

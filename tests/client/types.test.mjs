@@ -15,6 +15,8 @@ import { connect, leaseId, LeaseError } from "edge-lease/client";
 import type { Client, ClientErrorCode, Entry, LeaseId, Mutex, Session, TxnResult, WatchEvent } from "edge-lease/client";
 import { Lessor, LeaseError as EngineError } from "edge-lease";
 import type { ErrorCode } from "edge-lease";
+import { fenced } from "edge-lease/fenced";
+import type { Fence } from "edge-lease/fenced";
 
 // In-process: the same Client over a Lessor.
 const lessor = new Lessor({ now: () => Date.now(), minTtl: 2 });
@@ -123,7 +125,31 @@ if (leader) { const v: string = leader.value; }
 for await (const l of el.observe({ signal, bytes: true })) { const v: Uint8Array = l.value; }
 await el.resign();
 await s.close();
-const n: number = await etcd.withLock("job", { ttl: 10, signal }, async (lock) => lock.token ?? 0);
+const n: number = await etcd.withLock("job", { ttl: 10, signal }, async (lock) => lock.token);
+const lockKey: string = await etcd.withLock("job", (lock) => lock.key);
+// Guarded writes: only while the lock (or leadership) holds.
+await etcd.withLock("job", async (lock) => {
+  const gp = await etcd.put("out", "v", { ifHeld: lock, prevKv: true });
+  await etcd.put("out", "v", { ifHeld: lock, ifAbsent: true });
+  await etcd.delete("out", { ifHeld: lock });
+  await etcd.deleteRange({ key: "out/", prefix: true, ifHeld: lock });
+  await etcd.txn({ ifHeld: lock, compare: [{ key: "out", target: "version", value: 0 }], success: [{ put: { key: "out", value: "v" } }] });
+  await etcd.txn({ compare: [lock.isOwner()], success: [{ put: { key: "out", value: "v" } }] });
+});
+await etcd.put("out", "v", { ifHeld: el });
+await etcd.txn({ compare: [el.isLeader()], success: [] });
+try { await etcd.put("out", "v", { ifHeld: m }); } catch (err) {
+  if (err instanceof LeaseError && (err.code === "NotHeld" || err.code === "NotLeader")) {
+    const holder: number | undefined = err.holderToken;
+    const holderKey: string | undefined = err.holderKey;
+  }
+}
+// A fenced resource.
+const fence: Fence = fenced(new Map(), "res");
+const wrote: string = await fence.write(7, async (tok: number) => "done " + tok);
+const top: number = await fence.highest();
+fenced(lessor, "fences/res");
+try { await fence.write(3, () => 0); } catch (err) { if (err instanceof LeaseError && err.code === "StaleToken") {} }
 try { m.assertHeld(); } catch (err) { if (err instanceof LeaseError && err.code === "NotHeld") {} }
 const s2: string = await etcd.withLock("job", (lock) => "sync result");
 await etcd.close();
@@ -157,6 +183,12 @@ const badCode: ClientErrorCode = "Nope";
 for await (const ev of etcd.watch("k")) ev.ttl;
 // @ts-expect-error connect needs a URL
 connect(5);
+// @ts-expect-error ifHeld takes a Mutex or an Election
+await etcd.put("k", "v", { ifHeld: "job" });
+// @ts-expect-error a fence lives in a Map, a Lessor or a Durable Object's storage
+fenced("res", "x");
+// @ts-expect-error outside withLock, a lock's token may be undefined
+const maybe: number = m.token;
 // @ts-expect-error withLock's fn is required
 await etcd.withLock("job", { ttl: 5 });
 `;

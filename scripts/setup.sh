@@ -67,6 +67,13 @@ if [ "$want_etcd" = 1 ] && ! command -v etcd >/dev/null 2>&1; then
   apt_install etcd-server etcd-client
 fi
 
+# etcd's own Go client (clientv3 3.4.23) and Go, for the tests' Go programs
+# (tests/etcd/go-client.mjs builds them offline, in GOPATH mode).
+if [ "$want_etcd" = 1 ] && { ! command -v go >/dev/null 2>&1 || [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/clientv3 ]; }; then
+  log "installing golang-go and golang-etcd-server-dev"
+  apt_install golang-go golang-etcd-server-dev
+fi
+
 # protoc, for the etcd-client crate's build (tests/etcd-client).
 if [ "$want_etcd" = 1 ] && ! command -v protoc >/dev/null 2>&1; then
   log "installing protobuf-compiler"

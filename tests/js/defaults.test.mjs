@@ -1,6 +1,6 @@
 // The option defaults are defined once, by the core (Config::default(),
 // exposed by the binding as defaults()): the wrapper applies them, and the
-// README's options table and js/index.d.ts state the same numbers.
+// docs/engine.md's options table and js/index.d.ts state the same numbers.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -27,10 +27,10 @@ test("the core's defaults name the numeric Lessor options", () => {
   for (const v of Object.values(core)) assert.ok(Number.isInteger(v) && v > 0, String(v));
 });
 
-test("the README's options table states the core's defaults", () => {
+test("docs/engine.md's options table states the core's defaults", () => {
   // Rows like "| `minTtl` | 1 | ... |".
   const stated = {};
-  for (const [, name, value] of read("README.md").matchAll(/^\| `(\w+)` \| ([0-9][0-9,]*) \|/gm)) {
+  for (const [, name, value] of read("docs/engine.md").matchAll(/^\| `(\w+)` \| ([0-9][0-9,]*) \|/gm)) {
     if (name in core) stated[name] = Number(value.replaceAll(",", ""));
   }
   assert.deepEqual(stated, core);

@@ -4,7 +4,7 @@
 // Every test file of a run shares one install:
 // node --test runs each file in its own process, so the cache is a temp dir
 // named after a hash of everything that goes into the tarball (package.json,
-// README.md and the js/, dist/, pkg/, etcd/, server/, worker/, docs/ and examples/ trees; pkg/ is
+// README.md, BENCHMARKS.md and the js/, dist/, pkg/, etcd/, server/, worker/, docs/ and examples/ trees; pkg/ is
 // gitignored, so HEAD and the dirty state alone would miss a wasm rebuild). Older installs are removed
 // when a new one is made, so at most one is left in the temp dir.
 
@@ -29,7 +29,7 @@ function filesUnder(dir) {
 function contentHash() {
   const h = createHash("sha256");
   const dirs = ["js", "dist", "etcd", "server", "worker", "www", "docs", "examples"];
-  const files = [join(repo, "package.json"), join(repo, "README.md"), ...dirs.flatMap((d) => filesUnder(join(repo, d)))];
+  const files = [join(repo, "package.json"), join(repo, "README.md"), join(repo, "BENCHMARKS.md"), ...dirs.flatMap((d) => filesUnder(join(repo, d)))];
   for (const f of files) {
     h.update(relative(repo, f)).update("\0").update(readFileSync(f)).update("\0");
   }

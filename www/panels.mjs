@@ -5,7 +5,7 @@
 // last is the page state's `drawn` (app.mjs).
 
 import { $, cell, dropRow, el, setText } from "./dom.mjs";
-import { lockRows, ordinal } from "./locks.mjs";
+import { lockRows, standing } from "./locks.mjs";
 import { leaseName, stamp } from "./log.mjs";
 
 const HISTORY_LIMIT = 200;
@@ -204,12 +204,12 @@ function renderLocks(state, s, view) {
     }
     // Holders change places with waiters: rows follow (they hold no buttons).
     $("locks").append(row.el);
-    const standing = r.place === 0 ? "holds" : `waits (${ordinal(r.place + 1)} in line)`;
-    row.el.dataset.state = r.place === 0 ? "holder" : "waiting";
+    row.el.dataset.state = r.place === 0 ? "owner" : "waiting";
+    row.el.dataset.kind = r.kind;
     row.el.dataset.token = String(r.token);
     row.el.dataset.lock = r.name;
     row.el.title = r.key;
-    const texts = [r.name, standing, String(r.token), r.lease ? leaseName(s, r.lease) : "none"];
+    const texts = [r.name, standing(r), String(r.token), r.lease ? leaseName(s, r.lease) : "none"];
     texts.forEach((t, i) => setText(row.cells[i], t));
   }
   $("no-locks").hidden = rows.length > 0;

@@ -99,7 +99,7 @@ test("a lease granted elsewhere shows as a shrinking bar, its key at once; renew
   await context.close();
 });
 
-test("lock holders and waiters, by create revision, with their fencing tokens", async () => {
+test("lock and election owners and waiters, by create revision, with their fencing tokens; an election is not called a lock", async () => {
   await clean();
   const { context, page, problems } = await open();
   const s1 = await etcd.session({ ttl: 10 });
@@ -114,22 +114,34 @@ test("lock holders and waiters, by create revision, with their fencing tokens", 
   // A plain create-if-absent lock (the story's kind) under the prefix.
   const plain = await etcd.put("/locks/job", "server-3", { ifAbsent: true });
   assert.equal(plain.created, true);
+  // An election: its candidate's key has a lock's shape, name/<lease id>.
+  const leader = s2.election("leader-race");
+  await leader.campaign("candidate-a");
 
   const row = (key) => page.locator(`#locks tr[data-key="${key}"]`);
   await row(m1.key).waitFor(WAIT);
-  await page.waitForFunction(() => document.querySelectorAll("#locks tr").length === 4, null, WAIT);
-  const rows = () => page.locator("#locks tr").evaluateAll((trs) => trs.map((tr) => [tr.dataset.lock, tr.dataset.state, Number(tr.dataset.token)]));
+  await page.waitForFunction(() => document.querySelectorAll("#locks tr").length === 5, null, WAIT);
+  const rows = () => page.locator("#locks tr").evaluateAll((trs) => trs.map((tr) => [tr.dataset.lock, tr.dataset.kind, tr.dataset.state, Number(tr.dataset.token)]));
   const waiterKey = `/locks/demo/${s2.keySuffix}`;
   const waiterToken = Number(await row(waiterKey).getAttribute("data-token"));
   assert.ok(waiterToken > m1.token);
+  const leaderKey = `leader-race/${s2.keySuffix}`;
+  const leaderToken = Number(await row(leaderKey).getAttribute("data-token"));
   assert.deepEqual(await rows(), [
-    ["/locks/demo", "holder", m1.token],
-    ["/locks/demo", "waiting", waiterToken],
-    ["/locks/job", "holder", plain.revision],
-    ["nightly-report", "holder", m3.token],
+    ["/locks/demo", "queue", "owner", m1.token],
+    ["/locks/demo", "queue", "waiting", waiterToken],
+    ["/locks/job", "prefix", "owner", plain.revision],
+    ["leader-race", "queue", "owner", leaderToken],
+    ["nightly-report", "queue", "owner", m3.token],
   ]);
-  assert.match(await row(m1.key).innerText(), new RegExp(`/locks/demo\\s+holds\\s+${m1.token}\\s+${s1.lease}`));
+  // A recipe's queue is a lock or an election (same keys): its first is
+  // said to hold or lead, never just to hold. Only the prefix's plain key
+  // is a lock by the page's own rule.
+  assert.match(await row(m1.key).innerText(), new RegExp(`/locks/demo\\s+owner: holds or leads\\s+${m1.token}\\s+${s1.lease}`));
+  assert.match(await row(leaderKey).innerText(), new RegExp(`leader-race\\s+owner: holds or leads\\s+${leaderToken}\\s+${s2.lease}`));
+  assert.match(await row("/locks/job").innerText(), /\/locks\/job\s+holds\s/);
   assert.match(await row(waiterKey).innerText(), /waits \(2nd in line\)/);
+  assert.equal(await page.locator("#locks-panel thead th").first().innerText(), "Lock or election");
   await page.screenshot({ path: screenshotPath("dashboard-locks"), fullPage: true });
 
   // The holder lets go: the waiter holds, with its (higher) token.
@@ -137,7 +149,7 @@ test("lock holders and waiters, by create revision, with their fencing tokens", 
   await m2Locked;
   assert.equal(m2.token, waiterToken);
   await row(m1.key).waitFor({ state: "detached", ...WAIT });
-  await page.waitForFunction((key) => document.querySelector(`#locks tr[data-key="${key}"]`)?.dataset.state === "holder", waiterKey, WAIT);
+  await page.waitForFunction((key) => document.querySelector(`#locks tr[data-key="${key}"]`)?.dataset.state === "owner", waiterKey, WAIT);
 
   // The prefix is the page's to choose: without it, only the recipes' keys are locks.
   await page.getByLabel("Lock prefix").fill("/nothing/");

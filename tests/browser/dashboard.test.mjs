@@ -10,6 +10,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { connect } from "../../js/client/index.mjs";
 import { launch, screenshotPath, startServer, watchedPage } from "./helpers.mjs";
+import { assertColumnsVisible, measure } from "./layout.mjs";
 
 let server;
 let browser;
@@ -234,52 +235,6 @@ test("the switch: the server when served by it (on every load), the page's engin
   assert.deepEqual(w.problems().filter(notVersion), []);
   await other.close();
 });
-
-/** Boxes of what the layout checks need, measured in the page. */
-function measure(page) {
-  return page.evaluate(() => {
-    const box = (e) => {
-      const r = e.getBoundingClientRect();
-      return { top: r.top + scrollY, bottom: r.bottom + scrollY, left: r.left, right: r.right, width: r.width, height: r.height };
-    };
-    const tables = {};
-    for (const t of document.querySelectorAll("main table")) {
-      const section = t.closest("section");
-      const inner = section.getBoundingClientRect();
-      const cells = [...t.querySelectorAll("tbody tr")].flatMap((tr) => [...tr.children].map((c) => ({ box: box(c), text: c.textContent })));
-      tables[section.id] = {
-        panel: { left: inner.left, right: inner.right },
-        headers: [...t.querySelectorAll("thead th")].map((th) => box(th)),
-        headersShown: getComputedStyle(t.tHead).clip === "auto" && t.tHead.getBoundingClientRect().height > 2,
-        cells,
-      };
-    }
-    return {
-      viewport: { width: innerWidth, height: innerHeight },
-      scrollWidth: document.documentElement.scrollWidth,
-      leases: box(document.getElementById("leases-panel")),
-      firstLease: document.querySelector("#leases li") ? box(document.querySelector("#leases li")) : null,
-      story: box(document.getElementById("story-panel")),
-      storyButton: box(document.getElementById("story")),
-      tables,
-    };
-  });
-}
-
-/** Every column of every table is on screen, inside its panel, none cut. */
-function assertColumnsVisible(m) {
-  for (const [id, t] of Object.entries(m.tables)) {
-    if (t.headersShown) {
-      for (const h of t.headers) {
-        assert.ok(h.width > 0 && h.left >= t.panel.left - 0.5 && h.right <= t.panel.right + 0.5, `${id}: a column header at ${h.left}..${h.right} outside the panel ${t.panel.left}..${t.panel.right}`);
-      }
-    }
-    for (const c of t.cells) {
-      assert.ok(c.box.left >= t.panel.left - 0.5 && c.box.right <= t.panel.right + 0.5, `${id}: cell "${c.text}" at ${c.box.left}..${c.box.right} outside the panel ${t.panel.left}..${t.panel.right}`);
-      assert.ok(c.box.right <= m.viewport.width, `${id}: cell "${c.text}" ends at ${c.box.right}, past the screen`);
-    }
-  }
-}
 
 async function fill() {
   await clean();

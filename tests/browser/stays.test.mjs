@@ -2,13 +2,18 @@
 // lock story on the page's own engine is a view of this visit, not a mode
 // kept for the next one. After a reload the page shows the server's keys
 // again and follows its watch: a real etcdctl put shows within a second.
-// In the server's view only the server's panels show.
+// In the server's view only the server's panels show. At 1280 and 375 px,
+// with etcdctl's lock and election and long keys on the server, and with
+// the story run: no lease id is broken across lines or sticks out, nothing
+// side by side overlaps, every table column is in its panel (screenshots in
+// test-output/).
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
-import { launch, startServer, watchedPage } from "./helpers.mjs";
+import { launch, screenshotPath, startServer, watchedPage } from "./helpers.mjs";
+import { assertColumnsVisible, brokenIds, measure, overlaps } from "./layout.mjs";
 
 const run = promisify(execFile);
 
@@ -90,4 +95,56 @@ test("after the in-page lock story and a reload, the page shows the server's key
   const real = problems().filter((p) => !/^request failed: \S+\/v3\/\S+ net::ERR_ABORTED$/.test(p));
   assert.deepEqual(real, []);
   await context.close();
+});
+
+/** `etcdctl lock` or `elect`, left running (they hold until interrupted); resolves once it holds or leads. */
+function holding(...args) {
+  const child = spawn("/usr/bin/etcdctl", ["--endpoints", server.origin, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`etcdctl ${args.join(" ")} did not answer`)), 5000);
+    child.on("error", reject);
+    child.stdout.once("data", () => {
+      clearTimeout(timer);
+      resolve(child);
+    });
+  });
+}
+
+test("1280 and 375 px, the server's view and the story's: no lease id broken or sticking out, nothing overlapping, every column in its panel", async () => {
+  const lease = /lease ([0-9a-f]+) granted/.exec(await etcdctl("lease", "grant", "120"))[1];
+  await etcdctl("put", "/services/a-rather-long-service-name/instance-0123456789abcdef", "http://10.0.0.1:8080/some/long/path?with=query", "--lease", lease);
+  const lock = await holding("lock", "nightly-report");
+  const elect = await holding("elect", "leader-race", "candidate-a");
+  try {
+    for (const width of [1280, 375]) {
+      const context = await browser.newContext({ viewport: { width, height: 900 } });
+      const { page, problems } = await watchedPage(context, server.origin);
+      await page.goto(`${server.origin}/`);
+      await serverShown(page);
+      await page.waitForFunction(() => document.querySelectorAll("#locks tr").length >= 3 && document.querySelectorAll("#leases li").length >= 4, null, WAIT);
+      await page.locator('#locks tr[data-lock="leader-race"]').waitFor(WAIT);
+      const check = async (name) => {
+        const m = await measure(page);
+        assert.ok(m.scrollWidth <= width, `${name}: the page is ${m.scrollWidth}px wide`);
+        assertColumnsVisible(m);
+        assert.deepEqual(await brokenIds(page), [], name);
+        assert.deepEqual(await overlaps(page), [], name);
+        await page.screenshot({ path: screenshotPath(name), fullPage: true });
+      };
+      assert.equal(await page.locator("#engine-panel").isVisible(), false);
+      await check(`stays-server-${width}`);
+
+      // The story at T+20: server-7 holds /locks/job, both leases named.
+      await page.getByRole("button", { name: "Run the lock story" }).click();
+      await page.getByRole("button", { name: "Pause" }).click();
+      for (let i = 0; i < 2; i++) await page.getByRole("button", { name: "Step +10 s" }).click();
+      assert.equal(await page.locator('#keys tr[data-key="/locks/job"]').getAttribute("data-value"), "server-7");
+      await check(`stays-story-${width}`);
+      assert.deepEqual(problems(), []);
+      await context.close();
+    }
+  } finally {
+    lock.kill("SIGINT");
+    elect.kill("SIGINT");
+  }
 });

@@ -5,7 +5,7 @@ import { $, cell, el, setText } from "./dom.mjs";
 import { newSim, setPersist } from "./engine.mjs";
 import { addLog, notice, report, stamp } from "./log.mjs";
 import { render } from "./panels.mjs";
-import { rememberSource, restartReal, show, syncSimButtons, usePage, useServer } from "./source.mjs";
+import { restartReal, show, syncSimButtons, usePage, useServer } from "./source.mjs";
 import { FencedResource, startLockStory } from "./story.mjs";
 
 // Runs a user action on the source on screen and reports what it threw. The
@@ -83,7 +83,6 @@ export function wireControls(state) {
   for (const radio of document.querySelectorAll("input[name=source]")) {
     radio.addEventListener("change", () => {
       if (!radio.checked) return;
-      rememberSource(radio.value);
       if (radio.value === "server") useServer(state);
       else usePage(state).catch((e) => report(null, e));
     });
@@ -114,11 +113,9 @@ export function wireControls(state) {
   }
 
   $("story").addEventListener("click", async () => {
-    if (!state.Lessor) {
-      // The story runs on this page's engine: load it first.
-      rememberSource("page");
-      await usePage(state);
-    }
+    // The story runs on this page's engine, shown for this visit only: the
+    // server (if any) stays watched, and the switch or a reload comes back to it.
+    if (!state.real) await usePage(state);
     show(state, newSim(state));
     $("resource-rows").replaceChildren();
     setText($("highest-token"), "none");

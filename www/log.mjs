@@ -2,7 +2,7 @@
 // (only the one on screen is visible) and the status line; and the words
 // both use for a source's time and its leases.
 
-import { $, el } from "./dom.mjs";
+import { $, el, setIdText } from "./dom.mjs";
 
 const LOG_LIMIT = 300;
 
@@ -45,7 +45,9 @@ export function makeLog() {
 export function addLog(s, kind, text, revision = 0) {
   const li = el("li", `ev ev-${kind}`);
   li.dataset.kind = kind;
-  li.append(el("time", "", stamp(s)), el("span", "tag", kind), el("span", "msg", text));
+  const msg = el("span", "msg");
+  setIdText(msg, text); // keys and lease ids: never broken inside an id
+  li.append(el("time", "", stamp(s)), el("span", "tag", kind), msg);
   if (revision > 0) li.append(el("span", "rev", `rev ${revision}`));
   s.log.prepend(li);
   while (s.log.childElementCount > LOG_LIMIT) s.log.lastElementChild.remove();

@@ -4,8 +4,8 @@
 // so a button keeps focus while the bars around it move. What was drawn
 // last is the page state's `drawn` (app.mjs).
 
-import { $, cell, dropRow, el, setText } from "./dom.mjs";
-import { lockRows, ordinal } from "./locks.mjs";
+import { $, cell, dropRow, el, setIdText, setText } from "./dom.mjs";
+import { lockRows, standing } from "./locks.mjs";
 import { leaseName, stamp } from "./log.mjs";
 
 const HISTORY_LIMIT = 200;
@@ -125,7 +125,7 @@ function renderLeases(state, s, leases) {
     const slack = t.ttlMs > full ? " (restored: includes slack, see Storage)" : "";
     setText(row.left, `${(t.ttlMs / 1000).toFixed(1)} s left of ${t.grantedTtl} s${slack}`);
     setText(row.owner, s.owners.get(id) ?? "");
-    setText(row.keys, t.keys.length ? `Keys: ${t.keys.join(", ")}` : "No keys attached");
+    setIdText(row.keys, t.keys.length ? `Keys: ${t.keys.join(", ")}` : "No keys attached");
     const alive = s.alive.has(id);
     row.keepAlive.setAttribute("aria-pressed", String(alive));
     setText(row.keepAlive, alive ? "Keeping alive" : "Keep alive");
@@ -173,7 +173,8 @@ function renderKeys(state, s, view) {
     before = row.el;
     const value = typeof e.value === "string" ? e.value : `${e.value.length} bytes`;
     const texts = [e.key, value, e.lease ? leaseName(s, e.lease) : "none", e.createRevision, e.modRevision, e.version];
-    texts.forEach((t, i) => setText(row.cells[i], String(t)));
+    // The key and the lease hold ids: never broken inside one.
+    texts.forEach((t, i) => (i === 0 || i === 2 ? setIdText : setText)(row.cells[i], String(t)));
     row.el.dataset.createRevision = String(e.createRevision);
     row.el.dataset.value = value;
   }
@@ -204,13 +205,13 @@ function renderLocks(state, s, view) {
     }
     // Holders change places with waiters: rows follow (they hold no buttons).
     $("locks").append(row.el);
-    const standing = r.place === 0 ? "holds" : `waits (${ordinal(r.place + 1)} in line)`;
-    row.el.dataset.state = r.place === 0 ? "holder" : "waiting";
+    row.el.dataset.state = r.place === 0 ? "owner" : "waiting";
+    row.el.dataset.kind = r.kind;
     row.el.dataset.token = String(r.token);
     row.el.dataset.lock = r.name;
     row.el.title = r.key;
-    const texts = [r.name, standing, String(r.token), r.lease ? leaseName(s, r.lease) : "none"];
-    texts.forEach((t, i) => setText(row.cells[i], t));
+    const texts = [r.name, standing(r), String(r.token), r.lease ? leaseName(s, r.lease) : "none"];
+    texts.forEach((t, i) => (i === 0 || i === 3 ? setIdText : setText)(row.cells[i], t));
   }
   $("no-locks").hidden = rows.length > 0;
 }

@@ -1,36 +1,14 @@
 // Which source is on screen: the server the page came from, or this page's
 // engine on real or simulated time. Showing a source draws its panels
-// afresh and shows its log; the user's choice between the server and the
-// page's engine is remembered for the next visit.
+// afresh and shows its log. The choice lasts for this visit only: a page
+// served by a server comes back to it on every load (the lock story, on the
+// page's engine, must not take the page away from its server for good).
 
 import { $ } from "./dom.mjs";
 import { loadEngine, openReal, reopenReal } from "./engine.mjs";
 import { addLog, errorText, makeLog, notice, report } from "./log.mjs";
 import { clearPanels, render, syncWhich } from "./panels.mjs";
 import { ServerSource } from "./remote.mjs";
-
-const SOURCE_PREF = "edge-lease-demo:source";
-
-function pref(name) {
-  try {
-    return localStorage.getItem(name);
-  } catch {
-    return null; // storage blocked
-  }
-}
-
-function setPref(name, value) {
-  try {
-    localStorage.setItem(name, value);
-  } catch {
-    // storage blocked: the choice lasts until the page goes
-  }
-}
-
-/** Remembers "server" or "page" as the source to show next time. */
-export function rememberSource(value) {
-  setPref(SOURCE_PREF, value);
-}
 
 /** Whether the page came from an etcd server (edge-lease's): its /version answers. */
 async function detectServer() {
@@ -99,13 +77,12 @@ export async function restartReal(state) {
   if (shown) show(state, state.real);
 }
 
-// The server if the page came from one (unless this page's engine was
-// chosen last time), else this page's engine.
+// The server if the page came from one, else this page's engine.
 export async function showFirst(state) {
   const hasServer = await detectServer();
   const serverRadio = document.querySelector("input[name=source][value=server]");
   serverRadio.disabled = !hasServer;
   $("server-origin").textContent = hasServer ? location.host : "(none: this page was not served by edge-lease)";
-  if (hasServer && pref(SOURCE_PREF) !== "page") useServer(state);
+  if (hasServer) useServer(state);
   else await usePage(state);
 }

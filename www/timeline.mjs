@@ -80,7 +80,10 @@ export class Timeline {
       const live = it.end === null;
       lane.li.dataset.state = live ? "live" : it.endKind;
       lane.li.dataset.renewals = String(it.renewals.length);
-      if (lane.label.textContent !== it.label) lane.label.textContent = it.label;
+      if (lane.label.textContent !== it.label) {
+        lane.label.textContent = it.label;
+        lane.label.title = it.label; // ellipsized where the column is narrow
+      }
       lane.life.style.left = pct(x(it.start));
       lane.life.style.width = pct(x(end) - Math.max(x(it.start), 0));
       lane.start.style.left = pct(x(it.start));

@@ -10,6 +10,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { connect } from "../../js/client/index.mjs";
 import { launch, screenshotPath, startServer, watchedPage } from "./helpers.mjs";
+import { assertColumnsVisible, measure } from "./layout.mjs";
 
 let server;
 let browser;
@@ -99,7 +100,7 @@ test("a lease granted elsewhere shows as a shrinking bar, its key at once; renew
   await context.close();
 });
 
-test("lock holders and waiters, by create revision, with their fencing tokens", async () => {
+test("lock and election owners and waiters, by create revision, with their fencing tokens; an election is not called a lock", async () => {
   await clean();
   const { context, page, problems } = await open();
   const s1 = await etcd.session({ ttl: 10 });
@@ -114,22 +115,34 @@ test("lock holders and waiters, by create revision, with their fencing tokens", 
   // A plain create-if-absent lock (the story's kind) under the prefix.
   const plain = await etcd.put("/locks/job", "server-3", { ifAbsent: true });
   assert.equal(plain.created, true);
+  // An election: its candidate's key has a lock's shape, name/<lease id>.
+  const leader = s2.election("leader-race");
+  await leader.campaign("candidate-a");
 
   const row = (key) => page.locator(`#locks tr[data-key="${key}"]`);
   await row(m1.key).waitFor(WAIT);
-  await page.waitForFunction(() => document.querySelectorAll("#locks tr").length === 4, null, WAIT);
-  const rows = () => page.locator("#locks tr").evaluateAll((trs) => trs.map((tr) => [tr.dataset.lock, tr.dataset.state, Number(tr.dataset.token)]));
+  await page.waitForFunction(() => document.querySelectorAll("#locks tr").length === 5, null, WAIT);
+  const rows = () => page.locator("#locks tr").evaluateAll((trs) => trs.map((tr) => [tr.dataset.lock, tr.dataset.kind, tr.dataset.state, Number(tr.dataset.token)]));
   const waiterKey = `/locks/demo/${s2.keySuffix}`;
   const waiterToken = Number(await row(waiterKey).getAttribute("data-token"));
   assert.ok(waiterToken > m1.token);
+  const leaderKey = `leader-race/${s2.keySuffix}`;
+  const leaderToken = Number(await row(leaderKey).getAttribute("data-token"));
   assert.deepEqual(await rows(), [
-    ["/locks/demo", "holder", m1.token],
-    ["/locks/demo", "waiting", waiterToken],
-    ["/locks/job", "holder", plain.revision],
-    ["nightly-report", "holder", m3.token],
+    ["/locks/demo", "queue", "owner", m1.token],
+    ["/locks/demo", "queue", "waiting", waiterToken],
+    ["/locks/job", "prefix", "owner", plain.revision],
+    ["leader-race", "queue", "owner", leaderToken],
+    ["nightly-report", "queue", "owner", m3.token],
   ]);
-  assert.match(await row(m1.key).innerText(), new RegExp(`/locks/demo\\s+holds\\s+${m1.token}\\s+${s1.lease}`));
+  // A recipe's queue is a lock or an election (same keys): its first is
+  // said to hold or lead, never just to hold. Only the prefix's plain key
+  // is a lock by the page's own rule.
+  assert.match(await row(m1.key).innerText(), new RegExp(`/locks/demo\\s+owner: holds or leads\\s+${m1.token}\\s+${s1.lease}`));
+  assert.match(await row(leaderKey).innerText(), new RegExp(`leader-race\\s+owner: holds or leads\\s+${leaderToken}\\s+${s2.lease}`));
+  assert.match(await row("/locks/job").innerText(), /\/locks\/job\s+holds\s/);
   assert.match(await row(waiterKey).innerText(), /waits \(2nd in line\)/);
+  assert.equal(await page.locator("#locks-panel thead th").first().innerText(), "Lock or election");
   await page.screenshot({ path: screenshotPath("dashboard-locks"), fullPage: true });
 
   // The holder lets go: the waiter holds, with its (higher) token.
@@ -137,7 +150,7 @@ test("lock holders and waiters, by create revision, with their fencing tokens", 
   await m2Locked;
   assert.equal(m2.token, waiterToken);
   await row(m1.key).waitFor({ state: "detached", ...WAIT });
-  await page.waitForFunction((key) => document.querySelector(`#locks tr[data-key="${key}"]`)?.dataset.state === "holder", waiterKey, WAIT);
+  await page.waitForFunction((key) => document.querySelector(`#locks tr[data-key="${key}"]`)?.dataset.state === "owner", waiterKey, WAIT);
 
   // The prefix is the page's to choose: without it, only the recipes' keys are locks.
   await page.getByLabel("Lock prefix").fill("/nothing/");
@@ -184,7 +197,7 @@ test("the page's controls act on the server", async () => {
   await context.close();
 });
 
-test("the switch: the server by default when served by it, the page's engine when chosen (remembered), or when there is no server", async () => {
+test("the switch: the server when served by it (on every load), the page's engine when chosen, or when there is no server", async () => {
   await clean();
   await etcd.put("/on/the/server", "yes");
   const { context, page, problems } = await open();
@@ -197,9 +210,10 @@ test("the switch: the server by default when served by it, the page's engine whe
   assert.equal(await page.getByRole("button", { name: "Run the lock story" }).isVisible(), true);
   assert.equal(await page.getByLabel("Simulated").isVisible(), true);
 
+  // The choice is not kept: a reload shows the server again.
   await page.reload();
-  await page.waitForFunction(() => document.getElementById("which").textContent.startsWith("real time"), null, WAIT);
-  await page.getByRole("radio", { name: /The server/ }).check();
+  await page.waitForFunction(() => document.getElementById("which").textContent.startsWith("the server at"), null, WAIT);
+  assert.equal(await page.getByRole("radio", { name: /The server/ }).isChecked(), true);
   await page.locator('#keys tr[data-key="/on/the/server"]').waitFor(WAIT);
   assert.equal(await page.getByLabel("Simulated").isVisible(), false);
   // A reload ends the page's open watch stream and any poll in flight:
@@ -221,52 +235,6 @@ test("the switch: the server by default when served by it, the page's engine whe
   assert.deepEqual(w.problems().filter(notVersion), []);
   await other.close();
 });
-
-/** Boxes of what the layout checks need, measured in the page. */
-function measure(page) {
-  return page.evaluate(() => {
-    const box = (e) => {
-      const r = e.getBoundingClientRect();
-      return { top: r.top + scrollY, bottom: r.bottom + scrollY, left: r.left, right: r.right, width: r.width, height: r.height };
-    };
-    const tables = {};
-    for (const t of document.querySelectorAll("main table")) {
-      const section = t.closest("section");
-      const inner = section.getBoundingClientRect();
-      const cells = [...t.querySelectorAll("tbody tr")].flatMap((tr) => [...tr.children].map((c) => ({ box: box(c), text: c.textContent })));
-      tables[section.id] = {
-        panel: { left: inner.left, right: inner.right },
-        headers: [...t.querySelectorAll("thead th")].map((th) => box(th)),
-        headersShown: getComputedStyle(t.tHead).clip === "auto" && t.tHead.getBoundingClientRect().height > 2,
-        cells,
-      };
-    }
-    return {
-      viewport: { width: innerWidth, height: innerHeight },
-      scrollWidth: document.documentElement.scrollWidth,
-      leases: box(document.getElementById("leases-panel")),
-      firstLease: document.querySelector("#leases li") ? box(document.querySelector("#leases li")) : null,
-      story: box(document.getElementById("story-panel")),
-      storyButton: box(document.getElementById("story")),
-      tables,
-    };
-  });
-}
-
-/** Every column of every table is on screen, inside its panel, none cut. */
-function assertColumnsVisible(m) {
-  for (const [id, t] of Object.entries(m.tables)) {
-    if (t.headersShown) {
-      for (const h of t.headers) {
-        assert.ok(h.width > 0 && h.left >= t.panel.left - 0.5 && h.right <= t.panel.right + 0.5, `${id}: a column header at ${h.left}..${h.right} outside the panel ${t.panel.left}..${t.panel.right}`);
-      }
-    }
-    for (const c of t.cells) {
-      assert.ok(c.box.left >= t.panel.left - 0.5 && c.box.right <= t.panel.right + 0.5, `${id}: cell "${c.text}" at ${c.box.left}..${c.box.right} outside the panel ${t.panel.left}..${t.panel.right}`);
-      assert.ok(c.box.right <= m.viewport.width, `${id}: cell "${c.text}" ends at ${c.box.right}, past the screen`);
-    }
-  }
-}
 
 async function fill() {
   await clean();

@@ -22,20 +22,19 @@ after(async () => {
 
 async function open(viewport = { width: 1280, height: 900 }) {
   const context = await browser.newContext({ viewport });
-  // These tests are about the page's own engine: choose it as a visitor who
-  // chose it before would have (the page remembers), so the page never opens
-  // its watch on the server (dashboard.test.mjs tests that, and the switch).
-  await context.addInitScript(() => {
-    if (localStorage.getItem("edge-lease-demo:source") === null) localStorage.setItem("edge-lease-demo:source", "page");
-  });
   const watched = await watchedPage(context, server.origin);
   await load(watched.page, server.origin);
   return { context, ...watched };
 }
 
-// The page is ready once the real-time lessor is open.
+// These tests are about the page's own engine. Served by the server, the
+// page shows the server on every load (dashboard.test.mjs and
+// stays.test.mjs test that): switch to the engine, as a visitor would. The
+// page is ready once the real-time lessor is open.
 async function load(page, origin) {
   if (origin) await page.goto(`${origin}/`);
+  await page.waitForFunction(() => document.getElementById("which").textContent.startsWith("the server at"));
+  await page.getByRole("radio", { name: "This page's engine" }).check();
   await page.waitForFunction(() => document.getElementById("which").textContent.startsWith("real time"));
 }
 
@@ -171,7 +170,10 @@ test("with persistence on, a reload restores leases, keys, revision and honest T
   await page.getByRole("button", { name: "Grant lease" }).click();
   assert.equal(await page.locator("#leases li").count(), 1);
 
-  assert.deepEqual(problems(), []);
+  // Each reload ends the watch the page opened on the server before the
+  // switch: those aborts are the page going, not a failure.
+  const real = problems().filter((p) => !/^request failed: \S+\/v3\/\S+ net::ERR_ABORTED$/.test(p));
+  assert.deepEqual(real, []);
   await context.close();
 });
 

@@ -6,7 +6,7 @@ import { newSim, setPersist } from "./engine.mjs";
 import { addLog, notice, report, stamp } from "./log.mjs";
 import { render } from "./panels.mjs";
 import { restartReal, show, syncSimButtons, usePage, useServer } from "./source.mjs";
-import { FencedResource, startLockStory } from "./story.mjs";
+import { protectedResource, startLockStory } from "./story.mjs";
 
 // Runs a user action on the source on screen and reports what it threw. The
 // page's lessors answer at once (and the view is redrawn before the handler
@@ -119,23 +119,25 @@ export function wireControls(state) {
     show(state, newSim(state));
     $("resource-rows").replaceChildren();
     setText($("highest-token"), "none");
-    const resource = new FencedResource((w) => {
+    const record = (w) => {
       const tr = el("tr", w.ok ? "accepted" : "rejected");
       tr.dataset.result = w.ok ? "accepted" : "rejected";
       tr.dataset.writer = w.writer;
       tr.dataset.token = String(w.token);
+      tr.dataset.where = w.where;
       const td = (label, className, text) => {
         const c = cell("td", label, className);
         c.textContent = text;
         return c;
       };
       tr.append(td("Time", "time", stamp(state.sim)), td("Writer", "", w.writer), td("Token", "num", String(w.token)));
-      tr.append(td("Result", "result", w.ok ? "ACCEPTED" : `REJECTED: token ${w.token} < ${w.highest}`));
+      tr.append(td("Where", "", w.where), td("Result", "result", w.ok ? "ACCEPTED" : `REJECTED: ${w.note}`));
       tr.append(td("Data", "", w.data));
       $("resource-rows").append(tr);
-      setText($("highest-token"), String(w.highest));
-      addLog(state.sim, w.ok ? "accepted" : "rejected", `resource ${w.ok ? "accepted" : "REJECTED"} ${w.writer}'s write with token ${w.token}`);
-    });
+      if (w.where === "resource" && w.ok) setText($("highest-token"), String(w.token));
+      addLog(state.sim, w.ok ? "accepted" : "rejected", `${w.where} ${w.ok ? "accepted" : "REJECTED"} ${w.writer}'s write with token ${w.token} (${w.note})`);
+    };
+    const resource = { ...protectedResource(record), onGuarded: record };
     startLockStory(state.sim, resource, (who, text) => addLog(state.sim, "story", `${who} ${text}`));
     act(state, (s) => s.runDue()); // T+0 happens now, even on a paused clock
     notice("Lock story started on the simulated clock.");

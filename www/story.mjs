@@ -1,29 +1,29 @@
 // The stuck-lock story (shared/seeds/001): a lock is a key attached to a
 // lease; its holder renews the lease; when the holder stops, the key expires
-// and the next server takes the lock with a higher fencing token, which the
-// protected resource uses to refuse the old holder's late writes.
+// and the next server takes the lock with a higher fencing token. The old
+// holder's late writes are refused twice over: in the lock's own store by a
+// guarded write, and at the resource elsewhere by its fence.
+
+import { fenced } from "edge-lease/fenced";
 
 export const LOCK = "/locks/job";
+export const OUTPUT = "/jobs/output";
 export const TTL = 10;
 
 /**
- * What the lock protects (a job's output, a database row). It remembers the
- * highest fencing token it has seen and refuses writes carrying a lower one:
- * a lease alone cannot stop a holder that does not know it lost the lock.
+ * What the lock protects that lives elsewhere (a file, a database row):
+ * fenced with edge-lease/fenced, it remembers the highest token it accepted
+ * and refuses lower ones, since a lease alone cannot stop a holder that does
+ * not know it lost the lock. `onWrite` sees each write and its outcome.
  */
-export class FencedResource {
-  highest = 0;
-
-  constructor(onWrite) {
-    this.onWrite = onWrite;
-  }
-
-  write(writer, token, data) {
-    const ok = token >= this.highest;
-    if (ok) this.highest = token;
-    this.onWrite({ writer, token, data, ok, highest: this.highest });
-    return ok;
-  }
+export function protectedResource(onWrite) {
+  const fence = fenced(new Map(), "job-output");
+  return {
+    write: (writer, token, data) =>
+      fence.write(token, () => onWrite({ writer, token, data, ok: true, where: "resource", note: `highest token now ${token}` })).catch((e) =>
+        onWrite({ writer, token, data, ok: false, where: "resource", note: `${e.code}: token ${token} < ${e.highest}` }),
+      ),
+  };
 }
 
 /**
@@ -37,10 +37,26 @@ export class FencedResource {
  *   T+9   server-3 freezes (crash, GC pause, partition): renewals stop
  *   T+19  the lease expires 10 s after the last renewal; the key goes
  *   T+19.5 server-7, told by its watch, takes the lock: higher token
- *   T+21  server-3 wakes and writes with its old token: refused
+ *   T+21  server-3 wakes and writes with its old token: its guarded put
+ *         is refused by the lock's store, its write by the resource's fence
  */
 export function startLockStory(session, resource, say) {
   const { lessor, clock } = session;
+  // A write in the lock's own store that happens only while `token` still
+  // holds the lock: one txn comparing the lock key's create revision, as
+  // edge-lease/client's `put(key, value, { ifHeld: lock })` sends it.
+  const guardedPut = (who, token, data) => {
+    const r = lessor.txn({
+      compare: [{ key: LOCK, target: "create", result: "=", value: token }],
+      success: [{ put: { key: OUTPUT, value: data } }],
+      failure: [{ range: { key: LOCK } }],
+    });
+    const holder = r.succeeded ? null : r.responses[0].range.kvs[0];
+    const note = r.succeeded
+      ? `put ${OUTPUT} at revision ${r.revision}`
+      : `NotHeld: ${LOCK} is ${holder ? `held by token ${holder.createRevision}` : "free"}`;
+    resource.onGuarded({ writer: who, token, data, ok: r.succeeded, where: "lock store", note });
+  };
   const t0 = clock.now();
   const at = (seconds, fn) => session.at(t0 + seconds * 1000, null, fn);
   let lease3 = null;
@@ -64,6 +80,7 @@ export function startLockStory(session, resource, say) {
     lease3 = lessor.grant(TTL).id;
     session.owners.set(lease3, "server-3");
     token3 = tryLock("server-3", lease3);
+    guardedPut("server-3", token3, "part 1");
     resource.write("server-3", token3, "job output, part 1");
   });
 
@@ -87,8 +104,9 @@ export function startLockStory(session, resource, say) {
     session.keepAlive(lease7, true);
     const attempt = () => {
       const token = tryLock("server-7", lease7);
-      if (token > 0) resource.write("server-7", token, "job output, part 1 (redone)");
-      else onceFreed(attempt);
+      if (token === 0) return onceFreed(attempt);
+      guardedPut("server-7", token, "part 1 (redone)");
+      resource.write("server-7", token, "job output, part 1 (redone)");
     };
     attempt();
   });
@@ -104,6 +122,7 @@ export function startLockStory(session, resource, say) {
 
   at(21, () => {
     say("server-3", `wakes up still believing it holds ${LOCK}, writes with fencing token ${token3}`);
+    guardedPut("server-3", token3, "part 2");
     resource.write("server-3", token3, "job output, part 2");
   });
 }

@@ -266,7 +266,7 @@ test("1280x900: the live view and the lock story both on the first screen, every
   await page.getByRole("button", { name: "Pause" }).click();
   await page.getByRole("button", { name: "Run the lock story" }).click();
   for (let i = 0; i < 3; i++) await page.getByRole("button", { name: "Step +10 s" }).click();
-  assert.equal(await page.locator("#resource-rows tr").count(), 3);
+  await page.waitForFunction(() => document.querySelectorAll("#resource-rows tr").length === 6, null, { timeout: 5000 }); // three writers, each a guarded put and a fenced write
   m = await measure(page);
   assert.ok(m.storyButton.bottom <= 900, `the story's button ends at ${m.storyButton.bottom}px, below the fold`);
   assert.ok(m.scrollWidth <= 1280);
@@ -299,12 +299,13 @@ test("375 px: no sideways scrolling, the leases on the first screen, every colum
   await page.getByRole("button", { name: "Pause" }).click();
   await page.getByRole("button", { name: "Run the lock story" }).click();
   for (let i = 0; i < 3; i++) await page.getByRole("button", { name: "Step +10 s" }).click();
+  await page.waitForFunction(() => document.querySelectorAll("#resource-rows tr").length === 6, null, WAIT);
   m = await measure(page);
   assert.ok(m.scrollWidth <= 375, `the page is ${m.scrollWidth}px wide`);
   assert.ok(m.leases.top < 740, `the leases panel starts at ${m.leases.top}px`);
   assertColumnsVisible(m);
   const tokens = m.tables["story-panel"].cells.filter((c) => /^\d+$/.test(c.text));
-  assert.equal(tokens.length, 3, "the fencing token of each write is on screen");
+  assert.equal(tokens.length, 6, "the fencing token of each write (a guarded put and a fenced write per holder) is on screen");
   await page.screenshot({ path: screenshotPath("dashboard-375-story"), fullPage: true });
   await session.close();
   assert.deepEqual(problems(), []);

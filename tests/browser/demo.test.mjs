@@ -77,18 +77,24 @@ test("the lock story: expiry frees the lock, the new holder's token is higher, t
   const token7 = Number(await lock.getAttribute("data-create-revision"));
   assert.ok(token7 > token3, `server-7's token ${token7} is not above server-3's ${token3}`);
 
-  // T+21: server-3 wakes and writes with its old token: refused.
+  // T+21: server-3 wakes and writes with its old token: its guarded put is
+  // refused by the lock's store, its write by the resource's fence.
   await step(page, 1);
+  await page.waitForFunction(() => document.querySelectorAll("#resource-rows tr").length === 6, null, { timeout: 5000 });
   const writes = await page.locator("#resource-rows tr").evaluateAll((rows) =>
-    rows.map((r) => [r.dataset.writer, Number(r.dataset.token), r.dataset.result]),
+    rows.map((r) => [r.dataset.writer, Number(r.dataset.token), r.dataset.where, r.dataset.result]),
   );
   assert.deepEqual(writes, [
-    ["server-3", token3, "accepted"],
-    ["server-7", token7, "accepted"],
-    ["server-3", token3, "rejected"],
+    ["server-3", token3, "lock store", "accepted"],
+    ["server-3", token3, "resource", "accepted"],
+    ["server-7", token7, "lock store", "accepted"],
+    ["server-7", token7, "resource", "accepted"],
+    ["server-3", token3, "lock store", "rejected"],
+    ["server-3", token3, "resource", "rejected"],
   ]);
   assert.equal(await text(page, "#highest-token"), String(token7));
-  assert.match(await text(page, "#resource-rows tr:last-child"), /REJECTED/);
+  assert.match(await text(page, "#resource-rows tr:nth-child(5)"), new RegExp(`REJECTED: NotHeld: /locks/job is held by token ${token7}`));
+  assert.match(await text(page, "#resource-rows tr:last-child"), new RegExp(`REJECTED: StaleToken: token ${token3} < ${token7}`));
   await page.screenshot({ path: screenshotPath("demo-story"), fullPage: true });
 
   assert.deepEqual(problems(), []);

@@ -58,7 +58,8 @@ test("after the in-page lock story and a reload, the page shows the server's key
   await page.getByRole("button", { name: "Run the lock story" }).click();
   await page.waitForFunction(() => document.getElementById("which").textContent.startsWith("simulated"), null, WAIT);
   assert.equal(await serverKey("/locks/job").getAttribute("data-value"), "server-3");
-  assert.equal(await page.locator("#resource-rows tr").count(), 1);
+  // T+0's two writes: server-3's guarded put and its fenced write (async).
+  await page.waitForFunction(() => document.querySelectorAll("#resource-rows tr").length === 2, null, WAIT);
 
   // The server's view is one click away, still watched meanwhile.
   await page.getByRole("radio", { name: /The server/ }).check();

@@ -2,7 +2,7 @@
 // use it: the packages installed from their tarballs into an empty folder
 // the way the README's install block says, then each block there:
 // - js/ts blocks type-check with tsc --strict (js with checkJs, as
-//   `// @ts-check` would) under nodenext, bundler and node16 resolution,
+//   `// @ts-check` would) under nodenext, bundler, node16 and node10 resolution,
 //   lib es2022 with @types/node, with and without the DOM lib; blocks tagged
 //   `worker` (Durable Object code) and `esbuild` (a bundler recipe) stop
 //   there or are bundled; the rest run in Node, and each `// → text` comment
@@ -198,7 +198,7 @@ test("the installed server serves the etcd API and the demo page", { timeout: 12
 // ---- type-checking -----------------------------------------------------------
 
 const CONFIGS = [];
-for (const [name, module, moduleResolution] of [["nodenext", "nodenext", "nodenext"], ["bundler", "esnext", "bundler"], ["node16", "node16", "node16"]]) {
+for (const [name, module, moduleResolution] of [["nodenext", "nodenext", "nodenext"], ["bundler", "esnext", "bundler"], ["node16", "node16", "node16"], ["node10", "esnext", "node10"]]) {
   for (const dom of [false, true]) CONFIGS.push({ name: `${name}${dom ? "+dom" : ""}`, module, moduleResolution, lib: dom ? ["es2022", "dom"] : ["es2022"] });
 }
 

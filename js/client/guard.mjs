@@ -7,7 +7,7 @@
 // lock's prefix, so the refusal names who holds it now.
 
 import { toText } from "./codec.mjs";
-import { LeaseError, invalid } from "./errors.mjs";
+import { invalid } from "./errors.mjs";
 
 /** The method of Mutex and Election that describes their guard (see `guardOf`). */
 export const GUARD = Symbol("edge-lease/client guard");
@@ -40,13 +40,11 @@ export async function guarded(backend, g, op, signal) {
   return { response: r.responses[0], revision: r.revision };
 }
 
-/** The guard of a lock or a leadership held as key `key` created at `rev` under `owner` (a range). */
-export function keyGuard(key, rev, owner, error) {
-  return {
-    compare: { key, rangeEnd: null, target: "create", result: "=", value: rev },
-    owner,
-    refused: (kv, revision) => error(kv, revision),
-  };
+/**
+ * The guard of a lock or a leadership held as key `key` created at `rev`,
+ * whose current holder `owner` (a range) reads; `refused(kv, revision)`
+ * makes its error.
+ */
+export function keyGuard(key, rev, owner, refused) {
+  return { compare: { key, rangeEnd: null, target: "create", result: "=", value: rev }, owner, refused };
 }
-
-export { LeaseError };

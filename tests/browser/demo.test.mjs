@@ -3,27 +3,16 @@
 // keyboard use, a narrow screen, and nothing loaded from anywhere else.
 // Simulated time is moved only by the page's own Step button.
 
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { launch, screenshotPath, startServer, watchedPage } from "./helpers.mjs";
+import { screenshotPath, serverAndBrowser, watchedPage } from "./helpers.mjs";
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.stop();
-});
+const env = serverAndBrowser();
 
 async function open(viewport = { width: 1280, height: 900 }) {
-  const context = await browser.newContext({ viewport });
-  const watched = await watchedPage(context, server.origin);
-  await load(watched.page, server.origin);
+  const context = await env.browser.newContext({ viewport });
+  const watched = await watchedPage(context, env.server.origin);
+  await load(watched.page, env.server.origin);
   return { context, ...watched };
 }
 

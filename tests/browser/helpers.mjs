@@ -1,6 +1,7 @@
 // Shared by the browser tests: the demo server on a free loopback port, and
 // Debian's Chromium driven by playwright-core (never a downloaded browser).
 
+import { after, before } from "node:test";
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -86,4 +87,21 @@ export async function watchedPage(context, origin) {
 export function screenshotPath(name) {
   mkdirSync(outDir, { recursive: true });
   return `${outDir}${name}.png`;
+}
+
+/**
+ * A server and a browser for the calling test file: started before its
+ * tests, stopped after them. `env.server`, `env.browser` once started.
+ */
+export function serverAndBrowser() {
+  const env = { server: null, browser: null };
+  before(async () => {
+    env.server = await startServer();
+    env.browser = await launch();
+  });
+  after(async () => {
+    await env.browser?.close();
+    env.server?.stop();
+  });
+  return env;
 }

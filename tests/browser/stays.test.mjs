@@ -8,34 +8,23 @@
 // side by side overlaps, every table column is in its panel (screenshots in
 // test-output/).
 
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
-import { launch, screenshotPath, startServer, watchedPage } from "./helpers.mjs";
+import { screenshotPath, serverAndBrowser, watchedPage } from "./helpers.mjs";
 import { assertColumnsVisible, brokenIds, measure, overlaps } from "./layout.mjs";
 
 const run = promisify(execFile);
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.stop();
-});
+const env = serverAndBrowser();
 
 const WAIT = { timeout: 5000 };
 const SHOWS_WITHIN = 1000; // an etcdctl write reaches the page through its watch
 
 /** etcdctl 3.4 (the real one) against the server; resolves to its stdout. */
 async function etcdctl(...args) {
-  const { stdout } = await run("/usr/bin/etcdctl", ["--endpoints", server.origin, "--command-timeout=3s", ...args], { timeout: 5000 });
+  const { stdout } = await run("/usr/bin/etcdctl", ["--endpoints", env.server.origin, "--command-timeout=3s", ...args], { timeout: 5000 });
   return stdout;
 }
 
@@ -46,9 +35,9 @@ test("after the in-page lock story and a reload, the page shows the server's key
   const lease = /lease ([0-9a-f]+) granted/.exec(await etcdctl("lease", "grant", "60"))[1];
   await etcdctl("put", "/locks/job", "worker-1", "--lease", lease);
 
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const { page, problems } = await watchedPage(context, server.origin);
-  await page.goto(`${server.origin}/`);
+  const context = await env.browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const { page, problems } = await watchedPage(context, env.server.origin);
+  await page.goto(`${env.server.origin}/`);
   await serverShown(page);
   const serverKey = (key) => page.locator(`#keys tr[data-key="${key}"]`);
   await serverKey("/config/color").waitFor(WAIT);
@@ -100,7 +89,7 @@ test("after the in-page lock story and a reload, the page shows the server's key
 
 /** `etcdctl lock` or `elect`, left running (they hold until interrupted); resolves once it holds or leads. */
 function holding(...args) {
-  const child = spawn("/usr/bin/etcdctl", ["--endpoints", server.origin, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn("/usr/bin/etcdctl", ["--endpoints", env.server.origin, ...args], { stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`etcdctl ${args.join(" ")} did not answer`)), 5000);
     child.on("error", reject);
@@ -118,9 +107,9 @@ test("1280 and 375 px, the server's view and the story's: no lease id broken or 
   const elect = await holding("elect", "leader-race", "candidate-a");
   try {
     for (const width of [1280, 375]) {
-      const context = await browser.newContext({ viewport: { width, height: 900 } });
-      const { page, problems } = await watchedPage(context, server.origin);
-      await page.goto(`${server.origin}/`);
+      const context = await env.browser.newContext({ viewport: { width, height: 900 } });
+      const { page, problems } = await watchedPage(context, env.server.origin);
+      await page.goto(`${env.server.origin}/`);
       await serverShown(page);
       await page.waitForFunction(() => document.querySelectorAll("#locks tr").length >= 3 && document.querySelectorAll("#leases li").length >= 4, null, WAIT);
       await page.locator('#locks tr[data-lock="leader-race"]').waitFor(WAIT);

@@ -64,7 +64,7 @@ export const Etcd = {
   memberNotFound: e(Code.NotFound, "etcdserver: member not found"),
 };
 
-/** For what needs engine features that are not there yet (see server/README.md). */
+/** For what needs engine features that are not there yet (see docs/server.md). */
 export function unimplemented(what) {
   return new GrpcError(Code.Unimplemented, `edge-lease: ${what} is not implemented by this single-member server`);
 }

@@ -7,7 +7,7 @@
 // end(), close() } (services/watch.mjs says how); a server stream is
 // { stream(request, call) } returning an async iterable. Messages are plain objects
 // (etcd/jsonpb.mjs says how). Methods with no handler here answer
-// Unimplemented: they wait for engine features (server/README.md).
+// Unimplemented: they wait for engine features (docs/server.md).
 import { etcdError, headers, isEngineFailure, throughErrors } from "./common.mjs";
 import { kvService } from "./kv.mjs";
 import { leaseService } from "./lease.mjs";

@@ -29,7 +29,7 @@ const KEYS = ["a", "a/1", "a/2", "b", "b/x", "c", [0xff], [0xff, 0x01], [0x00], 
 
 // etcd 3.4 panics (the member exits) on a Txn that deletes a key and then
 // puts it with ignore_value or ignore_lease, a known difference
-// (server/README.md): such puts get a plain value and lease here. Deletes
+// (docs/server.md): such puts get a plain value and lease here. Deletes
 // in a nested Txn count whichever branch runs.
 const covers = (d, k) => {
   const from = Buffer.compare(k, d.key);
@@ -130,7 +130,7 @@ function generator(seed) {
     Array.from({ length: int(4) }, () => {
       const r = int(10);
       // Ranges inside a txn are not sorted: the engine sorts those itself
-      // (a known difference in tie order, server/README.md).
+      // (a known difference in tie order, docs/server.md).
       if (r < 3) return { request_range: range({ sorting: false }) };
       if (r < 7) return { request_put: put() };
       if (r < 9 || depth > 0) return { request_delete_range: del() };

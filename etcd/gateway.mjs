@@ -5,7 +5,8 @@
 // share etcd/services/. The Host/Origin guard is the caller's (guard.mjs).
 import { routes, services as schema } from "./proto/schema.mjs";
 import { Code, GrpcError, httpStatus, tooLargeMessage, unimplemented } from "./errors.mjs";
-import { fromJson, parseBody, parseValue, scanValue, toJson, toJsonPieces } from "./jsonpb.mjs";
+import { fromJson, parseBody, parseValue, toJson, toJsonPieces } from "./jsonpb.mjs";
+import { JsonStream } from "./json-values.mjs";
 import { encodedSize } from "./size.mjs";
 import { MAX_BODY_BYTES, MAX_MESSAGE_BYTES, MAX_STREAM_MESSAGE_BYTES, bodyLimit } from "./limits.mjs";
 import { CLUSTER_VERSION, SERVER_VERSION } from "./services/common.mjs";
@@ -151,26 +152,19 @@ function values(request) {
 async function* parse(reader) {
   if (!reader) return;
   const decoder = new TextDecoder();
-  let buf = "";
+  // (Scanned as the pieces come: a body cut a byte at a time costs no more.)
+  const values = new JsonStream();
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
-      for (;;) {
-        const span = scanValue(buf, 0, done);
-        if (span === null) {
-          buf = "";
-          break;
-        }
-        if (span === "partial") {
-          if (done) throw new GrpcError(Code.Unknown, "unexpected EOF");
-          if (buf.length > MAX_STREAM_MESSAGE_BYTES) throw new GrpcError(Code.InvalidArgument, "edge-lease: stream message too large");
-          break;
-        }
-        yield parseValue(buf.slice(span[0], span[1]));
-        buf = buf.slice(span[1]);
+      for (const text of values.push(done ? decoder.decode() : decoder.decode(value, { stream: true }))) yield parseValue(text);
+      if (done) {
+        if (values.unfinished) throw new GrpcError(Code.Unknown, "unexpected EOF");
+        const last = values.end();
+        if (last !== null) yield parseValue(last);
+        return;
       }
-      if (done) return;
+      if (values.pending > MAX_STREAM_MESSAGE_BYTES) throw new GrpcError(Code.InvalidArgument, "edge-lease: stream message too large");
     }
   } finally {
     reader.cancel().catch(() => {});

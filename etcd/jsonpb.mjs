@@ -10,6 +10,7 @@
 import { messages, enums } from "./proto/schema.mjs";
 import { Code, GrpcError } from "./errors.mjs";
 import { MAX_MESSAGE_DEPTH } from "./limits.mjs";
+import { scanValue } from "./json-values.mjs";
 import { decodeBase64, encodeBase64 } from "edge-lease/base64";
 
 const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
@@ -230,48 +231,7 @@ export function toJson(type, msg) {
   return o;
 }
 
-// Reading JSON text. Go decodes one value from the body and ignores what
-// follows; the streaming endpoints read values one after another,
-// concatenated or whitespace-separated.
-
-const WS = new Set([" ", "\t", "\n", "\r"]);
-
-/**
- * The end offset of the JSON value starting at or after `i` in `text`, as
- * [start, end]; null if only whitespace is left; "partial" if the value is
- * not complete yet (with `final`, the text is all there is, so a literal
- * may end it). Only finds the boundaries: parseValue checks the syntax.
- */
-export function scanValue(text, i = 0, final = false) {
-  while (i < text.length && WS.has(text[i])) i++;
-  if (i >= text.length) return null;
-  const start = i;
-  const c = text[i];
-  if (c !== "{" && c !== "[" && c !== '"') {
-    // A bare literal ends at whitespace or a structural character.
-    while (i < text.length && !WS.has(text[i]) && !"{}[],:\"".includes(text[i])) i++;
-    if (i === start) return [start, start + 1];
-    return i < text.length || final ? [start, i] : "partial";
-  }
-  let depth = 0;
-  let inString = false;
-  for (; i < text.length; i++) {
-    const ch = text[i];
-    if (inString) {
-      if (ch === "\\") i++;
-      else if (ch === '"') {
-        inString = false;
-        if (depth === 0) return [start, i + 1];
-      }
-    } else if (ch === '"') inString = true;
-    else if (ch === "{" || ch === "[") depth++;
-    else if (ch === "}" || ch === "]") {
-      depth--;
-      if (depth <= 0) return [start, i + 1];
-    }
-  }
-  return "partial";
-}
+// Reading JSON text (where a value ends: json-values.mjs).
 
 // Before JSON.parse, numbers outside strings that it would not give back as
 // written (integers past 2^53 lose precision; 1e2 is no integer to Go)

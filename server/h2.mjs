@@ -15,35 +15,36 @@ let current = null;
 
 // The module's few WASI imports: a clock (h2 times reset streams), random
 // bytes (std's hash seeds), stderr for a panic's message. No files, no
-// environment.
-function wasi(memory) {
+// environment. Addresses and lengths come as wasm's i32, signed: each is read
+// `>>> 0`, or one past 2 GiB would be negative. (Exported for tests.)
+export function wasi(memory) {
   const view = () => new DataView(memory().buffer);
   return {
     clock_time_get(id, _precision, out) {
       const ns = id === 0 ? BigInt(Date.now()) * 1_000_000n : process.hrtime.bigint();
-      view().setBigUint64(out, ns, true);
+      view().setBigUint64(out >>> 0, ns, true);
       return 0;
     },
     random_get(ptr, len) {
-      randomFillSync(new Uint8Array(memory().buffer, ptr, len));
+      randomFillSync(new Uint8Array(memory().buffer, ptr >>> 0, len >>> 0));
       return 0;
     },
     environ_sizes_get(count, size) {
-      view().setUint32(count, 0, true);
-      view().setUint32(size, 0, true);
+      view().setUint32(count >>> 0, 0, true);
+      view().setUint32(size >>> 0, 0, true);
       return 0;
     },
     environ_get: () => 0,
     fd_write(fd, iovs, n, written) {
       const v = view();
       let total = 0;
-      for (let i = 0; i < n; i++) {
-        const ptr = v.getUint32(iovs + 8 * i, true);
-        const len = v.getUint32(iovs + 8 * i + 4, true);
+      for (let i = 0; i < n >>> 0; i++) {
+        const ptr = v.getUint32((iovs >>> 0) + 8 * i, true);
+        const len = v.getUint32((iovs >>> 0) + 8 * i + 4, true);
         if (fd === 1 || fd === 2) process.stderr.write(Buffer.from(new Uint8Array(memory().buffer, ptr, len)));
         total += len;
       }
-      v.setUint32(written, total, true);
+      v.setUint32(written >>> 0, total, true);
       return 0;
     },
     proc_exit(code) {
@@ -74,10 +75,34 @@ function fail(inst, e) {
 const encoder = new TextEncoder();
 
 // Copies `bytes` into the module's scratch buffer; returns their length.
-function toScratch(x, mem, bytes) {
-  const ptr = x.h2_scratch(bytes.length);
+// (Pointers the module returns are i32, signed in JS: `>>> 0` makes one past
+// 2 GiB the address it is.)
+export function toScratch(x, mem, bytes) {
+  const ptr = x.h2_scratch(bytes.length) >>> 0;
   new Uint8Array(mem.buffer, ptr, bytes.length).set(bytes);
   return bytes.length;
+}
+
+// Writes `text` as UTF-8 into the scratch buffer; returns its length in bytes.
+export function textToScratch(x, mem, text) {
+  const ptr = x.h2_scratch(text.length * 3) >>> 0;
+  return encoder.encodeInto(text, new Uint8Array(mem.buffer, ptr, text.length * 3)).written;
+}
+
+/**
+ * What the module produced for connection `h` since the last take: its
+ * events and the bytes to write, copied (the module reuses its buffers, and
+ * the events' messages are decoded into objects that may keep slices of
+ * them), each null if none. (Exported for tests.)
+ */
+export function taken(x, mem, h) {
+  // (The take first: it may grow the module's memory, detaching an older buffer.)
+  const ptr = x.h2_take(h) >>> 0;
+  const at = new Uint32Array(mem.buffer, ptr, 4);
+  return {
+    events: at[1] ? Buffer.from(new Uint8Array(mem.buffer, at[0], at[1])) : null,
+    output: at[3] ? Buffer.from(new Uint8Array(mem.buffer, at[2], at[3])) : null,
+  };
 }
 
 /** A gRPC call as the h2 module reports it. grpc.mjs sets the on* hooks. */
@@ -124,11 +149,7 @@ export class H2Call {
   /** Ends the call with a gRPC status once what it queued is sent. */
   finish(code, message = "") {
     if (!this.#end(code)) return;
-    this.session.command((x, mem) => {
-      const ptr = x.h2_scratch(message.length * 3);
-      const { written } = encoder.encodeInto(message, new Uint8Array(mem.buffer, ptr, message.length * 3));
-      x.h2_finish(this.session.handle, this.id, code, written);
-    });
+    this.session.command((x, mem) => x.h2_finish(this.session.handle, this.id, code, textToScratch(x, mem, message)));
   }
 
   #sent(bytes) {
@@ -209,14 +230,7 @@ export class H2Session {
     if (this.closed || this.inst.failed) return;
     let events, output;
     try {
-      const { x, memory } = this.inst;
-      // (The take first: it may grow the module's memory, detaching an older buffer.)
-      const ptr = x.h2_take(this.handle);
-      const at = new Uint32Array(memory.buffer, ptr, 4);
-      // Copies: the module reuses its buffers, and the events' messages are
-      // decoded into objects that may keep slices of them.
-      events = at[1] ? Buffer.from(new Uint8Array(memory.buffer, at[0], at[1])) : null;
-      output = at[3] ? Buffer.from(new Uint8Array(memory.buffer, at[2], at[3])) : null;
+      ({ events, output } = taken(this.inst.x, this.inst.memory, this.handle));
     } catch (e) {
       fail(this.inst, e);
       return;

@@ -25,7 +25,8 @@
 // most 2 KiB: a create that would not fit is created and at once canceled
 // (it could not be resumed); open another socket for more watchers.
 import { services as schema } from "../etcd/proto/schema.mjs";
-import { fromJson, parseValue, scanValue, toJson } from "../etcd/jsonpb.mjs";
+import { fromJson, parseValue, toJson } from "../etcd/jsonpb.mjs";
+import { scanValue } from "../etcd/json-values.mjs";
 import { Code, GrpcError } from "../etcd/errors.mjs";
 import { MAX_STREAM_MESSAGE_BYTES } from "../etcd/limits.mjs";
 

@@ -5,6 +5,7 @@
 import { Etcd } from "../errors.mjs";
 import { bytesOf, engine, etcdError, int, keyOf, kvOut, leaseIn, txnOps } from "./common.mjs";
 import { requestLimit } from "../methods.mjs";
+import { pagedRange } from "./paged-range.mjs";
 
 
 const SORT_ORDER = { NONE: "none", ASCEND: "ascend", DESCEND: "descend" };
@@ -193,8 +194,15 @@ export function kvService({ lessor, header, stats, maxTxnOps = 128, maxRequestBy
   return {
     Range(req) {
       keyOf(req.key);
-      const r = engine(() => range(lessor, rangeIn(req)));
-      return rangeOut(r, top(r.revision));
+      // (A large one in steps, other calls answered between them.)
+      const r = engine(() => pagedRange((q) => range(lessor, q), rangeIn(req)));
+      if (typeof r.then !== "function") return rangeOut(r, top(r.revision));
+      return r.then(
+        (r) => rangeOut(r, top(r.revision)),
+        (e) => {
+          throw etcdError(e);
+        },
+      );
     },
 
     Put(req, call) {

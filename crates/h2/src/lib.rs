@@ -40,10 +40,6 @@ use std::task::{Context, Poll, Waker};
 /// would still have sent them one response each.
 const HIGH_WATER_MESSAGES: usize = 128;
 const HIGH_WATER_BYTES: usize = 16 << 20;
-/// Request bytes a waiting call holds unparsed (they are read on, so the
-/// connection's window and h2's frame budget keep moving for its other
-/// calls); past this the call is reset.
-const MAX_UNREAD: usize = 1 << 20;
 /// Bytes waiting for the socket past which h2 is held back, once the host
 /// says the socket is full.
 const OUT_BUDGET: usize = 256 * 1024;
@@ -376,6 +372,9 @@ struct Call {
     /// Request bytes not yet a whole message (or not yet parsed: while the
     /// call waits for Drain).
     partial: BytesMut,
+    /// Of those, the bytes read while the call waited for Drain: their
+    /// window is given back once they are parsed (back-pressure).
+    held: usize,
     /// The client half-closed; said once the messages before it are.
     ended: bool,
     /// Response messages waiting for flow control.
@@ -396,6 +395,7 @@ impl Call {
             respond,
             send: None,
             partial: BytesMut::new(),
+            held: 0,
             ended: false,
             queue: VecDeque::new(),
             queued: 0,
@@ -468,29 +468,38 @@ impl Call {
     /// Moves the call on; true if anything changed.
     fn poll(&mut self, cx: &mut Context<'_>, id: u32, max: usize, events: &mut Events) -> bool {
         let mut progress = false;
-        if !self.blocked && self.partial.len() >= 5 {
-            // Drained: the requests that came meanwhile.
+        if !self.blocked && (self.partial.len() >= 5 || self.held > 0) {
+            // Drained: the requests that came meanwhile, and their window
+            // (progress: the connection's next turn sends the update).
             self.messages(id, max, events);
+            if self.held > 0 {
+                self.release_held();
+                progress = true;
+            }
         }
         while let Some(recv) = &mut self.recv {
             match recv.poll_data(cx) {
                 Poll::Ready(Some(Ok(data))) => {
-                    let _ = recv.flow_control().release_capacity(data.len());
                     self.partial.extend_from_slice(&data);
                     progress = true;
-                    if !self.blocked {
+                    if self.blocked {
+                        // Back-pressure, as etcd's: a client that sends
+                        // faster than it reads the answers waits for the
+                        // window, which comes back once its requests are
+                        // parsed; nothing is reset, and what waits here is
+                        // at most the stream's window. (Read on rather than
+                        // left in h2, whose budget for small DATA frames
+                        // buffered is the connection's.)
+                        self.held += data.len();
+                    } else {
+                        let _ = recv.flow_control().release_capacity(data.len());
                         self.messages(id, max, events);
-                    } else if self.partial.len() > MAX_UNREAD {
-                        // A client that keeps sending on a call whose
-                        // answers it does not read loses the call.
-                        if let Some(send) = &mut self.send {
-                            send.send_reset(h2::Reason::ENHANCE_YOUR_CALM);
-                        }
-                        return self.cancel(id, events);
                     }
                 }
                 Poll::Ready(Some(Err(_))) => return self.cancel(id, events),
                 Poll::Ready(None) => {
+                    // (Nothing more can come: the window goes back.)
+                    self.release_held();
                     self.recv = None;
                     self.ended = true;
                     progress = true;
@@ -567,6 +576,7 @@ impl Call {
                 // Reported, never buffered: dropping the request stream lets
                 // h2 give its flow-control window back as the rest arrives.
                 events.push(Event::TooLarge, id, &(len as u32).to_le_bytes());
+                self.release_held();
                 self.recv = None;
                 self.partial = BytesMut::new();
                 return;
@@ -580,6 +590,14 @@ impl Call {
             // The first byte is the compressed flag; the host decompresses.
             events.push_parts(Event::Message, id, &message[..1], &message[5..]);
         }
+    }
+
+    /// Gives back the window of the request bytes read while the call waited.
+    fn release_held(&mut self) {
+        if let Some(recv) = &mut self.recv {
+            let _ = recv.flow_control().release_capacity(self.held);
+        }
+        self.held = 0;
     }
 
     fn cancel(&mut self, id: u32, events: &mut Events) -> bool {
@@ -633,152 +651,4 @@ fn percent_encode(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timeouts() {
-        assert_eq!(timeout_ms(b"100m"), Some(100.0));
-        assert_eq!(timeout_ms(b"5S"), Some(5000.0));
-        assert_eq!(timeout_ms(b"2H"), Some(7_200_000.0));
-        assert_eq!(timeout_ms(b"123456789S"), None);
-        assert_eq!(timeout_ms(b"S"), None);
-        assert_eq!(timeout_ms(b"5x"), None);
-        assert_eq!(timeout_ms(b""), None);
-    }
-
-    fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-        out.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
-        out.extend_from_slice(&[kind, flags]);
-        out.extend_from_slice(&stream.to_be_bytes());
-        out.extend_from_slice(payload);
-    }
-
-    /// A connection whose client sent `settings` and opened calls 1 and 3.
-    fn two_calls(settings: &[u8]) -> Conn {
-        let mut conn = Conn::new(Limits {
-            max_concurrent_streams: 0,
-            max_message: 1 << 20,
-        });
-        let (mut events, mut output) = (Vec::new(), Vec::new());
-        let mut input = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-        frame(&mut input, 4, 0, 0, settings);
-        let mut block = Vec::new();
-        for (name, value) in [
-            (&b":method"[..], &b"POST"[..]),
-            (b":scheme", b"http"),
-            (b":path", b"/etcdserverpb.Watch/Watch"),
-            (b"content-type", b"application/grpc"),
-        ] {
-            block.push(0);
-            block.push(name.len() as u8);
-            block.extend_from_slice(name);
-            block.push(value.len() as u8);
-            block.extend_from_slice(value);
-        }
-        for id in [1, 3] {
-            frame(&mut input, 1, 0x4, id, &block);
-        }
-        conn.input(&input);
-        conn.swap(&mut events, &mut output);
-        let (mut calls, mut at) = (0, 0);
-        while at < events.len() {
-            calls += (events[at] == Event::Call as u8) as usize;
-            at += 9 + u32::from_le_bytes(events[at + 5..at + 9].try_into().unwrap()) as usize;
-        }
-        assert_eq!(calls, 2);
-        conn
-    }
-
-    /// The DATA frames in `output`, as (stream, gRPC message) in order.
-    fn data_frames(output: &[u8]) -> Vec<(u32, Vec<u8>)> {
-        let mut data = Vec::new();
-        let mut at = 0;
-        while at + 9 <= output.len() {
-            let len = u32::from_be_bytes([0, output[at], output[at + 1], output[at + 2]]) as usize;
-            let stream = u32::from_be_bytes(output[at + 5..at + 9].try_into().unwrap());
-            if output[at + 3] == 0 {
-                // (Each message here fits one frame.)
-                data.push((stream, output[at + 9 + 5..at + 9 + len].to_vec()));
-            }
-            at += 9 + len;
-        }
-        assert_eq!(at, output.len());
-        data
-    }
-
-    #[test]
-    fn messages_queued_in_one_turn_go_out_together_at_the_take() {
-        let mut conn = two_calls(&[]);
-        let (mut events, mut output) = (Vec::new(), Vec::new());
-        let messages: [&[u8]; 4] = [b"one", b"two", b"three", b"four"];
-        for (i, m) in messages.iter().enumerate() {
-            assert!(conn.send(if i % 2 == 0 { 1 } else { 3 }, m));
-        }
-        conn.swap(&mut events, &mut output);
-        // Each message in a DATA frame of its call, in the order sent.
-        let data = data_frames(&output);
-        let sent: Vec<(u32, Vec<u8>)> = messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (if i % 2 == 0 { 1 } else { 3 }, m.to_vec()))
-            .collect();
-        let on = |id| {
-            sent.iter()
-                .filter(|(s, _)| *s == id)
-                .cloned()
-                .collect::<Vec<_>>()
-        };
-        let got = |id| {
-            data.iter()
-                .filter(|(s, _)| *s == id)
-                .cloned()
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(got(1), on(1));
-        assert_eq!(got(3), on(3));
-        // Nothing left for the next take.
-        conn.swap(&mut events, &mut output);
-        assert!(output.is_empty() && events.is_empty());
-    }
-
-    #[test]
-    fn a_turn_past_the_high_water_mark_waits_only_when_the_window_is_shut() {
-        // Window open (the default 64 KiB): a turn's 300 messages are all
-        // taken, none is refused, and they go out in order.
-        let mut conn = two_calls(&[]);
-        let (mut events, mut output) = (Vec::new(), Vec::new());
-        let sent: Vec<Vec<u8>> = (0..300).map(|i| format!("m{i}").into_bytes()).collect();
-        for m in &sent {
-            assert!(conn.send(1, m));
-        }
-        conn.swap(&mut events, &mut output);
-        assert!(events.is_empty());
-        let got: Vec<Vec<u8>> = data_frames(&output).into_iter().map(|(_, m)| m).collect();
-        assert_eq!(got, sent);
-
-        // Window shut (SETTINGS_INITIAL_WINDOW_SIZE 0): the sender is told to
-        // wait at the mark, and every message queued is kept.
-        let mut conn = two_calls(&[0, 4, 0, 0, 0, 0]);
-        for i in 0..HIGH_WATER_MESSAGES {
-            assert_eq!(
-                conn.send(3, b"x"),
-                i + 1 < HIGH_WATER_MESSAGES,
-                "message {i}"
-            );
-        }
-        assert!(!conn.send(3, b"y"));
-        conn.swap(&mut events, &mut output);
-        assert!(data_frames(&output).is_empty());
-        assert_eq!(conn.calls[&3].queue.len(), HIGH_WATER_MESSAGES + 1);
-    }
-
-    #[test]
-    fn messages_are_percent_encoded() {
-        assert_eq!(
-            percent_encode("etcdserver: key not found"),
-            "etcdserver: key not found"
-        );
-        assert_eq!(percent_encode("100% é\n"), "100%25 %C3%A9%0A");
-    }
-}
+mod tests;

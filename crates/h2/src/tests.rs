@@ -1,0 +1,220 @@
+//! The connection's unit tests: frames in, events and frames out.
+
+use super::*;
+
+#[test]
+fn timeouts() {
+    assert_eq!(timeout_ms(b"100m"), Some(100.0));
+    assert_eq!(timeout_ms(b"5S"), Some(5000.0));
+    assert_eq!(timeout_ms(b"2H"), Some(7_200_000.0));
+    assert_eq!(timeout_ms(b"123456789S"), None);
+    assert_eq!(timeout_ms(b"S"), None);
+    assert_eq!(timeout_ms(b"5x"), None);
+    assert_eq!(timeout_ms(b""), None);
+}
+
+fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
+    out.extend_from_slice(&[kind, flags]);
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// A connection whose client sent `settings` and opened calls 1 and 3.
+fn two_calls(settings: &[u8]) -> Conn {
+    let mut conn = Conn::new(Limits {
+        max_concurrent_streams: 0,
+        max_message: 1 << 20,
+    });
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    let mut input = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    frame(&mut input, 4, 0, 0, settings);
+    let mut block = Vec::new();
+    for (name, value) in [
+        (&b":method"[..], &b"POST"[..]),
+        (b":scheme", b"http"),
+        (b":path", b"/etcdserverpb.Watch/Watch"),
+        (b"content-type", b"application/grpc"),
+    ] {
+        block.push(0);
+        block.push(name.len() as u8);
+        block.extend_from_slice(name);
+        block.push(value.len() as u8);
+        block.extend_from_slice(value);
+    }
+    for id in [1, 3] {
+        frame(&mut input, 1, 0x4, id, &block);
+    }
+    conn.input(&input);
+    conn.swap(&mut events, &mut output);
+    let (mut calls, mut at) = (0, 0);
+    while at < events.len() {
+        calls += (events[at] == Event::Call as u8) as usize;
+        at += 9 + u32::from_le_bytes(events[at + 5..at + 9].try_into().unwrap()) as usize;
+    }
+    assert_eq!(calls, 2);
+    conn
+}
+
+/// The DATA frames in `output`, as (stream, gRPC message) in order.
+fn data_frames(output: &[u8]) -> Vec<(u32, Vec<u8>)> {
+    let mut data = Vec::new();
+    let mut at = 0;
+    while at + 9 <= output.len() {
+        let len = u32::from_be_bytes([0, output[at], output[at + 1], output[at + 2]]) as usize;
+        let stream = u32::from_be_bytes(output[at + 5..at + 9].try_into().unwrap());
+        if output[at + 3] == 0 {
+            // (Each message here fits one frame.)
+            data.push((stream, output[at + 9 + 5..at + 9 + len].to_vec()));
+        }
+        at += 9 + len;
+    }
+    assert_eq!(at, output.len());
+    data
+}
+
+#[test]
+fn messages_queued_in_one_turn_go_out_together_at_the_take() {
+    let mut conn = two_calls(&[]);
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    let messages: [&[u8]; 4] = [b"one", b"two", b"three", b"four"];
+    for (i, m) in messages.iter().enumerate() {
+        assert!(conn.send(if i % 2 == 0 { 1 } else { 3 }, m));
+    }
+    conn.swap(&mut events, &mut output);
+    // Each message in a DATA frame of its call, in the order sent.
+    let data = data_frames(&output);
+    let sent: Vec<(u32, Vec<u8>)> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (if i % 2 == 0 { 1 } else { 3 }, m.to_vec()))
+        .collect();
+    let on = |id| {
+        sent.iter()
+            .filter(|(s, _)| *s == id)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let got = |id| {
+        data.iter()
+            .filter(|(s, _)| *s == id)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(got(1), on(1));
+    assert_eq!(got(3), on(3));
+    // Nothing left for the next take.
+    conn.swap(&mut events, &mut output);
+    assert!(output.is_empty() && events.is_empty());
+}
+
+#[test]
+fn a_turn_past_the_high_water_mark_waits_only_when_the_window_is_shut() {
+    // Window open (the default 64 KiB): a turn's 300 messages are all
+    // taken, none is refused, and they go out in order.
+    let mut conn = two_calls(&[]);
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    let sent: Vec<Vec<u8>> = (0..300).map(|i| format!("m{i}").into_bytes()).collect();
+    for m in &sent {
+        assert!(conn.send(1, m));
+    }
+    conn.swap(&mut events, &mut output);
+    assert!(events.is_empty());
+    let got: Vec<Vec<u8>> = data_frames(&output).into_iter().map(|(_, m)| m).collect();
+    assert_eq!(got, sent);
+
+    // Window shut (SETTINGS_INITIAL_WINDOW_SIZE 0): the sender is told to
+    // wait at the mark, and every message queued is kept.
+    let mut conn = two_calls(&[0, 4, 0, 0, 0, 0]);
+    for i in 0..HIGH_WATER_MESSAGES {
+        assert_eq!(
+            conn.send(3, b"x"),
+            i + 1 < HIGH_WATER_MESSAGES,
+            "message {i}"
+        );
+    }
+    assert!(!conn.send(3, b"y"));
+    conn.swap(&mut events, &mut output);
+    assert!(data_frames(&output).is_empty());
+    assert_eq!(conn.calls[&3].queue.len(), HIGH_WATER_MESSAGES + 1);
+}
+
+/// The WINDOW_UPDATE increments in `output` for `stream`, in order.
+fn window_updates(output: &[u8], stream: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at + 9 <= output.len() {
+        let len = u32::from_be_bytes([0, output[at], output[at + 1], output[at + 2]]) as usize;
+        let id = u32::from_be_bytes(output[at + 5..at + 9].try_into().unwrap());
+        if output[at + 3] == 8 && id == stream {
+            found.push(u32::from_be_bytes(
+                output[at + 9..at + 13].try_into().unwrap(),
+            ));
+        }
+        at += 9 + len;
+    }
+    found
+}
+
+/// How many events of `kind` `events` holds.
+fn count(events: &[u8], kind: Event) -> usize {
+    let (mut n, mut at) = (0, 0);
+    while at < events.len() {
+        n += (events[at] == kind as u8) as usize;
+        at += 9 + u32::from_le_bytes(events[at + 5..at + 9].try_into().unwrap()) as usize;
+    }
+    n
+}
+
+#[test]
+fn requests_on_a_call_whose_answers_wait_keep_their_window_until_read() {
+    // The client's window shut (SETTINGS_INITIAL_WINDOW_SIZE 0): call 3's
+    // answers wait, and its sender is told to.
+    let mut conn = two_calls(&[0, 4, 0, 0, 0, 0]);
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    for _ in 0..HIGH_WATER_MESSAGES {
+        conn.send(3, b"answer");
+    }
+    assert!(!conn.send(3, b"answer"));
+    conn.swap(&mut events, &mut output);
+
+    // It sends a whole stream window (65,535 bytes: the server's settings
+    // are not acknowledged) of 15-byte requests meanwhile: they are read,
+    // not parsed, and no window goes back; the call is not reset.
+    let requests: Vec<u8> = (0..4369).flat_map(|_| *b"\0\0\0\0\x0a0123456789").collect();
+    assert_eq!(requests.len(), 65_535);
+    let mut input = Vec::new();
+    for piece in requests.chunks(16_384) {
+        frame(&mut input, 0, 0, 3, piece);
+    }
+    conn.input(&input);
+    conn.swap(&mut events, &mut output);
+    assert_eq!(count(&events, Event::Message), 0);
+    assert_eq!(count(&events, Event::Cancel), 0);
+    assert_eq!(window_updates(&output, 3), Vec::<u32>::new());
+    assert_eq!(
+        (conn.calls[&3].partial.len(), conn.calls[&3].held),
+        (65_535, 65_535)
+    );
+
+    // The client reads (opens its window): the answers go, then the
+    // requests are handed on and their window given back.
+    let mut input = Vec::new();
+    frame(&mut input, 8, 0, 3, &(1u32 << 20).to_be_bytes());
+    conn.input(&input);
+    conn.swap(&mut events, &mut output);
+    assert_eq!(data_frames(&output).len(), HIGH_WATER_MESSAGES + 1);
+    assert_eq!(count(&events, Event::Drain), 1);
+    assert_eq!(count(&events, Event::Message), 4369);
+    assert_eq!(window_updates(&output, 3), vec![65_535]);
+    assert_eq!((conn.calls[&3].partial.len(), conn.calls[&3].held), (0, 0));
+}
+
+#[test]
+fn messages_are_percent_encoded() {
+    assert_eq!(
+        percent_encode("etcdserver: key not found"),
+        "etcdserver: key not found"
+    );
+    assert_eq!(percent_encode("100% é\n"), "100%25 %C3%A9%0A");
+}

@@ -17,6 +17,7 @@ export type Engine = Pick<
   | "range"
   | "deleteRange"
   | "txn"
+  | "nextDeadline"
   | "compact"
   | "whenCompacted"
   | "watch"

@@ -195,7 +195,7 @@ export function kvService({ lessor, header, stats, maxTxnOps = 128, maxRequestBy
     Range(req) {
       keyOf(req.key);
       // (A large one in steps, other calls answered between them.)
-      const r = engine(() => pagedRange((q) => range(lessor, q), rangeIn(req)));
+      const r = engine(() => pagedRange((q) => range(lessor, q), rangeIn(req), () => lessor.nextDeadline()));
       if (typeof r.then !== "function") return rangeOut(r, top(r.revision));
       return r.then(
         (r) => rangeOut(r, top(r.revision)),

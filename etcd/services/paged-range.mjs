@@ -4,9 +4,10 @@
 // The pages are read at the first one's revision, in key order, each
 // starting just past the last key read, and the answer is theirs put
 // together: the same keys, count and `more` as one read at that revision.
-// (At the current revision a key whose lease has just expired is hidden at
-// once; a page read after a later write reads history, where it is until
-// its revoke: a lease expiring during the pages may show in them.)
+// At the current revision a key whose lease has just expired is hidden at
+// once, while history shows it until its revoke: a lease whose deadline
+// passes between the pages could show in some and not others, so then the
+// answer is one read instead.
 
 // Keys a page holds at most, and the bytes of values it aims at (its size
 // follows the values read so far).
@@ -37,15 +38,16 @@ function after(key) {
  * fails (its revision compacted meanwhile) makes the answer one read, at
  * the current revision.
  */
-export function pagedRange(read, q) {
+export function pagedRange(read, q, nextDeadline = () => null) {
   if (!pageable(q)) return read(q);
+  const due = nextDeadline(); // the earliest lease deadline, epoch ms (null: none)
   const first = read({ ...q, limit: PAGE_KEYS });
   // (q.limit is 0 or more than a page: one page holding all is the answer.)
   if (!first.more) return first;
-  return rest(read, q, first);
+  return rest(read, q, first, due);
 }
 
-async function rest(read, q, first) {
+async function rest(read, q, first, due) {
   const want = q.limit > 0 ? q.limit : Infinity;
   // The answer's revision is the store's at the first page (etcd's header);
   // the keys are those at the revision asked for, or that one.
@@ -67,5 +69,7 @@ async function rest(read, q, first) {
       bytes += e.value.length + e.key.length;
     }
   }
+  // A deadline passed meanwhile: a key may have been hidden in some pages only.
+  if (due !== null && Date.now() >= due) return read(q);
   return { kvs, more: last.more, count: first.count, revision: first.revision };
 }

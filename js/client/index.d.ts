@@ -2,8 +2,10 @@
 // types from the host, so they check with the DOM lib and with @types/node.
 
 import type { ErrorCode, LeaseId, Lessor, Listener, ListenerOptions } from "../index.js";
+import type { Backend, Endpoint } from "./backend.js";
 
 export type { LeaseId };
+export type * from "./backend.js";
 
 /**
  * The package's codes (`ErrorCode`), which include what a network and etcd's
@@ -26,6 +28,8 @@ export interface LeaseError extends Error {
   /** An error answered by a server: its gRPC code and HTTP status. */
   readonly grpcCode?: number;
   readonly status?: number;
+  /** With several endpoints: the member's URL an Unavailable came from. */
+  readonly endpoint?: string;
   /** A lost session's reason: its lease and the deadline it passed (epoch ms). */
   readonly lease?: LeaseId;
   readonly deadline?: number;
@@ -382,7 +386,12 @@ export interface WithLockOptions extends Call {
 }
 
 export interface ConnectOptions {
-  /** Each request's time limit in ms (not watches); default 10000. */
+  /**
+   * Each request's time limit in ms on one member (not watches); default
+   * 10000. With several endpoints a call retried on the next member gets
+   * this much again, so a read during a leader election takes at most the
+   * election plus about one timeout.
+   */
   timeout?: number;
   /** The fetch to use (a workerd service binding's, a test's); default globalThis.fetch. */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
@@ -393,6 +402,12 @@ export interface ConnectOptions {
 export interface Client extends AsyncDisposableIfKnown {
   /** Aborts when close() is called. */
   readonly closed: AbortSignal;
+  /**
+   * A URL client's members as last learnt (`connect(url)`: one), each with
+   * its URL, whether it is believed healthy and the last error it gave;
+   * empty for an in-process Lessor or a backend without `endpoints`.
+   */
+  readonly endpoints: readonly Endpoint[];
 
   get<B extends boolean = false>(key: Key, options?: Call & Bytes<B> & { revision?: number }): Promise<Entry<B> | undefined>;
   range<B extends boolean = false>(request: RangeRequest & Call & Bytes<B>): Promise<RangeResult<B>>;
@@ -432,8 +447,32 @@ export interface Client extends AsyncDisposableIfKnown {
 /**
  * A client for a server's JSON gateway (`http://127.0.0.1:2379`: a real etcd
  * 3.4/3.5 or edge-lease's server), with fetch and web streams only.
+ *
+ * Several endpoints (the members of one etcd cluster): an array, or one
+ * string with commas as etcdctl's `--endpoints`. The client then works as
+ * etcd's Go clientv3 3.4 does. Calls go round-robin to the members it
+ * believes healthy (`client.endpoints`). A call that fails with Unavailable
+ * (refused, reset, timed out, "no leader") marks its member unhealthy and
+ * is tried on the next member when that is safe: reads, lease grants,
+ * keepalives, revokes and time-to-live queries always; a write (put,
+ * delete, txn, compact) only if its request never left (connection
+ * refused), because a write whose answer was lost may have been applied:
+ * that one rejects with Unavailable, its `cause` (the transport's error)
+ * and `endpoint`, and whether it happened is yours to find out (read the
+ * key, or make the write a txn that can tell). A lock's unlock and an
+ * election's resign are the exception: deleting the key twice is harmless,
+ * so they move to another member. Watches move to another member and
+ * resume after the last revision they delivered (nothing lost or
+ * repeated); sessions keep their lease while any member answers their
+ * keepalives within the TTL. An unhealthy member is probed with
+ * Maintenance/Status until it answers with a leader. etcd's leader
+ * election (about 1-2 s with its default flags) is the one pause left.
+ *
+ * Only list members of one cluster: separate servers (several edge-lease
+ * servers) are separate stores, and spreading calls over them loses locks.
+ * One URL works as before: no retry, no probe.
  */
-export function connect(url: string | URL, options?: ConnectOptions): Client;
+export function connect(endpoints: string | URL | readonly (string | URL)[], options?: ConnectOptions): Client;
 /**
  * The same client over an in-process Lessor: no network, the same results
  * and error codes; writes resolve once the lessor's storage has them; a
@@ -441,6 +480,12 @@ export function connect(url: string | URL, options?: ConnectOptions): Client;
  * `close()` leaves the lessor open (it is the caller's).
  */
 export function connect(lessor: Lessor): Client;
+/**
+ * The same client over a backend of your own (see `Backend`): a transport
+ * that is not etcd's JSON gateway, or a test double. The client calls only
+ * the interface's methods; `close()` closes the backend.
+ */
+export function connect(backend: Backend): Client;
 
 export declare const Client: { readonly prototype: Client };
 export declare const Session: { readonly prototype: Session };

@@ -1,13 +1,20 @@
 // The backend interface: what the client needs from a server, in one place.
-// Two implementations: gateway.mjs (etcd's JSON gateway over fetch, for a
-// real etcd or edge-lease's server) and local.mjs (an in-process Lessor).
+// Three implementations: gateway.mjs (etcd's JSON gateway over fetch, for
+// one real etcd member or edge-lease's server), endpoints.mjs (several
+// members, each a gateway.mjs, with failover) and local.mjs (an in-process
+// Lessor). index.d.ts types the interface as `Backend` (backend.d.ts).
 // Everything above it (client.mjs, watch.mjs, session.mjs, mutex.mjs,
 // election.mjs) is written once against this interface.
 //
 // Keys and values are Uint8Array here; revisions, versions, counts and TTLs
 // are numbers; lease ids go in as signed 64-bit bigints and come out as 16
 // lowercase hex digits (null for "no lease"). Every method returns a promise
-// and takes `{ signal }` last; errors are LeaseErrors (errors.mjs).
+// and takes `{ signal }` last; errors are LeaseErrors (errors.mjs), with
+// Unavailable for "not reached or not serving now". The last argument may
+// also carry `timeout` (ms: this call's limit; the session's keepalives set
+// it) and `idempotent: true` (a delete the recipes may repeat: unlock,
+// resign, withdrawal; endpoints.mjs retries it on another member), which a
+// backend may ignore.
 //
 // @typedef {{ key: Uint8Array, value: Uint8Array, createRevision: number,
 //   modRevision: number, version: number, lease: string | null }} Kv
@@ -42,6 +49,8 @@
 // close() → stops everything in flight (Closed)
 //
 // Optional:
+// endpoints → { url, healthy, lastError }[]: what `client.endpoints` shows.
+// status() → { member, leader ("0": none), raftTerm }: Maintenance/Status.
 // trackLease(id: bigint, onGone(why)) → { remainingMs(), stop() }: for a
 //   backend that knows a lease's fate exactly (local.mjs): its time left by
 //   the backend's own clock (-1 once gone), and a call when it expires or is

@@ -122,6 +122,14 @@ export class Client {
     return this.#backend;
   }
 
+  /**
+   * The endpoints (a URL client's members: `{ url, healthy, lastError }`
+   * each, as last learnt); empty for a backend without them.
+   */
+  get endpoints() {
+    return this.#backend.endpoints ?? [];
+  }
+
   /** Aborts when close() is called. */
   get closed() {
     return this.#closer.signal;

@@ -164,6 +164,8 @@ export class Election {
     if (this.#session.unclaim(key) && !this.#client.closed.aborted) await this.#deleteIfCreated(key, rev);
   }
 
+  // (Idempotent: a key's create revision is never reused, so a second run
+  // deletes nothing; with several endpoints it is retried on another member.)
   #deleteIfCreated(key, rev, signal) {
     return this.#client.backend.txn(
       {
@@ -171,7 +173,7 @@ export class Election {
         success: [{ deleteRange: { key, rangeEnd: null, prevKv: false } }],
         failure: [],
       },
-      { signal },
+      { signal, idempotent: true },
     );
   }
 

@@ -55,7 +55,7 @@ const BY_MESSAGE = [
 // gRPC codes that mean "not now" rather than "never".
 const UNAVAILABLE = new Set([1, 4, 10, 14]); // Canceled, DeadlineExceeded, Aborted, Unavailable
 // etcd's transient server-side errors, whatever code they come with.
-const TRANSIENT = ["no leader", "request timed out", "leader changed", "not capable", "too many requests", "server stopped"];
+const TRANSIENT = ["no leader", "request timed out", "leader changed", "not capable", "too many requests", "server stopped", "unhealthy cluster", "raft proposal dropped"];
 
 /** An error answer of etcd's gateway (`{error, message, code}`) as a LeaseError. */
 export function serverError(body, status) {

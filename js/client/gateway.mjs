@@ -208,6 +208,11 @@ export class GatewayBackend {
     return this.#base.slice(0, -4);
   }
 
+  /** Each unary request's time limit (ms) unless a call gives its own. */
+  get timeout() {
+    return this.#timeout;
+  }
+
   /** fetch with the client's and the caller's signals and a timeout; errors as LeaseErrors. */
   async #post(path, body, signal, timeout) {
     if (this.#closer.signal.aborted) throw closed();
@@ -248,8 +253,8 @@ export class GatewayBackend {
     return serverError(body, res.status);
   }
 
-  async #unary(path, body, { signal } = {}) {
-    const { res, link } = await this.#post(path, body, signal, this.#timeout);
+  async #unary(path, body, { signal, timeout = this.#timeout } = {}) {
+    const { res, link } = await this.#post(path, body, signal, timeout);
     try {
       if (!res.ok) throw await this.#errorOf(res, path);
       const text = await res.text();
@@ -299,8 +304,8 @@ export class GatewayBackend {
     return txnIn(await this.#unary("kv/txn", txnOut(req), opts));
   }
 
-  async compact(revision, { physical = false, signal } = {}) {
-    const m = await this.#unary("kv/compaction", { revision: String(revision), physical: physical || undefined }, { signal });
+  async compact(revision, { physical = false, signal, timeout } = {}) {
+    const m = await this.#unary("kv/compaction", { revision: String(revision), physical: physical || undefined }, { signal, timeout });
     return { revision: revisionOf(m) };
   }
 
@@ -330,6 +335,15 @@ export class GatewayBackend {
   async leases(opts) {
     const m = await this.#unary("lease/leases", {}, opts);
     return (m.leases ?? []).map((l) => leaseHex(l.ID));
+  }
+
+  /**
+   * Maintenance/Status: this member's view (the endpoint set's health
+   * probe): its member id, the leader it knows ("0": none), its raft term.
+   */
+  async status(opts) {
+    const m = await this.#unary("maintenance/status", {}, opts);
+    return { member: String(m.header?.member_id ?? "0"), leader: String(m.leader ?? "0"), raftTerm: int(m.raftTerm ?? m.raft_term) };
   }
 
   /** One watch stream (no timeout: it stays open); watch.mjs resumes it. */

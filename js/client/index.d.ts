@@ -2,8 +2,13 @@
 // types from the host, so they check with the DOM lib and with @types/node.
 
 import type { ErrorCode, LeaseId, Lessor, Listener, ListenerOptions } from "../index.js";
+import type { Backend, Endpoint } from "./backend.js";
+import type { AsyncDisposableIfKnown, Bytes, Call } from "./call.js";
+import type { Election, HeldMutex, Mutex, Session, SessionOptions, WithLockOptions } from "./recipes.js";
 
 export type { LeaseId };
+export type * from "./backend.js";
+export * from "./recipes.js";
 
 /**
  * The package's codes (`ErrorCode`), which include what a network and etcd's
@@ -26,6 +31,8 @@ export interface LeaseError extends Error {
   /** An error answered by a server: its gRPC code and HTTP status. */
   readonly grpcCode?: number;
   readonly status?: number;
+  /** With several endpoints: the member's URL an Unavailable came from. */
+  readonly endpoint?: string;
   /** A lost session's reason: its lease and the deadline it passed (epoch ms). */
   readonly lease?: LeaseId;
   readonly deadline?: number;
@@ -65,11 +72,6 @@ export interface Entry<B extends boolean = false> {
   version: number;
 }
 
-interface Call {
-  /** Aborts the call (LeaseError Aborted). */
-  signal?: AbortSignal;
-}
-
 /**
  * A write that the server applies only while `ifHeld` is still held: in the
  * same transaction, a compare on the lock's key and create revision (Go's
@@ -80,11 +82,6 @@ interface Call {
  */
 export interface Guarded {
   ifHeld?: Mutex | Election;
-}
-
-interface Bytes<B extends boolean> {
-  /** Keys and values as Uint8Array instead of strings. */
-  bytes?: B;
 }
 
 /** Which keys: one key; every key starting with it (`prefix`, `""` for all); from it on (`fromKey`); or [key, rangeEnd). */
@@ -232,10 +229,6 @@ export interface WatchEvent<B extends boolean = false> {
   prev?: Entry<B>;
 }
 
-type AsyncDisposeKey = SymbolConstructor extends { readonly asyncDispose: infer S extends symbol } ? S : never;
-/** `await using` support where the lib knows Symbol.asyncDispose; nothing otherwise. */
-type AsyncDisposableIfKnown = { [K in AsyncDisposeKey]: () => Promise<void> };
-
 /**
  * An async iterator of events. A dropped stream is resumed from the revision
  * after the last one delivered: nothing lost or repeated. Ends with a
@@ -250,139 +243,16 @@ export interface Watch<B extends boolean = false> extends AsyncIterableIterator<
   return(): Promise<IteratorReturnResult<undefined>>;
 }
 
-export interface SessionOptions extends Call {
-  /** Seconds (etcd's minimum is 2); default 60. */
-  ttl?: number;
-  /** Keep an existing lease alive instead of granting one. */
-  lease?: LeaseId | bigint;
-}
-
-export interface SessionEventMap {
-  /** The lease was lost (`reason`: LeaseNotFound with `lease` and `deadline`). */
-  lost: Event & { readonly reason: LeaseError };
-}
-
-/**
- * A lease kept alive every TTL/3 (etcd's concurrency.Session). `signal`
- * aborts when the session ends: at the deadline as last known once
- * keepalives stop succeeding (reason LeaseNotFound, with a `lost` event), at
- * once when a keepalive finds the lease gone, or on close() (reason Closed).
- * In-process (`connect(lessor)`) the deadline is the lessor's own, and the
- * session ends the moment the lessor expires or revokes the lease.
- *
- * Timers run late: a process frozen past the deadline (SIGSTOP, a paused
- * VM) runs its overdue timers in due order, so its own shorter sleeps end
- * before the deadline timer fires. Reading `signal` or `lost` therefore
- * reads the clock and ends the session first if the deadline has passed:
- * `session.signal.aborted` (and a lock's `signal.aborted`) is current when
- * read. A signal kept from an earlier read (a variable, a fetch it was
- * passed to) aborts only when something reads it through the session again
- * or the deadline timer runs; before acting, check `Mutex.held` (or
- * `assertHeld()`) or `Election.leading`.
- */
-export interface Session extends EventTarget, AsyncDisposableIfKnown {
-  readonly lease: LeaseId;
-  /** The granted TTL in seconds. */
-  readonly ttl: number;
-  /**
-   * The lease's deadline as last known, epoch ms: the last successful
-   * keepalive's send time plus the TTL (in-process: the lessor's deadline,
-   * as a time on this host's clock).
-   */
-  readonly deadline: number;
-  readonly signal: AbortSignal;
-  /** The lease was lost (not closed): also true once the deadline has passed by the clock now. */
-  readonly lost: boolean;
-  /** Go's `%x` of the lease id: what etcd's recipes append to their keys. */
-  readonly keySuffix: string;
-  mutex(name: Key): Mutex;
-  election(name: Key): Election;
-  /** Stops keepalives and revokes the lease (its keys go with it). Idempotent. */
-  close(): Promise<void>;
-  addEventListener<K extends keyof SessionEventMap>(type: K, listener: Listener<SessionEventMap[K]> | null, options?: boolean | ListenerOptions): void;
-  addEventListener(type: string, listener: Listener<Event> | null, options?: boolean | ListenerOptions): void;
-  removeEventListener<K extends keyof SessionEventMap>(type: K, listener: Listener<SessionEventMap[K]> | null, options?: boolean | ListenerOptions): void;
-  removeEventListener(type: string, listener: Listener<Event> | null, options?: boolean | ListenerOptions): void;
-}
-
-/**
- * etcd's concurrency.Mutex: key `name/<lease hex>`, FIFO by create revision.
- * Interoperates with `etcdctl lock name` and Go's clients.
- */
-export interface Mutex {
-  /** The lock's key while held. */
-  readonly key: string | undefined;
-  /** The key's create revision while held: the fencing token for the protected resource. */
-  readonly token: number | undefined;
-  readonly session: Session;
-  /** The session's signal: aborts when the lock is lost with the session (read it afresh: see Session). */
-  readonly signal: AbortSignal;
-  /**
-   * Whether the lock is held now: locked, not unlocked, the session not
-   * closed and its deadline not passed by the clock read at this call (so
-   * false at once after a freeze past it, before any timer runs).
-   */
-  readonly held: boolean;
-  /**
-   * Throws unless `held`: the session's end reason (LeaseNotFound, with
-   * `lease` and `deadline`, when lost; Closed), else NotHeld. Call it right
-   * before each write the lock protects (and fence with `token`).
-   */
-  assertHeld(): void;
-  /**
-   * A compare that holds while this lock is held (Go's IsOwner()), for
-   * `client.txn({ compare: [lock.isOwner()], ... })`; `ifHeld: lock` is the
-   * shorthand. Throws NotHeld when not locked.
-   */
-  isOwner(): Compare;
-  /** Waits for the lock; `signal` (or the session's end) gives up and removes the key. */
-  lock(options?: Call): Promise<void>;
-  /** Takes the lock if free: true if taken; false (no key left behind) if held by another. */
-  tryLock(options?: Call): Promise<boolean>;
-  unlock(options?: Call): Promise<void>;
-}
-
-/** etcd's concurrency.Election. Interoperates with `etcdctl elect`. */
-export interface Election {
-  /** This candidate's key while campaigning or leading. */
-  readonly key: string | undefined;
-  /** The key's create revision (a fencing token for the leader). */
-  readonly token: number | undefined;
-  readonly session: Session;
-  /**
-   * Whether this candidate leads now: campaign() won, no resign() or failed
-   * proclaim() since, the session not closed and its deadline not passed by
-   * the clock read at this call.
-   */
-  readonly leading: boolean;
-  /** Throws unless `leading`: the session's end reason (LeaseNotFound when lost; Closed), else NotLeader. */
-  assertLeading(): void;
-  /** A compare that holds while this candidate leads (see Mutex.isOwner()); throws NotLeader when not leading. */
-  isLeader(): Compare;
-  /** Waits until elected; `signal` (or the session's end) withdraws. */
-  campaign(value: Value, options?: Call): Promise<void>;
-  /** A new value from the leader; NotLeader if this candidate no longer leads. */
-  proclaim(value: Value, options?: Call): Promise<void>;
-  resign(options?: Call): Promise<void>;
-  /** The leader's entry (`value`: its proclamation), or undefined when there is none. */
-  leader<B extends boolean = false>(options?: Call & Bytes<B>): Promise<Entry<B> | undefined>;
-  /** The leader, then each new proclamation or leader (etcd's Observe); return() (a `break`) ends it at once. */
-  observe<B extends boolean = false>(options?: Call & Bytes<B>): AsyncIterableIterator<Entry<B>> & AsyncDisposableIfKnown;
-}
-
-/** A Mutex as `withLock` hands it over: locked, so its key and token are set. */
-export interface HeldMutex extends Mutex {
-  readonly key: string;
-  readonly token: number;
-}
-
-export interface WithLockOptions extends Call {
-  /** The session's TTL in seconds; default 60. */
-  ttl?: number;
-}
-
 export interface ConnectOptions {
-  /** Each request's time limit in ms (not watches); default 10000. */
+  /**
+   * Each request's time limit in ms on one member (not watches); default
+   * 10000. With several endpoints, a call that may be retried goes on to
+   * the next member when one fails or times out, until every member was
+   * tried twice and at least this long has passed; so during a leader
+   * election it waits out the election plus at most about one timeout.
+   * With every member refusing connections it fails after about one
+   * timeout; members that do not answer at all cost a timeout per attempt.
+   */
   timeout?: number;
   /** The fetch to use (a workerd service binding's, a test's); default globalThis.fetch. */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
@@ -393,6 +263,12 @@ export interface ConnectOptions {
 export interface Client extends AsyncDisposableIfKnown {
   /** Aborts when close() is called. */
   readonly closed: AbortSignal;
+  /**
+   * A URL client's members as last learnt (`connect(url)`: one), each with
+   * its URL, whether it is believed healthy and the last error it gave;
+   * empty for an in-process Lessor or a backend without `endpoints`.
+   */
+  readonly endpoints: readonly Endpoint[];
 
   get<B extends boolean = false>(key: Key, options?: Call & Bytes<B> & { revision?: number }): Promise<Entry<B> | undefined>;
   range<B extends boolean = false>(request: RangeRequest & Call & Bytes<B>): Promise<RangeResult<B>>;
@@ -432,8 +308,32 @@ export interface Client extends AsyncDisposableIfKnown {
 /**
  * A client for a server's JSON gateway (`http://127.0.0.1:2379`: a real etcd
  * 3.4/3.5 or edge-lease's server), with fetch and web streams only.
+ *
+ * Several endpoints (the members of one etcd cluster): an array, or one
+ * string with commas as etcdctl's `--endpoints`. The client then works as
+ * etcd's Go clientv3 3.4 does. Calls go round-robin to the members it
+ * believes healthy (`client.endpoints`). A call that fails with Unavailable
+ * (refused, reset, timed out, "no leader") marks its member unhealthy and
+ * is tried on the next member when that is safe: reads, lease grants,
+ * keepalives, revokes and time-to-live queries always; a write (put,
+ * delete, txn, compact) only if its request never left (connection
+ * refused), because a write whose answer was lost may have been applied:
+ * that one rejects with Unavailable, its `cause` (the transport's error)
+ * and `endpoint`, and whether it happened is yours to find out (read the
+ * key, or make the write a txn that can tell). A lock's unlock and an
+ * election's resign are the exception: deleting the key twice is harmless,
+ * so they move to another member. Watches move to another member and
+ * resume after the last revision they delivered (nothing lost or
+ * repeated); sessions keep their lease while any member answers their
+ * keepalives within the TTL. An unhealthy member is probed with
+ * Maintenance/Status until it answers with a leader. etcd's leader
+ * election (about 1-2 s with its default flags) is the one pause left.
+ *
+ * Only list members of one cluster: separate servers (several edge-lease
+ * servers) are separate stores, and spreading calls over them loses locks.
+ * One URL works as before: no retry, no probe.
  */
-export function connect(url: string | URL, options?: ConnectOptions): Client;
+export function connect(endpoints: string | URL | readonly (string | URL)[], options?: ConnectOptions): Client;
 /**
  * The same client over an in-process Lessor: no network, the same results
  * and error codes; writes resolve once the lessor's storage has them; a
@@ -441,9 +341,12 @@ export function connect(url: string | URL, options?: ConnectOptions): Client;
  * `close()` leaves the lessor open (it is the caller's).
  */
 export function connect(lessor: Lessor): Client;
+/**
+ * The same client over a backend of your own (see `Backend`): a transport
+ * that is not etcd's JSON gateway, or a test double. The client calls only
+ * the interface's methods; `close()` closes the backend.
+ */
+export function connect(backend: Backend): Client;
 
 export declare const Client: { readonly prototype: Client };
-export declare const Session: { readonly prototype: Session };
-export declare const Mutex: { readonly prototype: Mutex };
-export declare const Election: { readonly prototype: Election };
 export declare const Watch: { readonly prototype: Watch<boolean> };

@@ -6,7 +6,7 @@
 import { isBackend } from "./backend.mjs";
 import { Client } from "./client.mjs";
 import { invalid } from "./errors.mjs";
-import { GatewayBackend } from "./gateway.mjs";
+import { EndpointSet, endpointList } from "./endpoints.mjs";
 import { LocalBackend, isLessor } from "./local.mjs";
 
 export { LeaseError } from "./errors.mjs";
@@ -19,12 +19,17 @@ export { Watch } from "./watch.mjs";
 
 /**
  * `connect("http://127.0.0.1:2379", { timeout, fetch, headers })` for a
- * server (etcd's JSON gateway); `connect(lessor)` for an in-process Lessor;
- * `connect(backend)` for anything implementing backend.mjs's interface.
+ * server (etcd's JSON gateway); `connect([url, ...])` or
+ * `connect("url1,url2")` for the members of a cluster (endpoints.mjs:
+ * spread, retried and failed over as etcd's clientv3 does);
+ * `connect(lessor)` for an in-process Lessor; `connect(backend)` for
+ * anything implementing backend.mjs's interface.
  */
 export function connect(target, options = {}) {
-  if (typeof target === "string" || target instanceof URL) return new Client(new GatewayBackend(target, options));
+  if (typeof target === "string" || target instanceof URL || Array.isArray(target)) {
+    return new Client(new EndpointSet(endpointList(target), options));
+  }
   if (isLessor(target)) return new Client(new LocalBackend(target, options));
   if (isBackend(target)) return new Client(target);
-  throw invalid("connect() takes a server URL, a Lessor or a backend");
+  throw invalid("connect() takes a server URL (or a list of them), a Lessor or a backend");
 }

@@ -207,7 +207,9 @@ export class Mutex {
   async unlock({ signal } = {}) {
     const key = this.#myKey;
     if (key === null) return;
-    await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, { signal: signalOption(signal) });
+    // (Idempotent: with several endpoints, retried on another member when
+    // the one it went to died.)
+    await this.#client.backend.deleteRange({ key, rangeEnd: null, prevKv: false }, { signal: signalOption(signal), idempotent: true });
     this.#myKey = null;
     this.#myRev = -1;
     this.#session.unclaim(key);

@@ -155,7 +155,7 @@ export class Session extends EventTarget {
    */
   async release(key, loud = false) {
     if (!this.unclaim(key)) return;
-    const deleting = !loud && this.#client.closed.aborted ? null : this.#backend.deleteRange({ key, rangeEnd: null, prevKv: false }, {});
+    const deleting = !loud && this.#client.closed.aborted ? null : this.#backend.deleteRange({ key, rangeEnd: null, prevKv: false }, { idempotent: true });
     await (loud ? deleting : deleting?.catch(() => {}));
   }
 

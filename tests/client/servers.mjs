@@ -158,17 +158,24 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /**
  * A TCP proxy on loopback in front of `target` (a URL): `cut()` drops every
  * connection through it, `block()` makes it drop new ones at once (the
- * server looks unreachable) until `unblock()`.
+ * server looks unreachable) until `unblock()`. `swallow(path, n)`: the next
+ * `n` requests to `path` (e.g. "/v3/kv/put") reach the server, and their
+ * connection is dropped when the answer comes back (the request was
+ * applied, the answer lost); `swallowed` counts them. `requests(path)`: how
+ * many requests to `path` went through.
  */
 export async function proxy(t, target) {
   const { createServer, connect: dial } = await import("node:net");
   const to = new URL(target);
   const sockets = new Set();
+  const seen = new Map(); // path -> requests
+  const rules = new Map(); // path -> how many more to swallow
   let blocked = false;
   const server = createServer((client) => {
     if (blocked) return client.destroy();
     const upstream = dial(Number(to.port), to.hostname);
     sockets.add(client).add(upstream);
+    let doomed = false; // this connection's answer is to be swallowed
     const drop = () => {
       client.destroy();
       upstream.destroy();
@@ -177,12 +184,31 @@ export async function proxy(t, target) {
     };
     client.on("error", drop).on("close", drop);
     upstream.on("error", drop).on("close", drop);
-    client.pipe(upstream).pipe(client);
+    client.on("data", (d) => {
+      // (A request's line comes first in its first chunk: one request at a
+      // time per connection, as fetch sends them.)
+      const m = /^POST (\S+) HTTP/.exec(d.toString("latin1", 0, 300));
+      if (m) {
+        const path = m[1].slice(to.pathname.replace(/\/$/, "").length);
+        seen.set(path, (seen.get(path) ?? 0) + 1);
+        if ((rules.get(path) ?? 0) > 0) {
+          rules.set(path, rules.get(path) - 1);
+          doomed = true;
+        }
+      }
+      upstream.write(d);
+    });
+    upstream.on("data", (d) => {
+      if (!doomed) return client.write(d);
+      p.swallowed++;
+      drop();
+    });
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   const p = {
     // (The target's path kept: a Worker's namespace is one.)
     url: `http://127.0.0.1:${server.address().port}${to.pathname.replace(/\/$/, "")}`,
+    swallowed: 0,
     cut() {
       for (const s of sockets) s.destroy();
       sockets.clear();
@@ -193,6 +219,12 @@ export async function proxy(t, target) {
     },
     unblock() {
       blocked = false;
+    },
+    swallow(path, n = 1) {
+      rules.set(path, (rules.get(path) ?? 0) + n);
+    },
+    requests(path) {
+      return seen.get(path) ?? 0;
     },
   };
   t.after(() => {

@@ -12,7 +12,7 @@ import { packedProject, repo } from "../pkg/packed.mjs";
 
 const usage = `
 import { connect, leaseId, LeaseError } from "edge-lease/client";
-import type { Client, ClientErrorCode, Entry, LeaseId, Mutex, Session, TxnResult, WatchEvent } from "edge-lease/client";
+import type { Backend, BackendKv, BackendWatchResponse, Client, ClientErrorCode, Endpoint, Entry, LeaseId, Mutex, Session, TxnResult, WatchEvent } from "edge-lease/client";
 import { Lessor, LeaseError as EngineError } from "edge-lease";
 import type { ErrorCode } from "edge-lease";
 import { fenced } from "edge-lease/fenced";
@@ -36,6 +36,54 @@ try { lessor.renew(localLease); } catch (err) {
 connect(lessor, { timeout: 5 });
 // @ts-expect-error a Lessor or a URL, not a lessor's options
 connect({ minTtl: 2 });
+
+// A cluster: several endpoints, failed over as etcd's clientv3 does.
+const cluster: Client = connect(["http://127.0.0.1:2379", new URL("http://127.0.0.2:2379")], { timeout: 1000 });
+connect("http://127.0.0.1:2379,http://127.0.0.2:2379,http://127.0.0.3:2379");
+const eps: readonly Endpoint[] = cluster.endpoints;
+for (const ep of cluster.endpoints) {
+  const u: string = ep.url;
+  const h: boolean = ep.healthy;
+  const le: LeaseError | null = ep.lastError;
+  if (ep.lastError?.code === "Unavailable") { const from: string | undefined = ep.lastError.endpoint; }
+}
+// @ts-expect-error endpoints are read-only
+cluster.endpoints = [];
+// @ts-expect-error endpoints are URLs
+connect([5]);
+// A backend of one's own.
+const kv0: BackendKv = { key: new Uint8Array(1), value: new Uint8Array(0), createRevision: 1, modRevision: 1, version: 1, lease: null };
+const mine: Backend = {
+  async range(req, call) {
+    const k: Uint8Array = req.key;
+    const s: AbortSignal | undefined = call?.signal;
+    return { kvs: [kv0], more: false, count: 1, revision: 1 };
+  },
+  async put(req) { const l: bigint | null = req.lease; return { revision: 2, prev: null }; },
+  async deleteRange(req, call) { const again: boolean | undefined = call?.idempotent; return { deleted: 0, revision: 2, prev: [] }; },
+  async txn(req) {
+    for (const c of req.compare) { const v: number | bigint | Uint8Array = c.value; }
+    return { succeeded: true, revision: 2, responses: [{ range: { kvs: [], more: false, count: 0, revision: 2 } }] };
+  },
+  async compact(revision, call) { const p: boolean | undefined = call?.physical; return { revision }; },
+  async grant(ttl, id) { return { id: "0000000000000001", ttl }; },
+  async keepAlive(id, call) { const ms: number | undefined = call?.timeout; return 5; },
+  async revoke() { return { revision: 3 }; },
+  async timeToLive() { return { ttl: 4, grantedTtl: 5, keys: [] }; },
+  async leases() { return ["0000000000000001"]; },
+  async *watch(req) {
+    const from: number = req.startRevision;
+    yield { revision: 1, created: true, events: [] };
+    yield { revision: 2, events: [{ type: "put", kv: kv0, prev: null }] };
+  },
+  close() {},
+};
+const custom: Client = connect(mine);
+const noEndpoints: readonly Endpoint[] = custom.endpoints;
+// @ts-expect-error a backend has every method
+connect({ range: mine.range });
+// @ts-expect-error a watch event is a put or a delete
+const badEvent: BackendWatchResponse = { revision: 1, events: [{ type: "update", kv: kv0, prev: null }] };
 
 const etcd: Client = connect("http://127.0.0.1:2379", { timeout: 5000, headers: { authorization: "t" } });
 connect(new URL("http://127.0.0.1:2379"), { fetch: (input, init) => fetch(input, init) });

@@ -5,7 +5,7 @@
 //   // src/index.mjs (wrangler.toml: main = "src/index.mjs", a LEASES binding)
 //   export { default, LeaseNamespace } from "edge-lease/worker";
 //
-// See README.md ("Cloudflare: a lease service per namespace").
+// See docs/worker.md.
 import { fetchWorker } from "./router.mjs";
 
 // Only entrypoints: workerd takes every export of a Worker's main module

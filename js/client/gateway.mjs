@@ -18,6 +18,7 @@ import { b64decode, int, leaseHex } from "./codec.mjs";
 import { encodeBase64 } from "../base64.js";
 import { LeaseError, aborted, closed, serverError, unavailable } from "./errors.mjs";
 import { linkSignals } from "./signals.mjs";
+import { NotOpened, socketStream, socketUrl } from "./socket.mjs";
 
 const SORT_ORDER = { none: "NONE", ascend: "ASCEND", descend: "DESCEND" };
 const SORT_TARGET = { key: "KEY", version: "VERSION", create: "CREATE", mod: "MOD", value: "VALUE" };
@@ -185,6 +186,7 @@ export class GatewayBackend {
   #fetch;
   #timeout;
   #headers;
+  #webSocket; // the constructor, or null: HTTP streams only
   #closer = new AbortController();
 
   /**
@@ -193,7 +195,7 @@ export class GatewayBackend {
    * workerd service binding or a test), `headers` (e.g. etcd's
    * `Authorization` token).
    */
-  constructor(url, { timeout = 10_000, fetch: f, headers } = {}) {
+  constructor(url, { timeout = 10_000, fetch: f, headers, webSocket } = {}) {
     const u = new URL(String(url));
     if (u.protocol !== "http:" && u.protocol !== "https:") {
       throw new LeaseError("InvalidArgument", `connect() needs an http(s) URL, got ${u.protocol}`);
@@ -202,6 +204,9 @@ export class GatewayBackend {
     this.#fetch = f ?? ((...a) => globalThis.fetch(...a));
     this.#timeout = timeout;
     this.#headers = { ...headers };
+    // Watches go over a WebSocket where the runtime has one, until this
+    // server is found to answer them only over HTTP.
+    this.#webSocket = webSocket === false ? null : webSocket ?? globalThis.WebSocket ?? null;
   }
 
   get url() {
@@ -270,11 +275,12 @@ export class GatewayBackend {
     }
   }
 
-  /** A streaming endpoint: its `result` messages, as they come. */
-  async *#stream(path, body, signal, timeout) {
+  /** A streaming endpoint: its `result` messages, as they come; `onOpen()` once the server took it. */
+  async *#stream(path, body, signal, timeout, onOpen) {
     const { res, link } = await this.#post(path, body, signal, timeout);
     try {
       if (!res.ok) throw await this.#errorOf(res, path);
+      onOpen?.();
       if (!res.body) throw unavailable(`${path}: no response body`);
       for await (const m of jsonLines(res.body)) {
         if (m.error !== undefined) throw serverError(m, res.status);
@@ -359,7 +365,22 @@ export class GatewayBackend {
       filters: [req.noPut && "NOPUT", req.noDelete && "NODELETE"].filter(Boolean),
     };
     if (create.filters.length === 0) delete create.filters;
-    for await (const m of this.#stream("watch", { create_request: create }, signal, Infinity)) {
+    const body = { create_request: create };
+    let noSocket = false;
+    if (this.#webSocket) {
+      const link = linkSignals([this.#closer.signal, signal]);
+      try {
+        for await (const m of socketStream(this.#webSocket, socketUrl(this.#base) + "watch", this.#headers, body, link.signal)) yield watchIn(m);
+      } catch (e) {
+        if (!(e instanceof NotOpened)) throw e;
+        noSocket = true; // (or the server is down: the HTTP stream says which)
+      } finally {
+        link.dispose();
+      }
+    }
+    // A server that answers over HTTP but did not upgrade has no socket for it.
+    const learnt = () => noSocket && (this.#webSocket = null);
+    for await (const m of this.#stream("watch", body, signal, Infinity, learnt)) {
       yield watchIn(m);
     }
   }

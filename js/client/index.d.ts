@@ -258,6 +258,16 @@ export interface ConnectOptions {
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
   /** Sent with every request (e.g. etcd's `Authorization` token). */
   headers?: Record<string, string>;
+  /**
+   * Watches (and so lock and election waits) go over a WebSocket where the
+   * server upgrades `/v3/watch` (the Worker, on hibernatable sockets that
+   * hold no request open; etcd's gateway), else over an HTTP stream, which
+   * one attempt per member tells. The runtime's `WebSocket` by default
+   * (browsers, workerd, Deno, Bun, Node 22+); on Node 20 pass undici's; or
+   * `false` for HTTP streams only. `headers` go with the upgrade only where
+   * the constructor takes them (Node's); a browser cannot send them.
+   */
+  webSocket?: (new (url: string, ...rest: any[]) => unknown) | false;
 }
 
 export interface Client extends AsyncDisposableIfKnown {

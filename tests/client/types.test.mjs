@@ -87,6 +87,8 @@ const badEvent: BackendWatchResponse = { revision: 1, events: [{ type: "update",
 
 const etcd: Client = connect("http://127.0.0.1:2379", { timeout: 5000, headers: { authorization: "t" } });
 connect(new URL("http://127.0.0.1:2379"), { fetch: (input, init) => fetch(input, init) });
+connect("http://127.0.0.1:2379", { webSocket: false });
+if (typeof WebSocket !== "undefined") connect("http://127.0.0.1:2379", { webSocket: WebSocket });
 const signal = AbortSignal.timeout(1000);
 
 const e = await etcd.get("k", { signal, revision: 5 });

@@ -1,7 +1,7 @@
 // TLS on the client port, the same on a real etcd 3.4 and on edge-lease's
 // server (https:// in --listen-client-urls with --cert-file, --key-file,
-// --trusted-ca-file and --client-cert-auth): etcdctl, grpc-js and the JSON
-// gateway over TLS give the same answers; a client without a certificate,
+// --trusted-ca-file and --client-cert-auth): etcdctl, grpc-js, the etcd3
+// npm client and the JSON gateway over TLS give the same answers; a client without a certificate,
 // or with one from another CA, is refused by both; --cipher-suites and an
 // https:// metrics URL behave alike. Certificates are made at test time
 // (certs.mjs); every wait is bounded.
@@ -11,6 +11,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { connect as tlsConnect } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
+import { Etcd3 } from "etcd3";
 import { b64, etcdctl, freePort, post, startBoth, tempDir } from "./harness.mjs";
 import { grpcClient } from "./grpc-client.mjs";
 import { ctlFlags, makeCerts, tlsAgent } from "./certs.mjs";
@@ -152,6 +153,31 @@ test("grpc-js over TLS: KV, Lease and Watch answer the same on both", async (t) 
   }
   assert.deepEqual(answers["edge-lease"], answers.etcd);
   assert.equal(answers.etcd.at(-1).length, 3);
+});
+
+test("the etcd3 npm client over TLS with a client certificate: kv, a transaction and a lease, the same on both", async (t) => {
+  const { certs, etcd, edge } = await startTls(t);
+  const credentials = { rootCertificate: readFileSync(certs.ca), privateKey: readFileSync(certs.clientKey), certChain: readFileSync(certs.clientCert) };
+  const answers = {};
+  for (const side of [etcd, edge]) {
+    const client = new Etcd3({ hosts: side.url, credentials, dialTimeout: 5000 });
+    t.after(() => client.close());
+    const a = {};
+    await client.put("e/1").value("one");
+    await client.put("e/2").value("two");
+    a.prefix = await client.getAll().prefix("e/").strings();
+    a.txn = (await client.if("e/1", "Value", "==", "one").then(client.put("e/1").value("uno")).commit()).succeeded;
+    a.after = await client.get("e/1").string();
+    const lease = client.lease(30, { autoKeepAlive: false });
+    await lease.grant();
+    await lease.put("e/leased").value("v");
+    a.ttl = (await lease.keepaliveOnce()).TTL;
+    await lease.revoke();
+    a.leased = await client.get("e/leased").string();
+    answers[side.name] = a;
+  }
+  assert.deepEqual(answers["edge-lease"], answers.etcd);
+  assert.deepEqual(answers.etcd, { prefix: { "e/1": "one", "e/2": "two" }, txn: true, after: "uno", ttl: "30", leased: null });
 });
 
 test("the JSON gateway over https with the client certificate: the same answers on both", async (t) => {

@@ -29,6 +29,13 @@ const DEFAULTS = {
   "listen-metrics-urls": "",
   // etcd's hidden flag; the gateway is always served here (below).
   "enable-grpc-gateway": "true",
+  // TLS on the client and metrics listeners (server/tls.mjs).
+  "cert-file": "",
+  "key-file": "",
+  "client-cert-auth": "false",
+  "trusted-ca-file": "",
+  "auto-tls": "false",
+  "cipher-suites": "",
 };
 // Accepted and without effect here: logging and profiling (no pprof
 // endpoints: etcd's sample config turns them on), and tuning of raft, its
@@ -59,14 +66,13 @@ const BOOLS = { 1: "true", t: "true", T: "true", TRUE: "true", true: "true", Tru
 // default, one asks for nothing etcd would not do without it, and is
 // accepted; any other value is refused, as a flag, as ETCD_* or in a config
 // file, rather than dropped, since most change what a client can rely on
-// (TLS, auth, CORS, Host checks, the WAL's place).
+// (peer TLS, CRLs, auth, CORS, Host checks, the WAL's place).
 const UNSUPPORTED = {
   "wal-dir": "", "grpc-keepalive-min-time": "5s", "grpc-keepalive-interval": "2h", "grpc-keepalive-timeout": "20s",
   discovery: "", "discovery-fallback": "proxy", "discovery-proxy": "", "discovery-srv": "", "discovery-srv-name": "",
-  "cert-file": "", "key-file": "", "client-cert-auth": "false", "client-crl-file": "", "client-cert-allowed-hostname": "",
-  "trusted-ca-file": "", "auto-tls": "false", "peer-cert-file": "", "peer-key-file": "", "peer-client-cert-auth": "false",
+  "client-crl-file": "", "client-cert-allowed-hostname": "", "peer-cert-file": "", "peer-key-file": "", "peer-client-cert-auth": "false",
   "peer-trusted-ca-file": "", "peer-cert-allowed-cn": "", "peer-cert-allowed-hostname": "", "peer-auto-tls": "false",
-  "peer-crl-file": "", "cipher-suites": "", cors: "*", "host-whitelist": "*", "auth-token": "simple", "bcrypt-cost": "10",
+  "peer-crl-file": "", cors: "*", "host-whitelist": "*", "auth-token": "simple", "bcrypt-cost": "10",
   "auth-token-ttl": "300", proxy: "off", "proxy-failure-wait": "5000",
   "proxy-refresh-interval": "30000", "proxy-dial-timeout": "1000", "proxy-write-timeout": "5000", "proxy-read-timeout": "0",
   "experimental-enable-v2v3": "", "experimental-peer-skip-client-san-verification": "false", "force-new-cluster": "false",
@@ -126,9 +132,12 @@ function requestBytes(v) {
   return n;
 }
 
-const urls = (s) => s.split(",").map((u) => u.trim()).filter(Boolean);
+// A comma-separated flag (URLs, cipher suites) as its items.
+const items = (s) => s.split(",").map((u) => u.trim()).filter(Boolean);
 
-function checkUrls(flag, list) {
+// Client URLs may be https:// (server/tls.mjs); peer URLs name no peer
+// here, so only etcd's default scheme is taken for them.
+function checkUrls(flag, list, schemes = ["http:", "https:"]) {
   if (list.length === 0) throw new FlagError(`--${flag} is empty`);
   for (const u of list) {
     let url;
@@ -137,7 +146,7 @@ function checkUrls(flag, list) {
     } catch {
       throw new FlagError(`--${flag}: ${JSON.stringify(u)} is not a URL`);
     }
-    if (url.protocol !== "http:") throw new FlagError(`--${flag}: ${u}: only http:// is supported (no TLS)`);
+    if (!schemes.includes(url.protocol)) throw new FlagError(`--${flag}: ${u}: only ${schemes.map((s) => `${s}//`).join(" or ")} is supported`);
   }
   return list;
 }
@@ -267,11 +276,11 @@ export async function parseFlags(argv, env = {}, log = () => {}) {
   // gateway clients need it), and only turning it off is refused.
   if (v["enable-grpc-gateway"] !== "true") throw new FlagError("--enable-grpc-gateway: the JSON gateway is always served here");
 
-  const listen = checkUrls("listen-client-urls", urls(v["listen-client-urls"]));
-  const advertise = checkUrls("advertise-client-urls", urls(v["advertise-client-urls"]));
-  const peers = checkUrls("initial-advertise-peer-urls", urls(v["initial-advertise-peer-urls"]));
-  checkUrls("listen-peer-urls", urls(v["listen-peer-urls"]));
-  const metricsUrls = urls(v["listen-metrics-urls"]);
+  const listen = checkUrls("listen-client-urls", items(v["listen-client-urls"]));
+  const advertise = checkUrls("advertise-client-urls", items(v["advertise-client-urls"]));
+  const peers = checkUrls("initial-advertise-peer-urls", items(v["initial-advertise-peer-urls"]), ["http:"]);
+  checkUrls("listen-peer-urls", items(v["listen-peer-urls"]), ["http:"]);
+  const metricsUrls = items(v["listen-metrics-urls"]);
   if (metricsUrls.length) checkUrls("listen-metrics-urls", metricsUrls);
 
   const cluster = v["initial-cluster"] || `${v.name}=${peers.join(",")}`;
@@ -329,5 +338,13 @@ export async function parseFlags(argv, env = {}, log = () => {}) {
     maxRequestBytes: requestBytes(v["max-request-bytes"]),
     autoCompaction: autoCompaction(v["auto-compaction-mode"], v["auto-compaction-retention"]),
     progressIntervalMs: progressMs,
+    tls: {
+      certFile: v["cert-file"],
+      keyFile: v["key-file"],
+      trustedCaFile: v["trusted-ca-file"],
+      clientCertAuth: v["client-cert-auth"] === "true",
+      autoTls: v["auto-tls"] === "true",
+      cipherSuites: items(v["cipher-suites"]),
+    },
   };
 }

@@ -20,7 +20,8 @@ export const MALFORMED_HOST = "400 Bad Request: malformed Host header";
 /**
  * `hosts`: the host names (no port) this server answers to. `request`'s
  * Host is well-formed: the HTTP server answers a malformed one first, as
- * Go's does (http.mjs).
+ * Go's does (http.mjs). Its URL's scheme is the listener's (https on TLS),
+ * which a same-origin page's Origin has.
  */
 export function guard(request, hosts) {
   const host = request.headers.get("host") ?? "";
@@ -32,7 +33,7 @@ export function guard(request, hosts) {
   }
   if (!name || !hosts.has(name)) return refuse(421, "misdirected request: unknown Host\n");
   const origin = request.headers.get("origin");
-  if (origin !== null && origin !== `http://${host}`) return refuse(403, "cross-origin requests are refused\n");
+  if (origin !== null && origin !== `${new URL(request.url).protocol}//${host}`) return refuse(403, "cross-origin requests are refused\n");
   if ((request.headers.get("sec-fetch-site") ?? "same-origin") === "cross-site") {
     return refuse(403, "cross-origin requests are refused\n");
   }

@@ -14,7 +14,8 @@ function toRequest(req, res) {
   // or Campaign then cleans up, as etcd's do when their context ends).
   const ac = new AbortController();
   res.once("close", () => ac.abort());
-  const url = new URL("http://localhost" + req.url);
+  // (https on a TLS listener: the guard compares an Origin with it.)
+  const url = new URL(`${req.socket?.encrypted ? "https" : "http"}://localhost${req.url}`);
   const headers = new Headers();
   for (const [k, v] of Object.entries(req.headers)) {
     for (const x of Array.isArray(v) ? v : [v]) headers.append(k, x);

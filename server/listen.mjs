@@ -1,6 +1,7 @@
 // One port for both transports, as etcd serves them: a TCP server that looks
 // at the first bytes of each connection and hands HTTP/2 (the client
-// preface, "PRI * HTTP/2.0...") to gRPC and anything else to HTTP/1.1.
+// preface, "PRI * HTTP/2.0...") to gRPC and anything else to HTTP/1.1. On
+// an https:// listener the bytes looked at are those inside TLS (tls.mjs).
 //
 // It also caps the connections (issue 13 item 11: slow clients must not
 // starve the others). etcd caps its client listener at the file limit less
@@ -54,8 +55,9 @@ export function limitsFrom(env = process.env, files = fileLimit()) {
 /**
  * The connections of every listener, oldest first, capped at
  * `maxConnections`. `busy(connection)`: whether a connection ({ kind:
- * "http1"|"http2", socket, and for HTTP/2 the stream gRPC was given }) is
- * serving something and must not be evicted.
+ * "http1"|"http2", its TCP socket, and the stream the transport was given:
+ * the same socket, or its TLS socket }) is serving something and must not
+ * be evicted.
  */
 export function connectionPool({ maxConnections = Infinity, busy = () => false } = {}) {
   const open = new Map(); // a Map keeps insertion order: oldest first
@@ -90,9 +92,11 @@ export function connectionPool({ maxConnections = Infinity, busy = () => false }
 
 /**
  * `http1(socket)`, `http2(stream)`: where a connection goes once sniffed;
- * `pool`: connectionPool()'s, shared by every listener.
+ * `pool`: connectionPool()'s, shared by every listener; `tls`: tls.mjs's
+ * acceptor for an https:// listener (its handshake has `sniffTimeoutMs`
+ * too).
  */
-export function sniffingServer({ http1, http2, pool = connectionPool(), sniffTimeoutMs = 5_000 }) {
+export function sniffingServer({ http1, http2, pool = connectionPool(), sniffTimeoutMs = 5_000, tls = null }) {
   return createServer((socket) => {
     socket.on("error", () => {});
     // As node:http and node:http2 do for their own sockets: without it
@@ -102,31 +106,38 @@ export function sniffingServer({ http1, http2, pool = connectionPool(), sniffTim
     socket.setNoDelay(true);
     const conn = pool.admit(socket);
     if (!conn) return;
-    let seen = Buffer.alloc(0);
-    // A connection that has not said which protocol it speaks by then is closed.
-    socket.setTimeout(sniffTimeoutMs, () => socket.destroy());
-    const onData = (chunk) => {
-      seen = Buffer.concat([seen, chunk]);
-      const n = Math.min(seen.length, PREFACE.length);
-      const h2 = seen.subarray(0, n).equals(PREFACE.subarray(0, n));
-      if (h2 && seen.length < PREFACE.length) return;
-      socket.off("data", onData);
-      socket.setTimeout(0);
-      // The bytes read go back into the socket, and it is handed on as it is:
-      // node:http2 reads them first, then the socket's native handle (a
-      // relaying stream would cost every call a trip through JS streams).
-      socket.pause();
-      socket.unshift(seen);
-      if (h2) {
-        conn.kind = "http2";
-        conn.stream = socket;
-        http2(socket);
-      } else {
-        conn.kind = "http1";
-        http1(socket);
-        socket.resume();
-      }
-    };
-    socket.on("data", onData);
+    if (tls) tls(socket, (secure) => sniff(secure, conn, { http1, http2, sniffTimeoutMs }));
+    else sniff(socket, conn, { http1, http2, sniffTimeoutMs });
   });
+}
+
+// Hands `socket` to `http1` or `http2` by its first bytes.
+function sniff(socket, conn, { http1, http2, sniffTimeoutMs }) {
+  socket.on("error", () => {});
+  let seen = Buffer.alloc(0);
+  // A connection that has not said which protocol it speaks by then is closed.
+  socket.setTimeout(sniffTimeoutMs, () => socket.destroy());
+  const onData = (chunk) => {
+    seen = Buffer.concat([seen, chunk]);
+    const n = Math.min(seen.length, PREFACE.length);
+    const h2 = seen.subarray(0, n).equals(PREFACE.subarray(0, n));
+    if (h2 && seen.length < PREFACE.length) return;
+    socket.off("data", onData);
+    socket.setTimeout(0);
+    // The bytes read go back into the socket, and it is handed on as it is:
+    // node:http2 reads them first, then the socket's native handle (a
+    // relaying stream would cost every call a trip through JS streams).
+    socket.pause();
+    socket.unshift(seen);
+    conn.stream = socket;
+    if (h2) {
+      conn.kind = "http2";
+      http2(socket);
+    } else {
+      conn.kind = "http1";
+      http1(socket);
+      socket.resume();
+    }
+  };
+  socket.on("data", onData);
 }

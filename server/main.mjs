@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // edge-lease as a single-member etcd 3.4: gRPC and the JSON gateway on each
-// client URL (one port for both, as etcd), the demo page at /, state in
-// --data-dir through the file store. Takes etcd's flags (server/flags.mjs).
+// client URL (one port for both, as etcd, over TLS on https:// ones), the
+// demo page at /, state in --data-dir through the file store. Takes etcd's
+// flags (server/flags.mjs).
 import { networkInterfaces } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +20,7 @@ import { createGrpcServer, activeCalls } from "./grpc.mjs";
 import { createHttpServer, busy as httpBusy } from "./http.mjs";
 import { createStatic } from "./static.mjs";
 import { connectionPool, sniffingServer, limitsFrom } from "./listen.mjs";
+import { clientTls, TlsError } from "./tls.mjs";
 import { allowedHosts } from "./guard.mjs";
 import { periodicCompactor } from "./compactor.mjs";
 import { compact } from "../etcd/services/kv.mjs";
@@ -80,20 +82,41 @@ try {
 }
 const http = createHttpServer({ gateway: gatewayProxy, hosts, serveFile: createStatic(root), ...limits });
 
+// TLS for the https:// listeners (tls.mjs): refused as etcd refuses it
+// (status 1), before any port is taken.
+const dataDir = resolve(flags.dataDir);
+let tls;
+try {
+  tls = clientTls(flags.tls, {
+    listen: flags.listen,
+    metrics: flags.listenMetrics,
+    dataDir,
+    handshakeMs: limits.headersTimeoutMs,
+    log: (text) => console.error(`edge-lease: ${text}`),
+  });
+} catch (e) {
+  if (!(e instanceof TlsError)) throw e;
+  console.error(`edge-lease: ${e.message}`);
+  process.exit(1);
+}
+
 // One connection cap for every listener (listen.mjs says what happens past it).
 const pool = connectionPool({
   maxConnections: limits.maxConnections,
-  busy: (c) => (c.kind === "http1" ? httpBusy(c.socket) : activeCalls(c.stream) > 0),
+  busy: (c) => (c.kind === "http1" ? httpBusy(c.stream) : activeCalls(c.stream) > 0),
 });
 // A listener on each of `urls` whose sniffed connections go to `http1` and
-// `http2`; a port it cannot have ends the server (`what` names the flag).
-async function listenAll(urls, http1, http2, what) {
+// `http2` (over TLS offering `alpn` on https:// ones); a port it cannot
+// have ends the server (`what` names the flag).
+async function listenAll(urls, http1, http2, what, alpn) {
   const out = [];
   for (const url of urls) {
-    const server = sniffingServer({ http1, http2, pool, sniffTimeoutMs: limits.headersTimeoutMs });
+    const secure = url.protocol === "https:";
+    const server = sniffingServer({ http1, http2, pool, sniffTimeoutMs: limits.headersTimeoutMs, tls: secure ? tls.acceptor(alpn) : null });
+    server.scheme = secure ? "https" : "http";
     await new Promise((ok, fail) => {
       server.once("error", fail);
-      server.listen(Number(url.port || 80), listenHost(url), ok);
+      server.listen(Number(url.port || (secure ? 443 : 80)), listenHost(url), ok);
     }).catch((e) => {
       console.error(`edge-lease: cannot listen on ${url.href}${what}: ${e.message}`);
       process.exit(1);
@@ -107,15 +130,19 @@ const servers = await listenAll(
   (socket) => http.emit("connection", socket),
   (socket) => (grpcServer.current ? grpcServer.current.serve(socket) : socket.destroy()),
   "",
+  // HTTP/1.1 first: a client that offers both (curl, browsers, undici) is
+  // a gateway client, and gets the HTTP/1.1 side; gRPC's clients offer
+  // only h2. (etcd's Go server takes h2 from either, and serves its
+  // gateway over both.)
+  ["http/1.1", "h2"],
 );
 // etcd's --listen-metrics-urls: /metrics and /health only, over HTTP/1.1.
 const metricsHttp = createHttpServer({ gateway: metricsOnly(gatewayProxy), hosts: hostNames(flags.listenMetrics), serveFile: null, ...limits });
-const metricsServers = await listenAll(flags.listenMetrics, (socket) => metricsHttp.emit("connection", socket), (socket) => socket.destroy(), " (--listen-metrics-urls)");
+const metricsServers = await listenAll(flags.listenMetrics, (socket) => metricsHttp.emit("connection", socket), (socket) => socket.destroy(), " (--listen-metrics-urls)", ["http/1.1"]);
 
 // The store is opened only once the ports are ours, so a second server that
 // finds a port taken fails before touching the first one's data directory
 // (a FileStore is for one process at a time).
-const dataDir = resolve(flags.dataDir);
 const syncs = createHistogram();
 // etcd's only limit on keys and values is its request size
 // (--max-request-bytes, which the services check); the engine's own limits
@@ -185,7 +212,7 @@ grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.ma
 
 const origin = (s) => {
   const a = s.address();
-  return `http://${a.family === "IPv6" ? `[${a.address}]` : a.address}:${a.port}`;
+  return `${s.scheme}://${a.family === "IPv6" ? `[${a.address}]` : a.address}:${a.port}`;
 };
 for (const s of servers) console.log(`edge-lease: etcd v3 API (gRPC and JSON) on ${origin(s)}, demo page at ${origin(s)}/`);
 for (const s of metricsServers) console.log(`edge-lease: /metrics and /health on ${origin(s)}`);

@@ -59,9 +59,9 @@ test("a variable that a command-line flag shadows is refused by both, in etcd's 
 });
 
 test("an ETCD_* variable for an etcd flag edge-lease does not support is refused, as that flag is", async () => {
-  const r = await exitOf(process.execPath, ["server/main.mjs"], { ETCD_CLIENT_CERT_AUTH: "true" });
+  const r = await exitOf(process.execPath, ["server/main.mjs"], { ETCD_CLIENT_CRL_FILE: "/etc/etcd/crl.pem" });
   assert.equal(r.code, 2);
-  assert.match(r.out, /flag provided but not supported: ETCD_CLIENT_CERT_AUTH \(--client-cert-auth\)/);
+  assert.match(r.out, /flag provided but not supported: ETCD_CLIENT_CRL_FILE \(--client-crl-file\)/);
 });
 
 test("raft, WAL and bbolt tuning flags, which have no counterpart in one process, and other flags at etcd's defaults are accepted as etcd accepts them", async (t) => {
@@ -154,10 +154,10 @@ test("--config-file: etcd's sample file serves as the member it describes; flags
   assert.deepEqual(gateway, { etcd: 404, "edge-lease": 200 });
 });
 
-test("--config-file: a file asking for client TLS, one that is not YAML and one that is missing are refused with a clear message", async (t) => {
+test("--config-file: a file asking for a client CRL, one that is not YAML and one that is missing are refused with a clear message", async (t) => {
   const dir = tempDir(t);
   const cases = [
-    ["tls.yml", "name: x\nclient-transport-security:\n  cert-file: /etc/etcd/server.pem\n", /flag provided but not supported: cert-file in /],
+    ["crl.yml", "name: x\nclient-transport-security:\n  crl-file: /etc/etcd/crl.pem\n", /flag provided but not supported: client-crl-file in /],
     ["broken.yml", "name: [\n", /is not YAML/],
     ["list.yml", "- name\n", /not a YAML mapping of etcd's settings/],
   ];

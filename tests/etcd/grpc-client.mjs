@@ -13,9 +13,10 @@ let shared;
  * with these definitions, for tests and benchmarks (the same bytes to a
  * real etcd and to edge-lease). Responses are plain objects: 64-bit
  * integers as decimal strings, enums as names (`enums: String`), bytes as
- * `bytes` says (String: base64; Buffer). `channel` options go to grpc-js.
+ * `bytes` says (String: base64; Buffer). `channel` options go to grpc-js;
+ * `credentials` are grpc-js's (plain text unless given: TLS for https://).
  */
-export function grpcClient(url, service, { bytes = String, enums = String, channel = {} } = {}) {
+export function grpcClient(url, service, { bytes = String, enums = String, channel = {}, credentials = grpc.credentials.createInsecure() } = {}) {
   shared ??= loadRoot();
   const svc = shared.lookupService(service);
   const def = {};
@@ -31,7 +32,7 @@ export function grpcClient(url, service, { bytes = String, enums = String, chann
     };
   }
   const Ctor = grpc.makeGenericClientConstructor(def, service);
-  return new Ctor(url.replace("http://", ""), grpc.credentials.createInsecure(), channel);
+  return new Ctor(url.replace(/^https?:\/\//, ""), credentials, channel);
 }
 
 export function connect(t, url) {

@@ -63,8 +63,10 @@ export function tempDir(t, prefix = "edge-lease-test-") {
   return dir;
 }
 
-const healthy = (url) => async () => {
-  const r = await fetch(url + "/health", { signal: AbortSignal.timeout(1000) });
+// (`dispatcher`: an undici Agent with the CA and client certificate an
+// https:// URL needs.)
+const healthy = (url, dispatcher) => async () => {
+  const r = await fetch(url + "/health", { signal: AbortSignal.timeout(1000), dispatcher });
   return r.ok && (await r.json()).health === "true";
 };
 
@@ -85,9 +87,9 @@ async function waitHealthy(url, log, up = healthy(url), exited = null) {
 // Healthy, and the answer is this process's: a line of its log that says
 // it serves (`marker`) names the port (another test's server that took the
 // port first would answer too). etcd's capnslog and zap lines both do.
-const ours = (p, marker, url) => {
+const ours = (p, marker, url, dispatcher) => {
   const port = `:${new URL(url).port}`;
-  return async () => p.log().split("\n").some((l) => l.includes(marker) && l.includes(port)) && (await healthy(url)());
+  return async () => p.log().split("\n").some((l) => l.includes(marker) && l.includes(port)) && (await healthy(url, dispatcher)());
 };
 
 // A port freePort() found free can be taken by another test's process
@@ -103,9 +105,13 @@ async function onFreshPorts(start) {
   }
 }
 
-/** The flags of the seed's command line for member `name` with its data in `dataDir`, on fresh ports: { url, peer, args }. */
-export async function clusterFlags(name, dataDir) {
-  const client = `http://127.0.0.1:${await freePort()}`;
+/**
+ * The flags of the seed's command line for member `name` with its data in
+ * `dataDir`, on fresh ports: { url, peer, args } (`scheme`: the client
+ * URL's, "https" for TLS).
+ */
+export async function clusterFlags(name, dataDir, { scheme = "http" } = {}) {
+  const client = `${scheme}://127.0.0.1:${await freePort()}`;
   const peer = `http://127.0.0.1:${await freePort()}`;
   return {
     url: client,
@@ -137,8 +143,12 @@ function run(t, cmd, args, name, env) {
   return p;
 }
 
-/** `args`: more etcd flags; `flags` (clusterFlags) to choose its name, data and ports; `env`: more environment. */
-export async function startEtcd(t, { args = [], flags, env } = {}) {
+/**
+ * `args`: more etcd flags; `flags` (clusterFlags) to choose its name, data
+ * and ports; `env`: more environment; `scheme: "https"` for a TLS client
+ * URL, with a `dispatcher` for its health checks.
+ */
+export async function startEtcd(t, { args = [], flags, env, scheme, dispatcher } = {}) {
   try {
     execFileSync("etcd", ["--version"], { stdio: "ignore" });
   } catch {
@@ -146,24 +156,28 @@ export async function startEtcd(t, { args = [], flags, env } = {}) {
   }
   const once = async (f) => {
     const p = run(t, "etcd", [...f.args, ...args], "etcd", env);
-    await waitHealthy(f.url, p.log, ours(p, "serving", f.url), p.exited);
+    await waitHealthy(f.url, p.log, ours(p, "serving", f.url, dispatcher), p.exited);
     return { ...p, url: f.url, peer: f.peer };
   };
   if (flags) return once(flags);
-  return onFreshPorts(async () => once(await clusterFlags("etcd-node", join(tempDir(t, "edge-lease-etcd-"), "data"))));
+  return onFreshPorts(async () => once(await clusterFlags("etcd-node", join(tempDir(t, "edge-lease-etcd-"), "data"), { scheme })));
 }
 
-/** edge-lease's server with the same flags; `dataDir` to reuse one; `args`: more flags; `nodeArgs`: Node's; `env`: more environment. */
-export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [], env } = {}) {
+/**
+ * edge-lease's server with the same flags; `dataDir` to reuse one; `args`:
+ * more flags; `nodeArgs`: Node's; `env`: more environment; `scheme:
+ * "https"` for a TLS client URL, with a `dispatcher` for its health checks.
+ */
+export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [], env, scheme, dispatcher } = {}) {
   const once = async (f) => {
     const p = run(t, process.execPath, [...nodeArgs, "server/main.mjs", ...f.args, ...args], "edge-lease", env);
-    await waitHealthy(f.url, p.log, ours(p, "etcd v3 API", f.url), p.exited);
+    await waitHealthy(f.url, p.log, ours(p, "etcd v3 API", f.url, dispatcher), p.exited);
     return { ...p, url: f.url, peer: f.peer, flags: f };
   };
   if (flags) return once(flags);
   // (The server opens its data directory only once its ports are its own.)
   const dir = dataDir ?? join(tempDir(t), "data");
-  return onFreshPorts(async () => once(await clusterFlags("edge-node", dir)));
+  return onFreshPorts(async () => once(await clusterFlags("edge-node", dir, { scheme })));
 }
 
 /**
@@ -179,14 +193,15 @@ export async function restart(t, p) {
 }
 
 /**
- * Both, started side by side (`args`: more flags for both). With
+ * Both, started side by side (`args`: more flags for both; `scheme` and
+ * `dispatcher` as for each). With
  * EDGE_LEASE_SERVER=worker the edge-lease side is edge-lease/worker under
  * Miniflare (tests/workerd/harness.mjs), at the namespace "edge-node" (its
  * member name, as the server's); it takes no flags.
  */
-export async function startBoth(t, { args = [] } = {}) {
-  const edgeSide = process.env.EDGE_LEASE_SERVER === "worker" ? startWorkerSide(t) : startEdge(t, { args });
-  const [etcd, edge] = await Promise.all([startEtcd(t, { args }), edgeSide]);
+export async function startBoth(t, { args = [], scheme, dispatcher } = {}) {
+  const edgeSide = process.env.EDGE_LEASE_SERVER === "worker" ? startWorkerSide(t) : startEdge(t, { args, scheme, dispatcher });
+  const [etcd, edge] = await Promise.all([startEtcd(t, { args, scheme, dispatcher }), edgeSide]);
   return { etcd, edge };
 }
 
@@ -223,11 +238,11 @@ export function etcdctl(url, args, { input = "", timeout = 10_000 } = {}) {
   });
 }
 
-/** POSTs JSON to the gateway: { status, body } (body parsed when JSON). */
-export async function post(url, path, body) {
+/** POSTs JSON to the gateway: { status, body } (body parsed when JSON); `dispatcher` for https://. */
+export async function post(url, path, body, { dispatcher } = {}) {
   let res;
   try {
-    res = await fetch(url + path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body ?? {}) });
+    res = await fetch(url + path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body ?? {}), dispatcher });
   } catch (e) {
     // undici says only "fetch failed"; the cause says what happened.
     throw new Error(`POST ${url}${path}: ${e.message}: ${e.cause?.code ?? ""} ${e.cause?.message ?? e.cause}`, { cause: e });

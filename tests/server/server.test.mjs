@@ -185,7 +185,8 @@ test("etcd's flags: a configuration that needs a second member is refused", () =
   assert.equal(existing.status, 2);
   assert.match(existing.stderr, /joins another member's cluster/);
   assert.match(run("--bogus", "1").stderr, /flag provided but not supported: --bogus/);
-  assert.match(run("--listen-client-urls", "https://127.0.0.1:2379").stderr, /only http:\/\//);
+  // TLS is served (tests/etcd/tls-*.test.mjs); peer URLs name no peer here.
+  assert.match(run("--listen-peer-urls", "https://127.0.0.1:2380").stderr, /only http:\/\/ is supported/);
   assert.match(run("--enable-grpc-gateway=false").stderr, /the JSON gateway is always served here/);
   assert.match(run("--cors", "https://example.com").stderr, /flag provided but not supported: --cors/);
   assert.match(run("--max-request-bytes", "-1").stderr, /invalid value "-1" for flag --max-request-bytes/);

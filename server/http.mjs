@@ -4,6 +4,7 @@
 import { createServer } from "node:http";
 import { Readable } from "node:stream";
 import { MALFORMED_HOST, guard, wellFormedHost } from "./guard.mjs";
+import { webSocketUpgrades } from "./websocket.mjs";
 
 const GATEWAY = /^\/(v3|v3beta|v3alpha)\/|^\/(version|health|metrics)$/;
 
@@ -190,6 +191,23 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
   // sent yet, then the connection goes.
   server.on("clientError", (err, socket) => {
     refuse(socket, err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : "400 Bad Request");
+  });
+  // The streams over WebSockets (websocket.mjs), past the same Host and
+  // Origin checks; anything else asking for an upgrade is refused.
+  const upgrades = webSocketUpgrades({
+    gateway,
+    toRequest(req) {
+      if (!wellFormedHost(req.headers.host ?? "")) return null;
+      const request = toRequest(req, { once() {} });
+      return request && !guard(request, hosts) ? request : null;
+    },
+    hold(socket, on) {
+      socket[INFLIGHT] = on ? { req: { complete: true }, res: { headersSent: true } } : null;
+    },
+  });
+  server.on("upgrade", (req, socket, head) => {
+    if (!STREAMING.test(pathOf(req.url))) return refuse(socket, "400 Bad Request");
+    upgrades(req, socket, head);
   });
   // Node enforces headersTimeout only for servers that emitted "listening"
   // (that starts its connection checks); this one is handed its

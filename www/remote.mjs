@@ -60,9 +60,7 @@ export class ServerSource {
   constructor(origin, on) {
     this.origin = origin;
     this.on = on;
-    // (edge-lease's server answers watches over HTTP streams only: no
-    // WebSocket attempt, which a browser would log as an error.)
-    this.client = connect(origin, { timeout: 5000, webSocket: false });
+    this.client = connect(origin, { timeout: 5000 });
     this.#pollLoop();
     this.#watchLoop();
   }

@@ -1,7 +1,7 @@
-// Watches over a WebSocket where the server upgrades (etcd's gateway does,
-// through its websocket proxy; the Worker: tests/workerd/lock-waits.test.mjs),
-// over HTTP where it does not (edge-lease's Node server): learnt from one
-// attempt, then HTTP only. Either way every event once, in order; a socket
+// Watches over a WebSocket where the server upgrades (etcd's gateway, through
+// its websocket proxy; edge-lease's server; the Worker:
+// tests/workerd/lock-waits.test.mjs), over HTTP where it does not: learnt
+// from one attempt, then HTTP only. Either way every event once, in order; a socket
 // that drops is resumed from the last revision delivered.
 import assert from "node:assert/strict";
 import { WebSocket as Base } from "undici";
@@ -10,11 +10,12 @@ import { eachBackend, useServers, within } from "./servers.mjs";
 useServers();
 
 // undici's WebSocket (Node 20 has none of its own), counting sockets.
-function countingWebSocket() {
+function countingWebSocket(path = null) {
   const seen = { made: 0, opened: 0, sockets: [] };
   class WebSocket extends Base {
-    constructor(...a) {
-      super(...a);
+    constructor(url, ...a) {
+      // (`path`: dial another path, which no server upgrades, as a server without sockets.)
+      super(path ? url.replace(/\/v3\/watch$/, path) : url, ...a);
       seen.made++;
       seen.sockets.push(this);
       this.addEventListener("open", () => seen.opened++);
@@ -34,8 +35,9 @@ async function take(w, n) {
   return out;
 }
 
-eachBackend("watch over a WebSocket where the server upgrades, else over HTTP, with the same events", { needs: ["watch", "server"] }, async (t, { name, connect }) => {
-  const { WebSocket, seen } = countingWebSocket();
+for (const [what, path] of [["over a WebSocket", null], ["over HTTP where the server does not upgrade", "/version"]]) {
+eachBackend(`watch ${what}, with the same events`, { needs: ["watch", "server"] }, async (t, { connect }) => {
+  const { WebSocket, seen } = countingWebSocket(path);
   const etcd = connect({ webSocket: WebSocket });
   const w = etcd.watch("sock/", { prefix: true });
   await w.ready;
@@ -46,14 +48,12 @@ eachBackend("watch over a WebSocket where the server upgrades, else over HTTP, w
   await w2.ready;
   await w2.return();
   await w.return();
-  if (name === "etcd") {
-    assert.deepEqual([seen.made, seen.opened], [2, 2], "etcd's gateway upgrades: both watches on sockets");
-  } else {
-    assert.deepEqual([seen.made, seen.opened], [1, 0], "no upgrade: one attempt, then HTTP only");
-  }
+  if (path === null) assert.deepEqual([seen.made, seen.opened], [2, 2], "both watches on sockets");
+  else assert.deepEqual([seen.made, seen.opened], [1, 0], "no upgrade: one attempt, then HTTP only");
 });
+}
 
-eachBackend("a watch socket that drops is resumed from the last revision delivered", { needs: ["watch", "server"], backends: ["etcd"] }, async (t, { connect }) => {
+eachBackend("a watch socket that drops is resumed from the last revision delivered", { needs: ["watch", "server"] }, async (t, { connect }) => {
   const { WebSocket, seen } = countingWebSocket();
   const etcd = connect({ webSocket: WebSocket });
   const w = etcd.watch("drop/", { prefix: true });

@@ -59,7 +59,7 @@ const edges = new Map(
 const ALLOWED = {
   js: { layers: ["js"], bare: [/^node:/] },
   etcd: { layers: ["etcd"], bare: [/^edge-lease\/(lease-id|base64)$/] },
-  server: { layers: ["server", "etcd", "dist"], bare: [/^node:/, /^protobufjs$/, /^yaml$/, /^edge-lease\/(engine|stores\/file)$/] },
+  server: { layers: ["server", "etcd", "dist"], bare: [/^node:/, /^protobufjs$/, /^yaml$/, /^ws$/, /^edge-lease\/(engine|stores\/file)$/] },
   worker: { layers: ["worker", "etcd", "dist"], bare: [/^edge-lease\/(engine|stores\/durable-object)$/] },
   www: { layers: ["www"], bare: [/^edge-lease(\/|$)/] },
 };

@@ -191,7 +191,8 @@ export class GatewayBackend {
    * `url`: the server's client URL (`http://127.0.0.1:2379`). Options:
    * `timeout` (ms, each unary request; default 10000), `fetch` (for a
    * workerd service binding or a test), `headers` (e.g. etcd's
-   * `Authorization` token).
+   * `Authorization` token; or a function giving them for each request, as
+   * auth.mjs's does).
    */
   constructor(url, { timeout = 10_000, fetch: f, headers } = {}) {
     const u = new URL(String(url));
@@ -201,7 +202,7 @@ export class GatewayBackend {
     this.#base = u.href.replace(/\/+$/, "") + "/v3/";
     this.#fetch = f ?? ((...a) => globalThis.fetch(...a));
     this.#timeout = timeout;
-    this.#headers = { ...headers };
+    this.#headers = typeof headers === "function" ? headers : { ...headers };
   }
 
   get url() {
@@ -211,6 +212,7 @@ export class GatewayBackend {
   /** fetch with the client's and the caller's signals and a timeout; errors as LeaseErrors. */
   async #post(path, body, signal, timeout) {
     if (this.#closer.signal.aborted) throw closed();
+    const headers = typeof this.#headers === "function" ? await this.#headers() : this.#headers;
     const link = linkSignals([this.#closer.signal, signal], timeout, () =>
       unavailable(`${path}: no answer within ${timeout} ms`),
     );
@@ -218,7 +220,7 @@ export class GatewayBackend {
     try {
       res = await this.#fetch(this.#base + path, {
         method: "POST",
-        headers: this.#headers,
+        headers,
         body: JSON.stringify(body),
         signal: link.signal,
       });

@@ -7,6 +7,7 @@ import { isBackend } from "./backend.mjs";
 import { Client } from "./client.mjs";
 import { invalid } from "./errors.mjs";
 import { GatewayBackend } from "./gateway.mjs";
+import { gatewayAuth } from "./auth.mjs";
 import { LocalBackend, isLessor } from "./local.mjs";
 
 export { LeaseError } from "./errors.mjs";
@@ -18,12 +19,16 @@ export { Election } from "./election.mjs";
 export { Watch } from "./watch.mjs";
 
 /**
- * `connect("http://127.0.0.1:2379", { timeout, fetch, headers })` for a
- * server (etcd's JSON gateway); `connect(lessor)` for an in-process Lessor;
- * `connect(backend)` for anything implementing backend.mjs's interface.
+ * `connect("http://127.0.0.1:2379", { timeout, fetch, headers, user,
+ * password })` for a server (etcd's JSON gateway; with a user, etcd's auth:
+ * auth.mjs); `connect(lessor)` for an in-process Lessor; `connect(backend)`
+ * for anything implementing backend.mjs's interface.
  */
 export function connect(target, options = {}) {
-  if (typeof target === "string" || target instanceof URL) return new Client(new GatewayBackend(target, options));
+  if (typeof target === "string" || target instanceof URL) {
+    const auth = gatewayAuth(target, options);
+    return new Client(auth.wrap(new GatewayBackend(target, auth.options)));
+  }
   if (isLessor(target)) return new Client(new LocalBackend(target, options));
   if (isBackend(target)) return new Client(target);
   throw invalid("connect() takes a server URL, a Lessor or a backend");

@@ -89,7 +89,8 @@ export class LeaseNamespace {
 
   async #open() {
     const storage = this.#ctx.storage;
-    const options = engineOptions(this.#env, sqliteBacked(storage));
+    const sqlite = sqliteBacked(storage);
+    const options = engineOptions(this.#env, sqlite);
     this.#dl = await DurableLessor.open(storage, { ...options, outputGate: true, Lessor });
     const lessor = this.#dl.lessor;
     const ids = await memberIds([`edge-lease:${this.#ctx.id}`], "edge-lease");
@@ -117,7 +118,12 @@ export class LeaseNamespace {
     // file must fit in.)
     const stats = createServiceStats();
     // Auth per namespace: its users, roles and tokens are this object's.
-    const auth = { tokenTtlMs: number(this.#env, "EDGE_LEASE_AUTH_TOKEN_TTL") * 1000, bcryptCost: number(this.#env, "EDGE_LEASE_BCRYPT_COST") };
+    // (A KV-backed object stores at most 128 KiB in one value.)
+    const auth = {
+      tokenTtlMs: number(this.#env, "EDGE_LEASE_AUTH_TOKEN_TTL") * 1000,
+      bcryptCost: number(this.#env, "EDGE_LEASE_BCRYPT_COST"),
+      maxStateBytes: sqlite ? undefined : 127 * 1024,
+    };
     const services = createServices({ lessor, store, member, maxSnapshotBytes: 8 * 1024 * 1024, stats, onFatal, auth });
     // Calls counted since the object woke (its /metrics' gRPC counters: the gateway's calls).
     const calls = createCallCounters(schema);

@@ -20,11 +20,12 @@ import { leaseIn } from "../services/common.mjs";
 /**
  * `lessor`: the engine (its host entry keeps the store); `tokenTtlMs`
  * (--auth-token-ttl), `bcryptCost` (--bcrypt-cost), `now` (the tokens'
- * clock, ms).
+ * clock, ms), `maxStateBytes` (the most the users and roles may take, as
+ * stored: 1 MiB at most).
  */
-export function createAuth({ lessor, tokenTtlMs, bcryptCost = DEFAULT_BCRYPT_COST, now = Date.now }) {
+export function createAuth({ lessor, tokenTtlMs, bcryptCost = DEFAULT_BCRYPT_COST, now = Date.now, maxStateBytes }) {
   const tokens = new SimpleTokens({ ttlMs: tokenTtlMs, now, ...savedTokens(lessor) });
-  const store = new AuthStore({ lessor, tokens, bcryptCost: costOf(bcryptCost) });
+  const store = new AuthStore({ lessor, tokens, bcryptCost: costOf(bcryptCost), maxBytes: maxStateBytes });
 
   // etcd's isOpPermitted: anyone while auth is off; root everywhere.
   function allowed(who, key, rangeEnd, type) {
@@ -98,9 +99,11 @@ export function createAuth({ lessor, tokenTtlMs, bcryptCost = DEFAULT_BCRYPT_COS
 }
 
 // The live tokens, kept in their own host entry (JSON [[token, user,
-// deadline]]); past 1 MiB the soonest to expire are left out.
+// deadline]]), at most 96 KiB (a KV-backed Durable Object stores 128 KiB
+// in one value), about 2,000 tokens: past it the soonest to expire are
+// left out (they stay valid until a restart).
 const TOKENS = "auth.tokens";
-const MAX_TOKENS_BYTES = 1024 * 1024;
+const MAX_TOKENS_BYTES = 96 * 1024;
 function savedTokens(lessor) {
   let saved = [];
   try {

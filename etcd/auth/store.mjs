@@ -15,6 +15,7 @@ import { mergedPerms } from "./permissions.mjs";
 
 export const ROOT = "root";
 const ENTRY = "auth";
+// A host entry's most (a KV-backed Durable Object stores less: its host says).
 const MAX_ENTRY_BYTES = 1024 * 1024;
 // authpb.Permission.Type
 export const PERM_TYPES = ["READ", "WRITE", "READWRITE"];
@@ -40,12 +41,14 @@ const typeNumber = (t) => (typeof t === "number" ? t : Math.max(0, PERM_TYPES.in
 
 const fresh = () => ({ enabled: false, enabledKey: false, revision: 1, users: new Map(), roles: new Map() });
 
-/** The auth state `lessor` keeps (AuthStore's `state` shape, with `enabledKey`), or a fresh one. */
+/**
+ * The auth state `lessor` keeps, or a fresh one (auth off, revision 1, as
+ * etcd starts): { enabled, enabledKey (etcd's flag was ever written),
+ * revision, users, roles }, name -> { name, password (a bcrypt hash, or
+ * null), roles (in Go's order), noPassword } and name -> { name, perms: [{
+ * type (authpb's number), key, rangeEnd }] }.
+ */
 export function readAuthState(lessor) {
-  return load(lessor);
-}
-
-function load(lessor) {
   const raw = lessor.hostEntry(ENTRY);
   if (raw === undefined) return fresh();
   try {
@@ -86,16 +89,21 @@ export class AuthStore {
   #lessor;
   #tokens;
   #cost;
+  #maxBytes;
   #s;
   // user -> merged permissions, rebuilt after each change (etcd's rangePermCache)
   #perms = new Map();
 
-  /** `tokens`: tokens.mjs's SimpleTokens; `bcryptCost`: passwords.mjs's bcryptCost(). */
-  constructor({ lessor, tokens, bcryptCost }) {
+  /**
+   * `tokens`: tokens.mjs's SimpleTokens; `bcryptCost`: passwords.mjs's
+   * bcryptCost(); `maxBytes`: the most the stored state may take.
+   */
+  constructor({ lessor, tokens, bcryptCost, maxBytes = MAX_ENTRY_BYTES }) {
+    this.#maxBytes = Math.min(maxBytes, MAX_ENTRY_BYTES);
     this.#lessor = lessor;
     this.#tokens = tokens;
     this.#cost = bcryptCost;
-    this.#s = load(lessor);
+    this.#s = readAuthState(lessor);
     if (this.#s.enabled) tokens.enable();
   }
 
@@ -105,11 +113,6 @@ export class AuthStore {
   get revision() {
     return this.#s.revision;
   }
-  /** What etcd's snapshot keeps: { enabled (null: never set), revision, users, roles }, read-only. */
-  get state() {
-    return { enabled: this.#s.enabledKey ? this.#s.enabled : null, revision: this.#s.revision, users: this.#s.users, roles: this.#s.roles };
-  }
-
   user(name) {
     return this.#s.users.get(name) ?? null;
   }
@@ -134,8 +137,8 @@ export class AuthStore {
     fn(next);
     if (bump) next.revision++;
     const bytes = encode(next);
-    if (bytes.length > MAX_ENTRY_BYTES) {
-      throw new GrpcError(Code.ResourceExhausted, "edge-lease: the users and roles would take more than 1 MiB, the most kept");
+    if (bytes.length > this.#maxBytes) {
+      throw new GrpcError(Code.ResourceExhausted, `edge-lease: the users and roles would take more than ${this.#maxBytes} bytes, the most kept`);
     }
     this.#lessor.setHostEntry(ENTRY, bytes);
     this.#s = next;

@@ -86,9 +86,9 @@ export class SimpleTokens {
     return token;
   }
 
-  /** The user `token` names (its TTL starts again), or null. */
+  /** The user `token` names (its TTL starts again), or null (always while auth is off). */
   user(token) {
-    if (typeof token !== "string" || !wellFormed(token)) return null;
+    if (!this.#enabled || typeof token !== "string" || !wellFormed(token)) return null;
     // (A lookup by the whole string: no comparison of it that stops early.)
     const t = this.#tokens.get(token);
     if (t === undefined) return null;

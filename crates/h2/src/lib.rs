@@ -355,7 +355,10 @@ impl Conn {
             .map(|v| v.as_bytes());
         let path = req.uri().path().as_bytes();
         let mut payload = Vec::with_capacity(
-            15 + encoding.len() + version.map_or(0, <[u8]>::len) + token.map_or(0, <[u8]>::len) + path.len(),
+            15 + encoding.len()
+                + version.map_or(0, <[u8]>::len)
+                + token.map_or(0, <[u8]>::len)
+                + path.len(),
         );
         payload.extend_from_slice(&timeout.to_le_bytes());
         payload.push(encoding.len().min(255) as u8);

@@ -61,8 +61,36 @@ export const Etcd = {
   rootUserNotExist: e(Code.FailedPrecondition, "etcdserver: root user does not exist"),
   userNotFound: e(Code.FailedPrecondition, "etcdserver: user name not found"),
   roleNotFound: e(Code.FailedPrecondition, "etcdserver: role name not found"),
+  rootRoleNotExist: e(Code.FailedPrecondition, "etcdserver: root user does not have root role"),
+  userAlreadyExist: e(Code.FailedPrecondition, "etcdserver: user name already exists"),
+  userEmpty: e(Code.InvalidArgument, "etcdserver: user name is empty"),
+  roleAlreadyExist: e(Code.FailedPrecondition, "etcdserver: role name already exists"),
+  roleEmpty: e(Code.InvalidArgument, "etcdserver: role name is empty"),
+  authFailed: e(Code.InvalidArgument, "etcdserver: authentication failed, invalid user ID or password"),
+  permissionDenied: e(Code.PermissionDenied, "etcdserver: permission denied"),
+  roleNotGranted: e(Code.FailedPrecondition, "etcdserver: role is not granted to the user"),
+  permissionNotGranted: e(Code.FailedPrecondition, "etcdserver: permission is not granted to the role"),
+  invalidAuthToken: e(Code.Unauthenticated, "etcdserver: invalid auth token"),
+  invalidAuthMgmt: e(Code.InvalidArgument, "etcdserver: invalid auth management"),
+  authOldRevision: e(Code.InvalidArgument, "etcdserver: revision of auth store is old"),
+  // Not in etcd's table of errors: the auth store's own, as Unknown.
+  noPasswordUser: e(Code.Unknown, "auth: authentication failed, password was given for no password user"),
   memberNotFound: e(Code.NotFound, "etcdserver: member not found"),
 };
+
+// etcd's authMaintenanceServer (Snapshot, Defragment, HashKV) hands the
+// auth store's errors on unmapped: Unknown, in the store's own words.
+const RAW = {
+  [Etcd.invalidAuthToken().message]: "auth: invalid auth token",
+  [Etcd.userEmpty().message]: "auth: user name is empty",
+  [Etcd.userNotFound().message]: "auth: user not found",
+  [Etcd.permissionDenied().message]: "auth: permission denied",
+};
+
+/** An auth refusal (one of `Etcd`'s) as etcd's maintenance server gives it. */
+export function unmapped(e) {
+  return e instanceof GrpcError && RAW[e.message] ? new GrpcError(Code.Unknown, RAW[e.message]) : e;
+}
 
 /** For what needs engine features that are not there yet (see docs/server.md). */
 export function unimplemented(what) {

@@ -60,6 +60,13 @@ function streamed(type, msg) {
   return new Response(body, { status: 200, headers: JSON_TYPE });
 }
 
+/**
+ * The caller's auth token as etcd's gateway hands it to etcd: the header
+ * `Grpc-Metadata-Token` (the metadata `token`), else `Authorization` as it
+ * is (etcd's gateway clients send the token bare); undefined if neither.
+ */
+export const tokenOf = (request) => request.headers.get("grpc-metadata-token") ?? request.headers.get("authorization") ?? undefined;
+
 // The gRPC code of an error (one that is not etcd's: Unknown).
 const codeOf = (e) => (e instanceof GrpcError ? e.code : Code.Unknown);
 
@@ -237,10 +244,22 @@ async function eachStream(request, m, handler, count, maxMessage) {
   return new Response(body, { status: 200, headers: JSON_TYPE });
 }
 
+/** grpc-gateway v1's streamChunk for an error. */
+function errorChunk(e) {
+  const code = codeOf(e);
+  const message = e instanceof GrpcError ? e.message : String(e?.message ?? e);
+  const http = httpStatus(code);
+  const statusText = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 412: "Precondition Failed", 499: "", 500: "Internal Server Error", 503: "Service Unavailable" }[http] ?? "";
+  return new TextEncoder().encode(JSON.stringify({ error: { grpc_code: code, http_code: http, message, http_status: statusText } }) + "\n");
+}
+
 /**
- * A server stream (Election/Observe): the request body is one message; 200
- * and one `{"result":...}\n` chunk per response, for as long as the handler
- * yields. A cancel (the client gone) aborts the handler's signal.
+ * A server stream (Election/Observe, Maintenance/Snapshot): the request
+ * body is one message; one `{"result":...}\n` chunk per response, for as
+ * long as the handler yields. As grpc-gateway: nothing is answered before
+ * the first message, and a stream that fails before it answers with the
+ * error's HTTP status (its error chunk the body), after it with 200 and
+ * the chunk last. A cancel (the client gone) aborts the handler's signal.
  */
 async function serverStream(request, m, handler, count, maxMessage) {
   let msg;
@@ -256,9 +275,25 @@ async function serverStream(request, m, handler, count, maxMessage) {
   const stop = () => ac.abort();
   if (request.signal?.aborted) stop();
   request.signal?.addEventListener("abort", stop, { once: true });
-  const it = handler.stream(msg, { size, signal: ac.signal })[Symbol.asyncIterator]();
+  const it = handler.stream(msg, { size, signal: ac.signal, token: tokenOf(request) })[Symbol.asyncIterator]();
   const encoder = new TextEncoder();
+  const chunk = (r) => {
+    count.sent(encodedSize(m.response, r.value));
+    return encoder.encode(JSON.stringify({ result: toJson(m.response, r.value) }) + "\n");
+  };
+  let first;
+  try {
+    first = await it.next();
+  } catch (e) {
+    count.end(codeOf(e));
+    return new Response(errorChunk(e), { status: httpStatus(codeOf(e)), headers: JSON_TYPE });
+  }
   const body = new ReadableStream({
+    start(controller) {
+      if (!first.done) return controller.enqueue(chunk(first));
+      count.end(Code.OK);
+      controller.close();
+    },
     async pull(controller) {
       try {
         const r = await it.next();
@@ -266,16 +301,10 @@ async function serverStream(request, m, handler, count, maxMessage) {
           count.end(Code.OK);
           return controller.close();
         }
-        count.sent(encodedSize(m.response, r.value));
-        controller.enqueue(encoder.encode(JSON.stringify({ result: toJson(m.response, r.value) }) + "\n"));
+        controller.enqueue(chunk(r));
       } catch (e) {
-        const code = codeOf(e);
-        count.end(code);
-        const message = e instanceof GrpcError ? e.message : String(e?.message ?? e);
-        // grpc-gateway v1's streamChunk for an error.
-        const http = httpStatus(code);
-        const statusText = { 400: "Bad Request", 404: "Not Found", 412: "Precondition Failed", 499: "", 500: "Internal Server Error", 503: "Service Unavailable" }[http] ?? "";
-        controller.enqueue(encoder.encode(JSON.stringify({ error: { grpc_code: code, http_code: http, message, http_status: statusText } }) + "\n"));
+        count.end(codeOf(e));
+        controller.enqueue(errorChunk(e));
         controller.close();
       }
     },
@@ -323,12 +352,15 @@ async function sessionStream(request, m, handler, count, maxMessage) {
   const body = new ReadableStream(
     {
       start(controller) {
-        session = handler.open((msg) => {
-          if (closed) return false;
-          count.sent(encodedSize(m.response, msg));
-          controller.enqueue(encoder.encode(JSON.stringify({ result: toJson(m.response, msg) }) + "\n"));
-          return controller.desiredSize > 0;
-        });
+        session = handler.open(
+          (msg) => {
+            if (closed) return false;
+            count.sent(encodedSize(m.response, msg));
+            controller.enqueue(encoder.encode(JSON.stringify({ result: toJson(m.response, msg) }) + "\n"));
+            return controller.desiredSize > 0;
+          },
+          { token: tokenOf(request) },
+        );
         if (first) session.request(first);
         (async () => {
           try {
@@ -420,7 +452,7 @@ export function createGateway({ services, metrics = null, counters = null, healt
       // The request's signal aborts when the client goes (a blocked Lock cleans up).
       let res;
       try {
-        res = await handler(msg, { size, signal: request.signal });
+        res = await handler(msg, { size, signal: request.signal, token: tokenOf(request) });
       } catch (e) {
         if (request.signal?.aborted) count.cancelled();
         else count.end(codeOf(e));

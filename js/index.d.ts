@@ -42,6 +42,7 @@ export type ErrorCode =
   | "NotInitialized"
   | "EngineFailed" // the engine trapped (its wasm ran out of memory, say): reopen the lessor from its store
   | "Unavailable" | "Aborted" | "Unimplemented" | "NotLeader" | "NotHeld" // edge-lease/client's: a server away or timed out, a signal, a server without the feature, an election lost, a lock not held
+  | "Unauthenticated" | "PermissionDenied" // edge-lease/client's: etcd's auth refused the token (or a Worker's token is missing), or the user's rights
   | "StaleToken" // edge-lease/fenced: a write with a token below the highest accepted
   | "Internal";
 

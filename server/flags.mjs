@@ -36,6 +36,10 @@ const DEFAULTS = {
   "trusted-ca-file": "",
   "auto-tls": "false",
   "cipher-suites": "",
+  // Auth (etcd/auth/): simple tokens only; their TTL in seconds; bcrypt's cost.
+  "auth-token": "simple",
+  "auth-token-ttl": "300",
+  "bcrypt-cost": "10",
 };
 // Accepted and without effect here: logging and profiling (no pprof
 // endpoints: etcd's sample config turns them on), and tuning of raft, its
@@ -72,8 +76,7 @@ const UNSUPPORTED = {
   discovery: "", "discovery-fallback": "proxy", "discovery-proxy": "", "discovery-srv": "", "discovery-srv-name": "",
   "client-crl-file": "", "client-cert-allowed-hostname": "", "peer-cert-file": "", "peer-key-file": "", "peer-client-cert-auth": "false",
   "peer-trusted-ca-file": "", "peer-cert-allowed-cn": "", "peer-cert-allowed-hostname": "", "peer-auto-tls": "false",
-  "peer-crl-file": "", cors: "*", "host-whitelist": "*", "auth-token": "simple", "bcrypt-cost": "10",
-  "auth-token-ttl": "300", proxy: "off", "proxy-failure-wait": "5000",
+  "peer-crl-file": "", cors: "*", "host-whitelist": "*", proxy: "off", "proxy-failure-wait": "5000",
   "proxy-refresh-interval": "30000", "proxy-dial-timeout": "1000", "proxy-write-timeout": "5000", "proxy-read-timeout": "0",
   "experimental-enable-v2v3": "", "experimental-peer-skip-client-san-verification": "false", "force-new-cluster": "false",
 };
@@ -346,5 +349,14 @@ export async function parseFlags(argv, env = {}, log = () => {}) {
       autoTls: v["auto-tls"] === "true",
       cipherSuites: items(v["cipher-suites"]),
     },
+    auth: {
+      tokenTtlMs: integerFlag(v["auth-token-ttl"], "auth-token-ttl", 0) * 1000,
+      bcryptCost: integerFlag(v["bcrypt-cost"], "bcrypt-cost", 0),
+      token: v["auth-token"] === "simple" ? "simple" : unsupported(`--auth-token=${v["auth-token"]}: only simple tokens are supported here`),
+    },
   };
 }
+
+const unsupported = (why) => {
+  throw new FlagError(why);
+};

@@ -237,6 +237,10 @@ class Context {
     /** Set while a sender waits for the client to read (onDrain calls it). */
     this.wake = null;
   }
+  /** The caller's auth token (services/index.mjs). */
+  get token() {
+    return this.call.token;
+  }
   get signal() {
     if (!this.ac) {
       this.ac = new AbortController();
@@ -448,7 +452,7 @@ function session(m) {
       s.close();
     };
     started(call, m);
-    const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))));
+    const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))), { token: call.token });
     stopTimer = deadline(call, m.expired, close);
     call.onDrain = () => s.drain?.();
     call.onEnd = () => s.end?.();

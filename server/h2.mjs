@@ -107,7 +107,7 @@ export function taken(x, mem, h) {
 
 /** A gRPC call as the h2 module reports it. grpc.mjs sets the on* hooks. */
 export class H2Call {
-  constructor(session, id, path, timeoutMs, encoding, clientVersion) {
+  constructor(session, id, path, timeoutMs, encoding, clientVersion, token) {
     this.session = session;
     this.id = id;
     this.path = path;
@@ -117,6 +117,8 @@ export class H2Call {
     this.encoding = encoding;
     /** The client-api-version header (etcd's Go client sends it), or null. */
     this.clientVersion = clientVersion;
+    /** etcd's auth token (metadata `token`, else `authorization`), or undefined. */
+    this.token = token;
     this.done = false;
     this.onMessage = null; // (bytes: Buffer, compressed: boolean)
     this.onEnd = null; // the client half-closed
@@ -282,8 +284,13 @@ export class H2Session {
         const encoding = body.toString("latin1", 9, p);
         const n = body[p++];
         const clientVersion = n === 255 ? null : body.toString("latin1", p, (p += n));
+        let token;
+        if (body[p++] === 1) {
+          const len = body.readUInt32LE(p);
+          token = body.toString("latin1", p + 4, (p += 4 + len));
+        }
         const path = body.toString("latin1", p);
-        const call = new H2Call(this, id, path, timeoutMs, encoding, clientVersion);
+        const call = new H2Call(this, id, path, timeoutMs, encoding, clientVersion, token);
         this.calls.set(id, call);
         this.lastActive = performance.now();
         this.onCall(call);

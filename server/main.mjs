@@ -190,11 +190,12 @@ process.on("uncaughtException", (e) => {
   process.exit(1);
 });
 const stats = createServiceStats();
-services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), hashKv: storeHashKv(store, engine), maxTxnOps: flags.maxTxnOps, maxRequestBytes: flags.maxRequestBytes, progressIntervalMs: flags.progressIntervalMs, stats, onFatal: engineFailed });
+services = createServices({ lessor, store, member, snapshot: storeSnapshot(store, engine), hashKv: storeHashKv(store, engine), maxTxnOps: flags.maxTxnOps, maxRequestBytes: flags.maxRequestBytes, progressIntervalMs: flags.progressIntervalMs, stats, onFatal: engineFailed, auth: flags.auth });
 const stopCompactor = flags.autoCompaction?.periodMs ? periodicCompactor(lessor, flags.autoCompaction.periodMs, { compact: (rev) => compact(lessor, stats, rev) }) : () => {};
 // Compacts the journal once it has outgrown the snapshot; cheap otherwise.
-// (Alarm too: each change rewrites the alarm list, a host entry.)
-for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcdserverpb.KV/Txn", "etcdserverpb.KV/Compact", "etcdserverpb.Lease/LeaseRevoke", "etcdserverpb.Maintenance/Alarm"]) {
+// (Alarm and the auth changes too: each rewrites a host entry.)
+const AUTH_CHANGES = ["AuthEnable", "AuthDisable", "UserAdd", "UserDelete", "UserChangePassword", "UserGrantRole", "UserRevokeRole", "RoleAdd", "RoleDelete", "RoleGrantPermission", "RoleRevokePermission"];
+for (const name of ["etcdserverpb.KV/Put", "etcdserverpb.KV/DeleteRange", "etcdserverpb.KV/Txn", "etcdserverpb.KV/Compact", "etcdserverpb.Lease/LeaseRevoke", "etcdserverpb.Maintenance/Alarm", ...AUTH_CHANGES.map((m) => `etcdserverpb.Auth/${m}`)]) {
   const handler = services.get(name);
   services.set(name, (req, call) => {
     const res = handler(req, call);

@@ -36,6 +36,9 @@ export const DEFAULTS = {
   // a million one-byte keys: 33.5 MB counted, 121 MB of wasm memory): 8 MiB
   // keeps a namespace of tiny keys near 32 MB.
   EDGE_LEASE_QUOTA_BYTES: 8 * MiB,
+  // etcd's --auth-token-ttl (seconds) and --bcrypt-cost.
+  EDGE_LEASE_AUTH_TOKEN_TTL: 300,
+  EDGE_LEASE_BCRYPT_COST: 10,
 };
 
 function number(env, name) {
@@ -86,7 +89,8 @@ export class LeaseNamespace {
 
   async #open() {
     const storage = this.#ctx.storage;
-    const options = engineOptions(this.#env, sqliteBacked(storage));
+    const sqlite = sqliteBacked(storage);
+    const options = engineOptions(this.#env, sqlite);
     this.#dl = await DurableLessor.open(storage, { ...options, outputGate: true, Lessor });
     const lessor = this.#dl.lessor;
     const ids = await memberIds([`edge-lease:${this.#ctx.id}`], "edge-lease");
@@ -113,7 +117,14 @@ export class LeaseNamespace {
     // (Snapshots: an isolate has 128 MB, which the engine's data and the
     // file must fit in.)
     const stats = createServiceStats();
-    const services = createServices({ lessor, store, member, maxSnapshotBytes: 8 * 1024 * 1024, stats, onFatal });
+    // Auth per namespace: its users, roles and tokens are this object's.
+    // (A KV-backed object stores at most 128 KiB in one value.)
+    const auth = {
+      tokenTtlMs: number(this.#env, "EDGE_LEASE_AUTH_TOKEN_TTL") * 1000,
+      bcryptCost: number(this.#env, "EDGE_LEASE_BCRYPT_COST"),
+      maxStateBytes: sqlite ? undefined : 127 * 1024,
+    };
+    const services = createServices({ lessor, store, member, maxSnapshotBytes: 8 * 1024 * 1024, stats, onFatal, auth });
     // Calls counted since the object woke (its /metrics' gRPC counters: the gateway's calls).
     const calls = createCallCounters(schema);
     const health = { success: 0, failures: 0 };

@@ -7,3 +7,6 @@ export const DEFAULT_NAMESPACE: "default";
 
 /** Where a request path goes: a namespace and the gateway path, or the Worker's own answer. */
 export function route(pathname: string): { namespace: string; path: string; base: string } | { response: Response };
+
+/** The header that carries the Worker's own token (`EDGE_LEASE_TOKEN`), leaving `Authorization` to etcd's. */
+export const TOKEN_HEADER: "x-edge-lease-token";

@@ -63,17 +63,34 @@ function crossOrigin(request, url) {
   return request.headers.get("sec-fetch-site") === "cross-site";
 }
 
-/** With `EDGE_LEASE_TOKEN` set, every request needs `Authorization: Bearer <token>`. */
-function authorized(request, env) {
-  const token = env.EDGE_LEASE_TOKEN;
-  if (!token) return true;
-  const got = request.headers.get("authorization") ?? "";
-  const want = `Bearer ${token}`;
-  // Constant time in the token's length.
+/** The Worker's own token header: it gates the Worker, and the namespaces never see it. */
+export const TOKEN_HEADER = "x-edge-lease-token";
+
+// Constant time in the secret's length.
+function same(got, want) {
   if (got.length !== want.length) return false;
   let diff = 0;
   for (let i = 0; i < want.length; i++) diff |= got.charCodeAt(i) ^ want.charCodeAt(i);
   return diff === 0;
+}
+
+/**
+ * The Worker's gate. With `EDGE_LEASE_TOKEN` set, every request carries it:
+ * as `X-Edge-Lease-Token: <token>`, which leaves `Authorization` to etcd's
+ * own token (sent bare, as etcd's gateway clients send it), or as
+ * `Authorization: Bearer <token>`, which is then the Worker's and not passed
+ * on. The headers to forward, or null when the token is missing or wrong.
+ */
+function gate(request, env) {
+  const headers = new Headers(request.headers);
+  headers.delete(TOKEN_HEADER);
+  const token = env.EDGE_LEASE_TOKEN;
+  if (!token) return headers;
+  const own = request.headers.get(TOKEN_HEADER);
+  if (own !== null) return same(own, token) ? headers : null;
+  if (!same(request.headers.get("authorization") ?? "", `Bearer ${token}`)) return null;
+  headers.delete("authorization");
+  return headers;
 }
 
 /** The Worker's fetch handler. */
@@ -89,16 +106,16 @@ async function handle(request, env) {
   const r = route(url.pathname);
   if (r.response) return r.response;
   if (crossOrigin(request, url)) return text(403, "cross-origin requests are refused\n");
-  if (!authorized(request, env)) {
+  const headers = gate(request, env);
+  if (headers === null) {
     // grpc-gateway's answer for etcd's Unauthenticated.
-    const message = "edge-lease: missing or wrong bearer token";
+    const message = "edge-lease: missing or wrong Worker token (X-Edge-Lease-Token, or Authorization: Bearer)";
     return Response.json({ error: message, message, code: 16 }, { status: 401 });
   }
   if (!env.LEASES) return text(500, "edge-lease: the Durable Object binding LEASES is missing (see wrangler.toml)\n");
   const stub = env.LEASES.get(env.LEASES.idFromName(r.namespace));
   const target = new URL(url);
   target.pathname = r.path;
-  const headers = new Headers(request.headers);
   headers.set(NAMESPACE_HEADER, r.namespace);
   headers.set(BASE_HEADER, url.origin + r.base);
   const forwarded = new Request(target, {

@@ -27,6 +27,7 @@
 import { services as schema } from "../etcd/proto/schema.mjs";
 import { fromJson, parseValue, toJson } from "../etcd/jsonpb.mjs";
 import { scanValue } from "../etcd/json-values.mjs";
+import { tokenOf } from "../etcd/gateway.mjs";
 import { Code, GrpcError } from "../etcd/errors.mjs";
 import { MAX_STREAM_MESSAGE_BYTES } from "../etcd/limits.mjs";
 
@@ -105,8 +106,9 @@ export class Sockets {
     }
     const [client, server] = Object.values(new WebSocketPair());
     this.#ctx.acceptWebSocket(server, [kind]);
-    // What a woken object needs to go on with this socket.
-    server.serializeAttachment(kind === "watch" ? { kind, name, url, watches: {} } : { kind, name, url });
+    // What a woken object needs to go on with this socket (a watch: the
+    // etcd token its upgrade carried, which checks each create).
+    server.serializeAttachment(kind === "watch" ? { kind, name, url, token: tokenOf(request) ?? null, watches: {} } : { kind, name, url });
     if (kind === "watch") this.#session(server);
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -161,7 +163,7 @@ export class Sockets {
       ws.send(JSON.stringify({ result: toJson(m.response, msg) }));
       return true;
     };
-    s = { session: this.#watchService().open(send), state };
+    s = { session: this.#watchService().open(send, { token: a.token ?? undefined }), state };
     this.#sessions.set(ws, s);
     // Resume: each recorded watcher from where it was (watcher 0 first, as
     // object keys that are small integers come in order, so that asking for
@@ -170,7 +172,7 @@ export class Sockets {
     for (const [id, w] of Object.entries({ ...a.watches })) {
       state.replaying = Number(id);
       state.pending = w.c;
-      s.session.request(fromJson(m.request, { create_request: { ...w.c, watch_id: id, start_revision: String(w.n) } }));
+      s.session.request(fromJson(m.request, { create_request: { ...w.c, watch_id: id, start_revision: String(w.n) } }), { resumed: true });
     }
     state.replaying = null;
     state.pending = null;

@@ -5,9 +5,13 @@
 // grants a 60 s lease that nobody keeps alive, keys are `name/<lease %x>`,
 // and every error comes back as Unknown (2) with etcd's message, because
 // the in-process client turns etcd's status errors into plain Go errors.
+// Each step is a call of its own to etcd, made with the caller's context:
+// checked as that method is, with the caller's token (`steps`).
 import { Code, Etcd, GrpcError } from "../errors.mjs";
 import { encodedSize } from "../size.mjs";
 import { checkBytes, etcdError } from "./common.mjs";
+import { policyOf } from "../methods.mjs";
+import { watchRefusal } from "../auth/permissions.mjs";
 import { leaseInt64 } from "edge-lease/lease-id";
 
 // concurrency.defaultSessionTTL
@@ -29,21 +33,62 @@ export function recipe(fn) {
 const encoder = new TextEncoder();
 
 /**
- * Refuses, as etcd's request limit refuses the txn its in-process client
- * sends, a recipe's txn that compares `key`'s create revision with `rev`
- * and puts it with `value` and `lease`; `failure`: its failure branch reads
- * the key (Campaign, Lock); `owner`: both branches also read the oldest key
- * under that prefix (Mutex.Lock). Unknown, as every recipe error.
+ * The caller's rights at each step of a recipe, as etcd's in-process
+ * client makes each step a call with the caller's context (its token):
+ * `as(method, request)` checks a wire request as that method's own call
+ * is checked (etcd/methods.mjs); `watch(key, rangeEnd)` a watch. A refusal is
+ * Unknown, as every recipe error; a watch's is what the client's canceled
+ * watch gives (FailedPrecondition, etcd's cancel reason). `nobody`: the
+ * steps the recipes make with the client's own context (their clean-ups),
+ * which carries no token.
  */
-export function checkRecipe(maxRequestBytes, { key, value, lease, rev = 0, failure = false, owner = null }) {
-  const oldest = owner && { request_range: { key: owner, range_end: owner, limit: "1", sort_order: "ASCEND", sort_target: "CREATE" } };
+export function steps(auth, token) {
+  return {
+    /** The token alone, as etcd reads it for any write it proposes. */
+    token: () => recipe(() => auth.authorize("token", null, token)),
+    as: (method, req) => recipe(() => auth.authorize(policyOf(method).auth, req, token)),
+    watch(key, rangeEnd) {
+      const reason = watchRefusal(auth, token, { key, range_end: rangeEnd });
+      if (reason) throw new GrpcError(Code.FailedPrecondition, reason);
+    },
+    get nobody() {
+      return steps(auth, null);
+    },
+  };
+}
+
+/** clientv3's GetPrefixRangeEnd: the first key past every key with prefix `pfx` ("\0" if none is). */
+export function prefixEnd(pfx) {
+  for (let i = pfx.length - 1; i >= 0; i--) {
+    if (pfx[i] < 0xff) {
+      const end = pfx.slice(0, i + 1);
+      end[i]++;
+      return end;
+    }
+  }
+  return Uint8Array.of(0);
+}
+
+/**
+ * Admits, as etcd admits the txn its in-process client sends, a recipe's
+ * txn that compares `key`'s create revision with `rev` and puts it with
+ * `value` and `lease`; `failure`: its failure branch reads the key
+ * (Campaign, Lock); `owner`: both branches also read the oldest key under
+ * that prefix (Mutex.Lock): the caller's token, etcd's request limit, then
+ * the caller's rights on the txn (`step`: steps()). Unknown, as every
+ * recipe error.
+ */
+export function admitRecipe(maxRequestBytes, step, { key, value, lease, rev = 0, failure = false, owner = null }) {
+  const oldest = owner && { request_range: { key: owner, range_end: prefixEnd(owner), limit: "1", sort_order: "ASCEND", sort_target: "CREATE" } };
   const txn = {
     // (The target's value is a oneof member: written even when 0.)
     compare: [{ key, target: "CREATE", result: "EQUAL", create_revision: String(rev) }],
     success: [{ request_put: { key, value, lease: lease.toString() } }, ...(oldest ? [oldest] : [])],
     failure: failure ? [{ request_range: { key } }, ...(oldest ? [oldest] : [])] : [],
   };
+  step.token();
   recipe(() => checkBytes(encodedSize("etcdserverpb.TxnRequest", txn), maxRequestBytes));
+  step.as("etcdserverpb.KV/Txn", txn);
 }
 
 /**
@@ -64,11 +109,13 @@ export const int64 = (v) => BigInt(v ?? 0);
 
 /**
  * concurrency.NewSession(WithLease(lease)) then Orphan(): lease 0 grants a
- * lease of 60 s that is never kept alive; any other id is taken as it is.
+ * lease of 60 s that is never kept alive (a LeaseGrant of the caller's:
+ * `step`); any other id is taken as it is.
  */
-export function session(lessor, lease) {
+export function session(lessor, lease, step) {
   const id = int64(lease);
   if (id !== 0n) return id;
+  step?.as("etcdserverpb.Lease/LeaseGrant", { TTL: String(SESSION_TTL) });
   const g = recipe(() => lessor.grant(SESSION_TTL));
   return leaseInt64(g.id);
 }
@@ -138,7 +185,8 @@ export function watchQueue(lessor, request, signal) {
 }
 
 /** concurrency.waitDelete: until `key` is deleted after `rev`. */
-async function waitDelete(lessor, key, rev, signal) {
+async function waitDelete(lessor, key, rev, signal, step) {
+  step.watch(key);
   const q = watchQueue(lessor, { key, startRevision: rev }, signal);
   try {
     for (;;) {
@@ -156,12 +204,13 @@ async function waitDelete(lessor, key, rev, signal) {
  * of them: only the one just before is watched). Returns the last Range's
  * revision (the header etcd's Lock answers with).
  */
-export async function waitDeletes(lessor, pfx, maxCreateRev, signal) {
+export async function waitDeletes(lessor, pfx, maxCreateRev, signal, step) {
   for (;;) {
     if (signal?.aborted) throw canceled();
+    step.as("etcdserverpb.KV/Range", { key: pfx, range_end: prefixEnd(pfx) });
     const r = recipe(() => lessor.range(lastCreate(pfx, maxCreateRev)));
     if (r.kvs.length === 0) return r.revision;
-    await waitDelete(lessor, r.kvs[0].key, r.revision, signal);
+    await waitDelete(lessor, r.kvs[0].key, r.revision, signal, step);
   }
 }
 

@@ -1,13 +1,16 @@
 // The service layer both transports share: "package.Service/Method" -> a
 // handler. A unary handler is (request, call) => response (or a promise of
 // it), where call.size is the request's encoded size and call.signal aborts
-// when the client cancels or goes; a bidirectional stream that answers each
-// request with one response is { each(request) }; one whose responses come
-// independently (Watch) is { open(send) } -> { request(msg), drain(),
-// end(), close() } (services/watch.mjs says how); a server stream is
-// { stream(request, call) } returning an async iterable. Messages are plain objects
-// (etcd/jsonpb.mjs says how). Methods with no handler here answer
-// Unimplemented: they wait for engine features (docs/server.md).
+// when the client cancels or goes, and call.token is the caller's auth token
+// (gRPC metadata `token`, else `authorization`; the gateway's header
+// `Grpc-Metadata-Token`, else `Authorization`), or undefined; a
+// bidirectional stream that answers each request with one response is
+// { each(request) }; one whose responses come independently (Watch) is
+// { open(send, call) } -> { request(msg), drain(), end(), close() }
+// (services/watch.mjs says how); a server stream is { stream(request, call) }
+// returning an async iterable. Messages are plain objects (etcd/jsonpb.mjs
+// says how). Methods with no handler here answer Unimplemented: they wait
+// for engine features (docs/server.md).
 import { etcdError, headers, isEngineFailure, throughErrors } from "./common.mjs";
 import { kvService } from "./kv.mjs";
 import { leaseService } from "./lease.mjs";
@@ -20,6 +23,8 @@ import { electionService } from "./election.mjs";
 import { createAlarms } from "./alarms.mjs";
 import { healthService } from "./health.mjs";
 import { createServiceStats } from "./metrics.mjs";
+import { createAuth } from "../auth/auth.mjs";
+import { policyOf } from "../methods.mjs";
 
 export { memberIds } from "./cluster.mjs";
 
@@ -31,14 +36,17 @@ export { memberIds } from "./cluster.mjs";
  * `snapshot` and `hashKv` (maintenance.mjs); `stats` (metrics.mjs's
  * createServiceStats: what the services record for /metrics);
  * `onFatal(error)` hears the first call that finds the engine failed
- * (below).
+ * (below); `auth`: { tokenTtlMs (--auth-token-ttl), bcryptCost
+ * (--bcrypt-cost), now } for etcd/auth/auth.mjs, whose users and roles
+ * `lessor` keeps.
  */
-export function createServices({ lessor, store = null, member, maxTxnOps, maxRequestBytes, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats = createServiceStats(), onFatal = null }) {
+export function createServices({ lessor, store = null, member, maxTxnOps, maxRequestBytes, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats = createServiceStats(), onFatal = null, auth: authOptions = {} }) {
   const alarms = createAlarms(member, lessor);
+  const auth = createAuth({ lessor, ...authOptions });
   // Each step of a compaction's sweep but the last, as etcd observes a
   // pause after each batch of deletes that more batches follow.
   lessor.addEventListener("compaction", (e) => e.pending > 0 && stats.compactionPause.observe(e.ms));
-  const ctx = { lessor, store, member, maxTxnOps, maxRequestBytes, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats, alarms, ...headers(lessor, member) };
+  const ctx = { lessor, store, member, maxTxnOps, maxRequestBytes, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats, alarms, auth, ...headers(lessor, member) };
   const services = {
     "etcdserverpb.KV": kvService(ctx),
     "etcdserverpb.Watch": watchService(ctx),
@@ -55,11 +63,33 @@ export function createServices({ lessor, store = null, member, maxTxnOps, maxReq
   for (const [service, methods] of Object.entries(services)) {
     for (const [name, handler] of Object.entries(methods)) {
       const path = `${service}/${name}`;
-      const h = typeof handler === "function" ? durable(lessor, alarms.guard(path, handler)) : handler.stream ? durableStream(lessor, handler) : handler;
+      const checked = gated(auth, path, handler);
+      const h = typeof checked === "function" ? durable(lessor, alarms.guard(path, checked)) : checked.stream ? durableStream(lessor, checked) : checked;
       table.set(path, fatal ? failing(h, fatal) : h);
     }
   }
   return table;
+}
+
+// The method's auth (etcd/methods.mjs) before its handler runs, unless the
+// handler's admission applies it (`admitted`) or it has none.
+function gated(auth, path, handler) {
+  const { auth: check, admitted } = policyOf(path);
+  if (!check || admitted) return handler;
+  if (typeof handler === "function") {
+    return (req, call) => {
+      auth.authorize(check, req, call?.token);
+      return handler(req, call);
+    };
+  }
+  if (!handler.stream) return handler;
+  return {
+    // (Refused at the first message: the transports' stream error.)
+    async *stream(req, call) {
+      auth.authorize(check, req, call?.token);
+      yield* handler.stream(req, call);
+    },
+  };
 }
 
 const once = (f) => {
@@ -91,8 +121,8 @@ function failing(handler, fatal) {
   }
   if (handler.open) {
     return {
-      open(send) {
-        const s = handler.open(send);
+      open(send, call) {
+        const s = handler.open(send, call);
         s.request = throughErrors(s.request.bind(s), check);
         return s;
       },

@@ -4,7 +4,7 @@
 // between wire messages and the engine's. Keys are any bytes.
 import { Etcd } from "../errors.mjs";
 import { bytesOf, engine, etcdError, int, keyOf, kvOut, leaseIn, txnOps } from "./common.mjs";
-import { requestLimit } from "../methods.mjs";
+import { admission } from "../methods.mjs";
 import { pagedRange } from "./paged-range.mjs";
 
 
@@ -187,15 +187,18 @@ export function compact(lessor, stats, revision) {
   return done;
 }
 
-export function kvService({ lessor, header, stats, maxTxnOps = 128, maxRequestBytes }) {
+export function kvService({ lessor, header, stats, auth, maxTxnOps = 128, maxRequestBytes }) {
   const top = (revision) => ({ ...header(), revision });
-  const limit = (rpc) => requestLimit(`etcdserverpb.KV/${rpc}`, maxRequestBytes);
-  const limits = { Put: limit("Put"), DeleteRange: limit("DeleteRange"), Txn: limit("Txn"), Compact: limit("Compact") };
+  // Each call's request limit and the caller's rights (etcd/methods.mjs).
+  const admit = (rpc) => admission(`etcdserverpb.KV/${rpc}`, maxRequestBytes, auth);
+  const limits = { Range: admit("Range"), Put: admit("Put"), DeleteRange: admit("DeleteRange"), Txn: admit("Txn"), Compact: admit("Compact") };
   return {
-    Range(req) {
+    Range(req, call) {
       keyOf(req.key);
+      const q = rangeIn(req);
+      limits.Range(req, call);
       // (A large one in steps, other calls answered between them.)
-      const r = engine(() => pagedRange((q) => range(lessor, q), rangeIn(req), () => lessor.nextDeadline()));
+      const r = engine(() => pagedRange((q) => range(lessor, q), q, () => lessor.nextDeadline()));
       if (typeof r.then !== "function") return rangeOut(r, top(r.revision));
       return r.then(
         (r) => rangeOut(r, top(r.revision)),

@@ -1,12 +1,12 @@
 // etcdserverpb.Lease: the engine's lessor, with etcd's ids and errors.
-import { requestLimit } from "../methods.mjs";
+import { admission } from "../methods.mjs";
 import { engine, etcdError, leaseIn, leaseOut } from "./common.mjs";
 
 const id = (v) => leaseIn(v) ?? 0n;
 
-export function leaseService({ lessor, header, stats, alarms, maxRequestBytes }) {
-  const limitGrant = requestLimit("etcdserverpb.Lease/LeaseGrant", maxRequestBytes);
-  const limitRevoke = requestLimit("etcdserverpb.Lease/LeaseRevoke", maxRequestBytes);
+export function leaseService({ lessor, header, stats, alarms, auth, maxRequestBytes }) {
+  const limitGrant = admission("etcdserverpb.Lease/LeaseGrant", maxRequestBytes, auth);
+  const limitRevoke = admission("etcdserverpb.Lease/LeaseRevoke", maxRequestBytes, auth);
   // A stream: one answer per request. An unknown lease is TTL 0, not an
   // error, and the stream goes on (etcd's LeaseKeepAlive). Past its
   // deadline while expiry is held (CORRUPT), etcd's renewal waits for the

@@ -3,20 +3,24 @@
 // is absent and blocks until no key under `name/` was created before it,
 // watching only its predecessor's delete; a canceled or timed-out Lock
 // deletes its key (its lease stays). Unlock deletes the key it is given.
+// With auth on, the caller needs write and read on `name/` (its key, the
+// holder's range and watch), as on etcd; the clean-up carries no token, so
+// there it fails and the key stays, as on etcd.
 import { bytesOf } from "./common.mjs";
-import { canceled, checkRecipe, created, firstCreate, keyUnder, recipe, session, waitDeletes } from "./concurrency.mjs";
+import { admitRecipe, canceled, created, firstCreate, keyUnder, recipe, session, steps, waitDeletes } from "./concurrency.mjs";
 import { leaseGoHex } from "edge-lease/lease-id";
 
-export function lockService({ lessor, header, maxRequestBytes }) {
+export function lockService({ lessor, header, auth, maxRequestBytes }) {
   return {
     async Lock(req, call) {
       const signal = call?.signal;
       if (signal?.aborted) throw canceled();
-      const lease = session(lessor, req.lease);
+      const step = steps(auth, call?.token);
+      const lease = session(lessor, req.lease, step);
       const name = bytesOf(req.name);
       const pfx = keyUnder(name);
       const myKey = keyUnder(name, leaseGoHex(lease));
-      checkRecipe(maxRequestBytes, { key: myKey, value: new Uint8Array(0), lease, failure: true, owner: pfx });
+      admitRecipe(maxRequestBytes, step, { key: myKey, value: new Uint8Array(0), lease, failure: true, owner: pfx });
       // Mutex.Lock: one txn puts the key if absent and reads the holder.
       const owner = { range: firstCreate(pfx) };
       const r = recipe(() =>
@@ -33,10 +37,11 @@ export function lockService({ lessor, header, maxRequestBytes }) {
       }
       let revision;
       try {
-        revision = await waitDeletes(lessor, pfx, myRev - 1, signal);
+        revision = await waitDeletes(lessor, pfx, myRev - 1, signal, step);
       } catch (e) {
         // Mutex.Unlock with the client's context: the key goes, errors ignored.
         try {
+          step.nobody.as("etcdserverpb.KV/DeleteRange", { key: myKey });
           lessor.deleteRange({ key: myKey });
         } catch {}
         throw e;
@@ -44,8 +49,9 @@ export function lockService({ lessor, header, maxRequestBytes }) {
       return { header: { ...header(), revision }, key: myKey };
     },
 
-    Unlock(req) {
+    Unlock(req, call) {
       const key = bytesOf(req.key);
+      steps(auth, call?.token).as("etcdserverpb.KV/DeleteRange", { key });
       const r = recipe(() => lessor.deleteRange({ key }));
       return { header: { ...header(), revision: r.revision } };
     },

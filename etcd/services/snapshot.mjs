@@ -13,6 +13,7 @@
 // free and every page is reachable, as bbolt's consistency check requires.
 
 import { alarmNumber } from "./alarms.mjs";
+import { authBuckets } from "../auth/buckets.mjs";
 import { leaseInt64 } from "edge-lease/lease-id";
 
 const PAGE = 4096;
@@ -335,7 +336,8 @@ const u64 = (n) => {
  * bucket (the history since the compaction point, as etcd's compaction
  * leaves it), the lease bucket (each lease's id and granted TTL), the meta
  * bucket (the compaction point), the alarm bucket (`alarms`: { memberID,
- * alarm } entries), and the empty member buckets a restore clears; laid
+ * alarm } entries), the auth buckets (users and roles: auth/buckets.mjs),
+ * and the empty member buckets a restore clears; laid
  * out as `boltFile` gives it. The history is read from the engine a piece
  * at a time as the pages are taken, so `lessor` must stay open (and not be
  * compacted) until the last piece is.
@@ -374,6 +376,7 @@ export function etcdSnapshot(lessor, alarms) {
       lease,
       meta: meta.map(([k, v]) => [bytes(k), v]),
       alarm,
+      ...authBuckets(lessor),
       members: [],
       members_removed: [],
     });

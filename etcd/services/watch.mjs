@@ -8,7 +8,8 @@
 // watchers that asked (etcd's interval plus up to 10% jitter, skipped after
 // events), fragments past etcd's 2 MiB send size when asked.
 //
-// The transport side: `Watch.open(send)` starts a session; `send(msg)`
+// The transport side: `Watch.open(send, call)` starts a session (the
+// caller's token in `call.token`, checked at each create); `send(msg)`
 // returns false when the transport wants it to wait, and the transport
 // calls `drain()` once it can take more. A session that has to wait stops
 // its engine watchers and restarts them from where they were once drained
@@ -18,6 +19,7 @@
 import { encodedSize, lengthSize } from "../size.mjs";
 import { GRPC_OVERHEAD_BYTES, MAX_REQUEST_BYTES } from "../limits.mjs";
 import { bytesOf, int, kvOut } from "./common.mjs";
+import { watchRefusal } from "../auth/permissions.mjs";
 
 // etcd's --max-request-bytes plus gRPC overhead: where fragments are cut.
 const FRAGMENT_BYTES = MAX_REQUEST_BYTES + GRPC_OVERHEAD_BYTES;
@@ -105,8 +107,11 @@ class Session {
   #timer = null;
   #outbox = [];
   #flushing = false;
+  // The caller's auth for each create: etcd's cancel reason, or null.
+  #refusal;
 
-  constructor({ lessor, header, progressIntervalMs, fragmentBytes, stats }, send) {
+  constructor({ lessor, header, progressIntervalMs, fragmentBytes, stats }, send, refusal) {
+    this.#refusal = refusal;
     this.#lessor = lessor;
     this.#fragmentBytes = fragmentBytes;
     this.#stats = stats;
@@ -164,20 +169,27 @@ class Session {
     this.#nextId = n;
   }
 
-  request(req) {
+  /**
+   * A request of the stream. `resumed`: a create a host makes again for a
+   * watcher it already had (worker/sockets.mjs), which was checked then.
+   */
+  request(req, { resumed = false } = {}) {
     if (this.#closed) return;
-    if (req.create_request) this.#create(req.create_request);
+    if (req.create_request) this.#create(req.create_request, resumed);
     else if (req.cancel_request) this.#cancel(int(req.cancel_request.watch_id));
     else if (req.progress_request) this.#out({ header: this.#head(), watch_id: -1 });
     // Anything else is ignored, as etcd does.
   }
 
-  #create(creq) {
+  #create(creq, resumed) {
     let key = bytesOf(creq.key);
     if (key.length === 0) key = Uint8Array.of(0); // \0 is the smallest key
     const end = bytesOf(creq.range_end);
     const fromKey = end.length === 1 && end[0] === 0;
     const refuse = (reason) => this.#out({ header: this.#head(), watch_id: -1, created: true, canceled: true, cancel_reason: reason });
+    // The caller's read of the range comes first, as in etcd's recvLoop.
+    const refused = resumed ? null : this.#refusal(creq);
+    if (refused) return refuse(refused);
     if (end.length && !fromKey && cmp(key, end) >= 0) return refuse("mvcc: watcher range is empty");
     let id = int(creq.watch_id);
     if (id === 0) {
@@ -345,11 +357,12 @@ class Session {
  * `stats.watch` (services/metrics.mjs createServiceStats), which /metrics
  * reads: the open sessions, and the events handed to their watchers.
  */
-export function watchService({ lessor, header, progressIntervalMs = PROGRESS_INTERVAL_MS, maxRequestBytes = MAX_REQUEST_BYTES, stats }) {
+export function watchService({ lessor, header, auth, progressIntervalMs = PROGRESS_INTERVAL_MS, maxRequestBytes = MAX_REQUEST_BYTES, stats }) {
   const ctx = { lessor, header, progressIntervalMs: Math.max(MIN_PROGRESS_INTERVAL_MS, progressIntervalMs), fragmentBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES, stats: stats.watch };
   return {
     Watch: {
-      open: (send) => new Session(ctx, send),
+      // `call.token`: the stream's token, read at each create (etcd/methods.mjs).
+      open: (send, call) => new Session(ctx, send, (creq) => watchRefusal(auth, call?.token, creq)),
     },
   };
 }

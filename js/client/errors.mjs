@@ -3,7 +3,9 @@
 // Unavailable (could not reach the server, or it is not serving; retrying
 // may help), Aborted (the caller's signal), Unimplemented (the server does
 // not have the feature), NotLeader (an election's proclaim after losing),
-// NotHeld (a mutex's assertHeld() when it is not locked).
+// NotHeld (a mutex's assertHeld() when it is not locked), Unauthenticated
+// (etcd's "invalid auth token", a Worker's token missing), PermissionDenied
+// (etcd's "permission denied").
 // Errors from a server carry `grpcCode` and, over HTTP, `status`.
 
 import { LeaseError } from "../errors.js"; // the package's one error class (no wasm in the client's module graph)
@@ -70,6 +72,9 @@ export function serverError(body, status) {
     return new LeaseError("Unavailable", message, extra);
   }
   if (grpcCode === 12 || status === 501) return new LeaseError("Unimplemented", message, extra);
+  // etcd's auth: a token that names nobody (or a Worker's token missing), a user without the right.
+  if (grpcCode === 16 || status === 401) return new LeaseError("Unauthenticated", message, extra);
+  if (grpcCode === 7 || status === 403) return new LeaseError("PermissionDenied", message, extra);
   if (grpcCode === 3 || grpcCode === 11) return new LeaseError("InvalidArgument", message, extra);
   return new LeaseError("Internal", message, extra);
 }

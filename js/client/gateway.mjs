@@ -193,7 +193,8 @@ export class GatewayBackend {
    * `url`: the server's client URL (`http://127.0.0.1:2379`). Options:
    * `timeout` (ms, each unary request; default 10000), `fetch` (for a
    * workerd service binding or a test), `headers` (e.g. etcd's
-   * `Authorization` token).
+   * `Authorization` token; or a function giving them for each request, as
+   * auth.mjs's does).
    */
   constructor(url, { timeout = 10_000, fetch: f, headers, webSocket } = {}) {
     const u = new URL(String(url));
@@ -203,7 +204,8 @@ export class GatewayBackend {
     this.#base = u.href.replace(/\/+$/, "") + "/v3/";
     this.#fetch = f ?? ((...a) => globalThis.fetch(...a));
     this.#timeout = timeout;
-    this.#headers = { ...headers };
+    // (A function: called for each request's headers, as auth.mjs's token.)
+    this.#headers = typeof headers === "function" ? headers : { ...headers };
     // Watches go over a WebSocket where the runtime has one, until this
     // server is found to answer them only over HTTP.
     this.#webSocket = webSocket === false ? null : webSocket ?? globalThis.WebSocket ?? null;
@@ -221,6 +223,7 @@ export class GatewayBackend {
   /** fetch with the client's and the caller's signals and a timeout; errors as LeaseErrors. */
   async #post(path, body, signal, timeout) {
     if (this.#closer.signal.aborted) throw closed();
+    const headers = typeof this.#headers === "function" ? await this.#headers() : this.#headers;
     const link = linkSignals([this.#closer.signal, signal], timeout, () =>
       unavailable(`${path}: no answer within ${timeout} ms`),
     );
@@ -228,7 +231,7 @@ export class GatewayBackend {
     try {
       res = await this.#fetch(this.#base + path, {
         method: "POST",
-        headers: this.#headers,
+        headers,
         body: JSON.stringify(body),
         signal: link.signal,
       });
@@ -370,7 +373,8 @@ export class GatewayBackend {
     if (this.#webSocket) {
       const link = linkSignals([this.#closer.signal, signal]);
       try {
-        for await (const m of socketStream(this.#webSocket, socketUrl(this.#base) + "watch", this.#headers, body, link.signal)) yield watchIn(m);
+        const headers = typeof this.#headers === "function" ? await this.#headers() : this.#headers;
+        for await (const m of socketStream(this.#webSocket, socketUrl(this.#base) + "watch", headers, body, link.signal)) yield watchIn(m);
       } catch (e) {
         if (!(e instanceof NotOpened)) throw e;
         noSocket = true; // (or the server is down: the HTTP stream says which)

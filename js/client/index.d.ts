@@ -256,7 +256,7 @@ export interface ConnectOptions {
   timeout?: number;
   /** The fetch to use (a workerd service binding's, a test's); default globalThis.fetch. */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
-  /** Sent with every request (e.g. etcd's `Authorization` token). */
+  /** Sent with every request (e.g. a Worker's `X-Edge-Lease-Token`, or etcd's `Authorization` token). */
   headers?: Record<string, string>;
   /**
    * Watches (and so lock and election waits) go over a WebSocket where the
@@ -268,6 +268,16 @@ export interface ConnectOptions {
    * the constructor takes them (Node's); a browser cannot send them.
    */
   webSocket?: (new (url: string, ...rest: any[]) => unknown) | false;
+  /**
+   * etcd's auth, as etcd's clients do it: the client authenticates as
+   * `user` before its first call, sends the token with every request (in
+   * `Authorization`, or `Grpc-Metadata-Token` when `headers` has an
+   * `Authorization` of its own), and on "invalid auth token" authenticates
+   * again and repeats the call once.
+   */
+  user?: string;
+  /** The user's password. */
+  password?: string;
 }
 
 export interface Client extends AsyncDisposableIfKnown {

@@ -7,6 +7,7 @@ import { isBackend } from "./backend.mjs";
 import { Client } from "./client.mjs";
 import { invalid } from "./errors.mjs";
 import { EndpointSet, endpointList } from "./endpoints.mjs";
+import { gatewayAuth } from "./auth.mjs";
 import { LocalBackend, isLessor } from "./local.mjs";
 
 export { LeaseError } from "./errors.mjs";
@@ -18,16 +19,18 @@ export { Election } from "./election.mjs";
 export { Watch } from "./watch.mjs";
 
 /**
- * `connect("http://127.0.0.1:2379", { timeout, fetch, headers })` for a
- * server (etcd's JSON gateway); `connect([url, ...])` or
- * `connect("url1,url2")` for the members of a cluster (endpoints.mjs:
- * spread, retried and failed over as etcd's clientv3 does);
- * `connect(lessor)` for an in-process Lessor; `connect(backend)` for
- * anything implementing backend.mjs's interface.
+ * `connect("http://127.0.0.1:2379", { timeout, fetch, headers, user,
+ * password })` for a server (etcd's JSON gateway; with a user, etcd's auth:
+ * auth.mjs); `connect([url, ...])` or `connect("url1,url2")` for the
+ * members of a cluster (endpoints.mjs: spread, retried and failed over as
+ * etcd's clientv3 does); `connect(lessor)` for an in-process Lessor;
+ * `connect(backend)` for anything implementing backend.mjs's interface.
  */
 export function connect(target, options = {}) {
   if (typeof target === "string" || target instanceof URL || Array.isArray(target)) {
-    return new Client(new EndpointSet(endpointList(target), options));
+    const urls = endpointList(target);
+    const auth = gatewayAuth(urls, options);
+    return new Client(auth.wrap(new EndpointSet(urls, auth.options)));
   }
   if (isLessor(target)) return new Client(new LocalBackend(target, options));
   if (isBackend(target)) return new Client(target);

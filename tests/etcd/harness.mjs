@@ -234,6 +234,8 @@ export function etcdctl(url, args, { input = "", timeout = 10_000 } = {}) {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
+    // (etcdctl may exit before it reads its input: a refused login.)
+    child.stdin.on("error", () => {});
     child.stdin.end(input);
   });
 }

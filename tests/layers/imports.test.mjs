@@ -5,7 +5,8 @@
 // that flow, and the module graph for cycles. The etcd package reaches the
 // edge package only through its published exports (edge-lease/...): etcd/
 // only for the two forms etcd's wire shares with the client (lease ids,
-// base64), which load no wasm, and for the engine only the members
+// base64), which load no wasm, and bcryptjs (plain JS: the auth store's
+// password hashes), and for the engine only the members
 // etcd/engine.d.ts declares; the hosts for the engine and their stores.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -58,7 +59,7 @@ const edges = new Map(
 // packages (bare specifiers) it may import.
 const ALLOWED = {
   js: { layers: ["js"], bare: [/^node:/] },
-  etcd: { layers: ["etcd"], bare: [/^edge-lease\/(lease-id|base64)$/] },
+  etcd: { layers: ["etcd"], bare: [/^edge-lease\/(lease-id|base64)$/, /^bcryptjs$/] },
   server: { layers: ["server", "etcd", "dist"], bare: [/^node:/, /^protobufjs$/, /^yaml$/, /^ws$/, /^edge-lease\/(engine|stores\/file)$/] },
   worker: { layers: ["worker", "etcd", "dist"], bare: [/^edge-lease\/(engine|stores\/durable-object)$/] },
   www: { layers: ["www"], bare: [/^edge-lease(\/|$)/] },

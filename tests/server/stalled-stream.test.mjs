@@ -84,9 +84,10 @@ test("on the gateway too: a Snapshot whose client stops reading is dropped after
     const r = await fetch(url + "/v3/maintenance/snapshot", { method: "POST", body: "{}" });
     return { status: r.status, text: await r.text() };
   };
-  // (A stream's error comes as its one chunk, after a 200, as grpc-gateway's.)
+  // (A stream's error before its first message comes as its one chunk,
+  // with the HTTP status of its code, as grpc-gateway's: Unavailable, 503.)
   const refused = await snapshot();
-  assert.equal(refused.status, 200);
+  assert.equal(refused.status, 503);
   assert.equal(JSON.parse(refused.text).error?.message, "edge-lease: another snapshot is being sent: try again once it is done");
   const t0 = performance.now();
   let sent;

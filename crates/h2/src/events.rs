@@ -7,8 +7,9 @@
 pub enum Event {
     /// A call began: grpc-timeout in ms (f64, negative if none), the
     /// grpc-encoding's length (u8) and name, the client-api-version's
-    /// length (u8, at most 254; 255 if the header is absent) and text, then
-    /// the path.
+    /// length (u8, at most 254; 255 if the header is absent) and text, the
+    /// auth token (the `token` header, else `authorization`): 0 if neither,
+    /// else 1, its length (u32) and bytes; then the path.
     Call = 1,
     /// A whole request message: the compressed-flag byte, then the message.
     Message = 2,

@@ -344,9 +344,18 @@ impl Conn {
             .unwrap_or(b"identity");
         // (etcd counts calls per client version, which its Go client sends.)
         let version = headers.get("client-api-version").map(|v| v.as_bytes());
+        // etcd's auth token: the metadata `token`, else `authorization`.
+        let token = headers
+            .get("token")
+            .or_else(|| headers.get(http::header::AUTHORIZATION))
+            .map(|v| v.as_bytes());
         let path = req.uri().path().as_bytes();
-        let mut payload =
-            Vec::with_capacity(10 + encoding.len() + version.map_or(0, <[u8]>::len) + path.len());
+        let mut payload = Vec::with_capacity(
+            15 + encoding.len()
+                + version.map_or(0, <[u8]>::len)
+                + token.map_or(0, <[u8]>::len)
+                + path.len(),
+        );
         payload.extend_from_slice(&timeout.to_le_bytes());
         payload.push(encoding.len().min(255) as u8);
         payload.extend_from_slice(&encoding[..encoding.len().min(255)]);
@@ -356,6 +365,14 @@ impl Conn {
                 payload.extend_from_slice(&v[..v.len().min(254)]);
             }
             None => payload.push(255),
+        }
+        match token {
+            Some(t) => {
+                payload.push(1);
+                payload.extend_from_slice(&(t.len() as u32).to_le_bytes());
+                payload.extend_from_slice(t);
+            }
+            None => payload.push(0),
         }
         payload.extend_from_slice(path);
         self.events.push(Event::Call, id, &payload);

@@ -12,6 +12,7 @@ const EV_CALL = 1, EV_MESSAGE = 2, EV_END = 3, EV_CANCEL = 4, EV_TOO_LARGE = 5, 
 
 let compiled = null;
 let current = null;
+let failures = 0;
 
 // The module's few WASI imports: a clock (h2 times reset streams), random
 // bytes (std's hash seeds), stderr for a panic's message. No files, no
@@ -68,8 +69,25 @@ function instance() {
 function fail(inst, e) {
   if (inst.failed) return;
   inst.failed = true;
+  failures++;
   console.error(`edge-lease: HTTP/2 module failed, closing its ${inst.sessions.size} connections: ${e?.stack ?? e}`);
   for (const s of inst.sessions) s.destroy();
+}
+
+/**
+ * The shared module's state (tests read it): `memory`, its linear memory's
+ * size in bytes (wasm memory grows and never shrinks); `live`, the bytes
+ * its allocator has handed out and not had back (null where the build does
+ * not count them); `connections`; `failures`, instances that trapped.
+ */
+export function h2Stats() {
+  const ok = current && !current.failed;
+  return {
+    memory: current?.memory.buffer.byteLength ?? 0,
+    live: ok && current.x.h2_live_bytes ? current.x.h2_live_bytes() >>> 0 : null,
+    connections: ok ? current.sessions.size : 0,
+    failures,
+  };
 }
 
 const encoder = new TextEncoder();

@@ -3,7 +3,7 @@
 //! writes, then calls); bytes go out through `h2_take`, whose buffers stay
 //! valid until the next call.
 
-use crate::{Conn, Limits};
+use crate::{live_bytes, Conn, Limits};
 use std::cell::RefCell;
 
 #[derive(Default)]
@@ -28,14 +28,31 @@ fn with_conn<R>(h: u32, f: impl FnOnce(&mut Conn, &[u8]) -> R) -> Option<R> {
     })
 }
 
+/// Scratch room kept between calls; a larger message's room is given back
+/// at the next smaller one.
+const SCRATCH_KEEP: usize = 1 << 20;
+
 /// Room for `len` bytes of input; the host writes there before its next call.
 #[no_mangle]
 pub extern "C" fn h2_scratch(len: u32) -> *mut u8 {
     MODULE.with(|m| {
         let scratch = &mut m.borrow_mut().scratch;
         scratch.resize(len as usize, 0);
+        scratch.shrink_to(SCRATCH_KEEP);
         scratch.as_mut_ptr()
     })
+}
+
+/// Bytes allocated in the module and not freed (its memory only grows).
+#[no_mangle]
+pub extern "C" fn h2_live_bytes() -> u32 {
+    live_bytes() as u32
+}
+
+/// The bytes connection `h`'s buffers hold (`Conn::held`).
+#[no_mangle]
+pub extern "C" fn h2_held(h: u32) -> u32 {
+    with_conn(h, |c, _| c.held() as u32).unwrap_or(0)
 }
 
 /// A new connection (the client preface not yet read); its handle.

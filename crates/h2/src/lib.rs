@@ -14,18 +14,24 @@
 //! call until nothing progresses, after every input, and at the take
 //! (`swap`) when messages were queued since (a turn's messages, however
 //! many, cost one pump).
+//!
+//! The client's bytes go to h2 as they come: h2 decodes each header block
+//! from the bytes as sent, its HPACK table's entries shared, not copied, by
+//! the fields that refer to them, and keeps at most MAX_HEADER_LIST of a
+//! block (vendor/h2 is patched for grpc-go's URL :authority, which h2
+//! refused: an HPACK re-encoder in front of it did that before, and
+//! expanded each block in full before h2 saw it).
 
+#[cfg(target_arch = "wasm32")]
+mod alloc;
 mod events;
 mod ffi;
-mod hpack;
-mod inbound;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use events::{Event, Events};
 use h2::server::{Connection, Handshake, SendResponse};
 use h2::{RecvStream, SendStream};
 use http::{HeaderMap, HeaderValue, Request, Response};
-use inbound::{Broken, Inbound};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -43,6 +49,34 @@ const HIGH_WATER_BYTES: usize = 16 << 20;
 /// Bytes waiting for the socket past which h2 is held back, once the host
 /// says the socket is full.
 const OUT_BUDGET: usize = 256 * 1024;
+/// SETTINGS_MAX_HEADER_LIST_SIZE: a request's header list, decoded, as
+/// HPACK counts it (name + value + 32 a field). Past it h2 refuses the
+/// stream (431, then RST_STREAM), past 4 times it the connection (GOAWAY
+/// ENHANCE_YOUR_CALM), keeping nothing past the limit meanwhile. grpc-go
+/// (etcd) advertises 16 MiB; gRPC metadata is a few hundred bytes, and
+/// proxies default to about this (Envoy 60 KiB, nghttp2 64 KiB).
+const MAX_HEADER_LIST: u32 = 64 * 1024;
+/// A buffer left with more room than this once drained gives it back (wasm
+/// memory does not shrink, but the allocator can hand it to others).
+const KEEP: usize = 64 * 1024;
+
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
+
+/// Bytes allocated in the module and not freed (0 where not counted).
+pub fn live_bytes() -> usize {
+    #[cfg(target_arch = "wasm32")]
+    return alloc::live();
+    #[cfg(not(target_arch = "wasm32"))]
+    0
+}
+
+/// `buf`, empty, with at most `keep` bytes of room.
+fn release(buf: &mut Vec<u8>, keep: usize) {
+    buf.clear();
+    buf.shrink_to(keep);
+}
 
 /// The bytes between h2 and the socket: what was read and not yet parsed,
 /// what is to be written.
@@ -120,7 +154,6 @@ pub struct Limits {
 /// One HTTP/2 connection serving gRPC calls.
 pub struct Conn {
     pipe: Rc<RefCell<Pipe>>,
-    inbound: Inbound,
     state: State,
     calls: HashMap<u32, Call>,
     events: Events,
@@ -139,14 +172,14 @@ impl Conn {
         // window update per 64 KiB.
         builder
             .initial_window_size(1 << 20)
-            .initial_connection_window_size(1 << 22);
+            .initial_connection_window_size(1 << 22)
+            .max_header_list_size(MAX_HEADER_LIST);
         if limits.max_concurrent_streams > 0 {
             builder.max_concurrent_streams(limits.max_concurrent_streams);
         }
         let state = State::Handshake(builder.handshake(Io(pipe.clone())));
         let mut conn = Conn {
             pipe,
-            inbound: Inbound::default(),
             state,
             calls: HashMap::new(),
             events: Events::default(),
@@ -159,22 +192,26 @@ impl Conn {
 
     /// Bytes read from the socket.
     pub fn input(&mut self, bytes: &[u8]) {
-        let broken = self
-            .inbound
-            .feed(bytes, &mut self.pipe.borrow_mut().input)
-            .err();
+        self.pipe.borrow_mut().input.extend_from_slice(bytes);
         self.pump();
-        if let Some(why) = broken {
-            // GOAWAY, then the end.
-            if let State::Open(conn) = &mut self.state {
-                conn.abrupt_shutdown(match why {
-                    Broken::Protocol => h2::Reason::PROTOCOL_ERROR,
-                    Broken::Compression => h2::Reason::COMPRESSION_ERROR,
-                });
-            }
-            self.pump();
-            self.close();
+        let mut pipe = self.pipe.borrow_mut();
+        if pipe.input.is_empty() && pipe.input.capacity() > KEEP {
+            pipe.input = BytesMut::new();
         }
+    }
+
+    /// The bytes this connection's buffers hold: what waits to be read by
+    /// h2 or written, events not yet taken, requests being assembled and
+    /// answers waiting for the client's window (h2's own state, bounded by
+    /// its settings, not counted).
+    pub fn held(&self) -> usize {
+        let pipe = self.pipe.borrow();
+        let calls: usize = self
+            .calls
+            .values()
+            .map(|c| c.partial.capacity() + c.queued)
+            .sum();
+        pipe.input.capacity() + pipe.output.capacity() + self.events.0.capacity() + calls
     }
 
     /// Whether the host's socket is full (it holds more than it wants to).
@@ -251,8 +288,9 @@ impl Conn {
         if self.queued {
             self.pump();
         }
-        events.clear();
-        output.clear();
+        // (Taken last time: what a large batch left them is given back.)
+        release(events, KEEP);
+        release(output, KEEP);
         std::mem::swap(events, &mut self.events.0);
         std::mem::swap(output, &mut self.pipe.borrow_mut().output);
     }
@@ -582,13 +620,16 @@ impl Call {
                 return;
             }
             if self.partial.len() < 5 + len {
-                // Room for the rest, once.
-                self.partial.reserve(5 + len - self.partial.len());
+                // (No room reserved for the length it announces: the
+                // bytes take room as they come.)
                 return;
             }
             let message = self.partial.split_to(5 + len);
             // The first byte is the compressed flag; the host decompresses.
             events.push_parts(Event::Message, id, &message[..1], &message[5..]);
+        }
+        if self.partial.is_empty() && self.partial.capacity() > KEEP {
+            self.partial = BytesMut::new();
         }
     }
 

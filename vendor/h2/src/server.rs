@@ -1700,15 +1700,20 @@ impl proto::Peer for Peer {
 
         // A request translated from HTTP/1 must not include the :authority
         // header
+        //
+        // edge-lease patch (vendor/h2/PATCHED.md): an :authority that is not
+        // one (grpc-go sends a whole URL, "http://127.0.0.1:2379") is left
+        // off the request instead of resetting the stream.
         if let Some(authority) = pseudo.authority {
             let maybe_authority = uri::Authority::from_maybe_shared(authority.clone().into_inner());
-            parts.authority = Some(maybe_authority.or_else(|why| {
-                malformed!(
-                    "malformed headers: malformed authority ({:?}): {}",
+            if let Err(why) = &maybe_authority {
+                tracing::debug!(
+                    "malformed headers: malformed authority ({:?}): {}; left off",
                     authority,
                     why,
-                )
-            })?);
+                );
+            }
+            parts.authority = maybe_authority.ok();
         }
 
         // A :scheme is required, except CONNECT.

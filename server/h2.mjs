@@ -8,6 +8,12 @@ import { readBytes } from "./reads.mjs";
 
 const WASM = new URL("../dist/h2.wasm", import.meta.url);
 
+// Input work one connection may do in a turn of the event loop before its
+// reads wait for the next: libuv hands a socket up to 32 reads of 64 KiB
+// at once, and a client sending bytes that are cheap to send and dear to
+// parse kept everyone else waiting for all of them (up to ~0.7 s).
+const TURN_INPUT_MS = 5;
+
 const EV_CALL = 1, EV_MESSAGE = 2, EV_END = 3, EV_CANCEL = 4, EV_TOO_LARGE = 5, EV_DRAIN = 6, EV_CLOSED = 7;
 
 let compiled = null;
@@ -203,6 +209,8 @@ export class H2Session {
     this.scheduled = false;
     this.out = []; // bytes to write this turn
     this.full = false; // the socket said to wait for "drain"
+    this.inputMs = 0; // input work since its reads last waited a turn
+    this.yielded = false; // its reads wait for the next turn
     this.handle = this.command((x) => x.h2_open(maxConcurrentStreams >>> 0, maxMessage >>> 0), -1);
     if (this.handle < 0) return;
     socket.on("end", () => this.command((x) => x.h2_eof(this.handle)));
@@ -214,9 +222,20 @@ export class H2Session {
   }
 
   input(chunk) {
+    const t0 = performance.now();
     this.command((x, mem) => x.h2_input(this.handle, toScratch(x, mem, chunk)));
     // Calls, messages and cancels are heard at once, not a tick later.
     this.flush();
+    this.inputMs += performance.now() - t0;
+    if (this.inputMs >= TURN_INPUT_MS && !this.yielded && !this.closed) {
+      this.yielded = true;
+      this.reads.pause();
+      setImmediate(() => {
+        this.yielded = false;
+        this.inputMs = 0;
+        if (!this.full && !this.closed) this.reads.resume();
+      });
+    }
   }
 
   /**
@@ -278,7 +297,7 @@ export class H2Session {
       this.socket.once("drain", () => {
         this.full = false;
         this.command((x) => x.h2_socket_full(this.handle, 0));
-        this.reads.resume();
+        if (!this.yielded) this.reads.resume();
       });
     }
   }

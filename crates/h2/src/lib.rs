@@ -24,9 +24,11 @@
 
 #[cfg(target_arch = "wasm32")]
 mod alloc;
+mod budget;
 mod events;
 mod ffi;
 
+use budget::Budget;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use events::{Event, Events};
 use h2::server::{Connection, Handshake, SendResponse};
@@ -38,6 +40,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
 /// A call asks its sender to wait once this many messages, or bytes, wait
 /// for flow control (counted after h2 took what the window allows). As
@@ -158,6 +161,8 @@ pub struct Conn {
     calls: HashMap<u32, Call>,
     events: Events,
     max_message: usize,
+    /// The CPU its input may take.
+    budget: Budget,
     /// Output was queued since the last pump: `swap` pumps first. So many
     /// messages queued in one turn (a watch fan-out) cost one pump, not one
     /// each, and each pump polls every call on the connection.
@@ -184,6 +189,7 @@ impl Conn {
             calls: HashMap::new(),
             events: Events::default(),
             max_message: limits.max_message,
+            budget: Budget::new(Instant::now()),
             queued: false,
         };
         conn.pump();
@@ -192,12 +198,27 @@ impl Conn {
 
     /// Bytes read from the socket.
     pub fn input(&mut self, bytes: &[u8]) {
+        let start = Instant::now();
         self.pipe.borrow_mut().input.extend_from_slice(bytes);
         self.pump();
-        let mut pipe = self.pipe.borrow_mut();
-        if pipe.input.is_empty() && pipe.input.capacity() > KEEP {
-            pipe.input = BytesMut::new();
+        {
+            let mut pipe = self.pipe.borrow_mut();
+            if pipe.input.is_empty() && pipe.input.capacity() > KEEP {
+                pipe.input = BytesMut::new();
+            }
         }
+        if !self.budget.spend(start, Instant::now()) {
+            self.go_away(h2::Reason::ENHANCE_YOUR_CALM);
+        }
+    }
+
+    /// GOAWAY with `reason`, then the end (its calls are cancelled).
+    fn go_away(&mut self, reason: h2::Reason) {
+        if let State::Open(conn) = &mut self.state {
+            conn.abrupt_shutdown(reason);
+        }
+        self.pump();
+        self.close();
     }
 
     /// The bytes this connection's buffers hold: what waits to be read by

@@ -117,15 +117,17 @@ export function textToScratch(x, mem, text) {
  * What the module produced for connection `h` since the last take: its
  * events and the bytes to write, copied (the module reuses its buffers, and
  * the events' messages are decoded into objects that may keep slices of
- * them), each null if none. (Exported for tests.)
+ * them), each null if none; `more` if it has more to write (it writes at
+ * most 1 MiB between takes). (Exported for tests.)
  */
 export function taken(x, mem, h) {
   // (The take first: it may grow the module's memory, detaching an older buffer.)
   const ptr = x.h2_take(h) >>> 0;
-  const at = new Uint32Array(mem.buffer, ptr, 4);
+  const at = new Uint32Array(mem.buffer, ptr, 5);
   return {
     events: at[1] ? Buffer.from(new Uint8Array(mem.buffer, at[0], at[1])) : null,
     output: at[3] ? Buffer.from(new Uint8Array(mem.buffer, at[2], at[3])) : null,
+    more: at[4] === 1,
   };
 }
 
@@ -161,6 +163,15 @@ export class H2Call {
     if (this.done) return false;
     this.#sent(bytes);
     return this.session.command((x, mem) => x.h2_send(this.session.handle, this.id, toScratch(x, mem, bytes)) === 1, false);
+  }
+
+  /**
+   * Bytes the call may queue before send() would say wait; 0: wait now,
+   * onDrain follows (as after send() said false).
+   */
+  room() {
+    if (this.done) return 0;
+    return this.session.command((x) => x.h2_room(this.session.handle, this.id) >>> 0, 0);
   }
 
   /** Answers with one message and status OK (a unary call's answer). */
@@ -209,6 +220,7 @@ export class H2Session {
     this.scheduled = false;
     this.out = []; // bytes to write this turn
     this.full = false; // the socket said to wait for "drain"
+    this.more = false; // the module has more to write: taken again next turn
     this.inputMs = 0; // input work since its reads last waited a turn
     this.yielded = false; // its reads wait for the next turn
     this.handle = this.command((x) => x.h2_open(maxConcurrentStreams >>> 0, maxMessage >>> 0), -1);
@@ -265,9 +277,9 @@ export class H2Session {
   flush() {
     this.scheduled = false;
     if (this.closed || this.inst.failed) return;
-    let events, output;
+    let events, output, more;
     try {
-      ({ events, output } = taken(this.inst.x, this.inst.memory, this.handle));
+      ({ events, output, more } = taken(this.inst.x, this.inst.memory, this.handle));
     } catch (e) {
       fail(this.inst, e);
       return;
@@ -275,6 +287,14 @@ export class H2Session {
     if (output) {
       this.out.push(output);
       if (this.out.length === 1) setImmediate(() => this.write());
+    }
+    if (more && !this.more) {
+      // After this is written (setImmediate keeps the order).
+      this.more = true;
+      setImmediate(() => {
+        this.more = false;
+        this.flush();
+      });
     }
     if (events) this.dispatch(events);
   }

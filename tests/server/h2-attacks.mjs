@@ -75,13 +75,13 @@ export function frames(bytes) {
 
 /**
  * A raw connection to `port`: `send(bytes)` resolves once the socket took
- * them (or closed); `received` counts what came back (kept only while
- * `keep` bytes fit, for frames()); `goaway()` is the GOAWAY's error code
- * once one came (null before); `closed` once the server closed it.
+ * them (or closed); `received` counts what came back; `goawayCode` is the
+ * GOAWAY's error code once one came (null before); `closed` once the
+ * server closed it.
  */
-export function attacker(t, port, { read = true, keep = 1 << 16 } = {}) {
+export function attacker(t, port, { read = true } = {}) {
   const s = netConnect(port, "127.0.0.1");
-  const a = { socket: s, received: 0, head: [], closed: false, goawayCode: null };
+  const a = { socket: s, received: 0, closed: false, goawayCode: null };
   let pending = Buffer.alloc(0);
   s.on("error", () => {});
   s.on("close", () => (a.closed = true));
@@ -126,11 +126,18 @@ export async function settled(a, quietMs = 300, maxMs = 15_000) {
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? null;
 
+const r1 = (x) => (x === null ? null : Math.round(x * 10) / 10);
+function latencies(ms) {
+  const sorted = [...ms].sort((x, y) => x - y);
+  return { calls: ms.length, p50: r1(percentile(sorted, 50)), p99: r1(percentile(sorted, 99)), max: r1(sorted.at(-1) ?? null) };
+}
+
 /**
  * The victim: one grpc-js client (one connection) with a Watch on
  * `victim` open and a Range every `everyMs` until `finish()` (at most
- * 20,000 of them). `finish()` then puts `victim` and waits (5 s at most)
- * for the Watch to have it: { calls, errors, p50, p99, max, watch }.
+ * 20,000 of them). `lap()`: { calls, p50, p99, max } of the Ranges since
+ * the last lap. `finish()` then puts `victim` and waits (5 s at most) for
+ * the Watch to have it: { calls, errors, p50, p99, max, watch } of all.
  */
 export async function startVictim(t, url, { everyMs = 5 } = {}) {
   const c = connect(t, url);
@@ -140,6 +147,7 @@ export async function startVictim(t, url, { everyMs = 5 } = {}) {
   const ms = [];
   const errors = [];
   let stop = false;
+  let lapped = 0;
   const loop = (async () => {
     for (let i = 0; i < 20_000 && !stop; i++) {
       const t0 = performance.now();
@@ -150,6 +158,11 @@ export async function startVictim(t, url, { everyMs = 5 } = {}) {
     }
   })();
   return {
+    lap() {
+      const out = latencies(ms.slice(lapped));
+      lapped = ms.length;
+      return out;
+    },
     async finish() {
       stop = true;
       await loop;
@@ -157,18 +170,83 @@ export async function startVictim(t, url, { everyMs = 5 } = {}) {
       if (put.code !== undefined) errors.push(`put: ${put.code} ${put.details}`);
       const seen = () => w.messages.some((m) => (m.events ?? []).some((e) => Buffer.from(e.kv.value ?? "", "base64").toString() === "still here"));
       const got = await until(seen, 5000);
-      const sorted = [...ms].sort((x, y) => x - y);
-      const r = (x) => (x === null ? null : Math.round(x * 10) / 10);
-      return {
-        calls: ms.length,
-        errors,
-        p50: r(percentile(sorted, 50)),
-        p99: r(percentile(sorted, 99)),
-        max: r(sorted.at(-1) ?? null),
-        watch: { open: !w.error && !w.ended, error: w.error, event: got },
-      };
+      return { ...latencies(ms), errors, watch: { open: !w.error && !w.ended, error: w.error, event: got } };
     },
   };
 }
 
 export const mib = (n) => `${(n / MiB).toFixed(1)} MiB`;
+
+// An HPACK block of literal fields, never indexed.
+const literals = (fields) => Buffer.from(fields.flatMap(([n, v]) => [0x10, ...str(n), ...str(v)]));
+
+/**
+ * A client of `streams` Watch streams on one raw connection whose windows
+ * start shut (SETTINGS_INITIAL_WINDOW_SIZE 0): each stream sends `create`
+ * (a WatchCreateRequest, encoded) and the server can send it nothing.
+ * `read()` opens every window as wide as HTTP/2 allows; `responses(id)`
+ * are the WatchResponses (decoded by `Res`) stream `id` got so far; `ids`
+ * the streams' ids.
+ */
+export async function zeroWindowWatches(t, port, streams, createBytes, Res) {
+  const a = attacker(t, port);
+  await a.connected;
+  const ids = Array.from({ length: streams }, (_, i) => 1 + 2 * i);
+  const head = literals([
+    [":method", "POST"],
+    [":scheme", "http"],
+    [":path", "/etcdserverpb.Watch/Watch"],
+    [":authority", "127.0.0.1"],
+    ["content-type", "application/grpc"],
+    ["te", "trailers"],
+  ]);
+  const message = Buffer.alloc(5 + createBytes.length);
+  message.writeUInt32BE(createBytes.length, 1);
+  message.set(createBytes, 5);
+  const parts = [PREFACE, settings([[4, 0]])];
+  for (const id of ids) parts.push(h2frame(1, 0x4, id, head), h2frame(0, 0, id, message));
+  await a.send(Buffer.concat(parts));
+
+  // DATA frames, per stream, parsed into gRPC messages as they come (the
+  // pieces joined only once a whole message is in).
+  const data = new Map(ids.map((id) => [id, { chunks: [], size: 0, need: 5, responses: [] }]));
+  const take = (s, piece) => {
+    s.chunks.push(piece);
+    s.size += piece.length;
+    while (s.size >= s.need) {
+      let buf = Buffer.concat(s.chunks);
+      if (s.need === 5) s.need = 5 + buf.readUInt32BE(1);
+      if (buf.length < s.need) {
+        s.chunks = [buf];
+        continue;
+      }
+      s.responses.push(Res.toObject(Res.decode(buf.subarray(5, s.need)), { longs: String }));
+      buf = buf.subarray(s.need);
+      [s.chunks, s.size, s.need] = [[buf], buf.length, 5];
+    }
+  };
+  let pending = Buffer.alloc(0);
+  a.socket.on("data", (d) => {
+    pending = pending.length ? Buffer.concat([pending, d]) : d;
+    let at = 0;
+    while (pending.length - at >= 9 && pending.length - at >= 9 + pending.readUIntBE(at, 3)) {
+      const len = pending.readUIntBE(at, 3);
+      const id = pending.readUInt32BE(at + 5) & 0x7fffffff;
+      const s = data.get(id);
+      if (pending[at + 3] === 0 && s) take(s, pending.subarray(at + 9, at + 9 + len));
+      at += 9 + len;
+    }
+    pending = pending.subarray(at);
+  });
+  const grant = (id, n) => {
+    const p = Buffer.alloc(4);
+    p.writeUInt32BE(n, 0);
+    return h2frame(8, 0, id, p);
+  };
+  return Object.assign(a, {
+    ids,
+    responses: (id) => data.get(id).responses,
+    // Every window as wide as it goes (2^31 - 1); the connection's started at 65,535.
+    read: () => a.send(Buffer.concat([grant(0, 0x7fffffff - 65535), ...ids.map((id) => grant(id, 0x7fffffff))])),
+  });
+}

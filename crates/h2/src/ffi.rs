@@ -13,7 +13,7 @@ struct Module {
     scratch: Vec<u8>,
     events: Vec<u8>,
     output: Vec<u8>,
-    taken: [u32; 4],
+    taken: [u32; 5],
 }
 
 thread_local! {
@@ -119,6 +119,13 @@ pub extern "C" fn h2_send(h: u32, id: u32, len: u32) -> u32 {
     .unwrap_or(0)
 }
 
+/// Bytes call `id` may queue before its sender would be told to wait; 0:
+/// wait for a Drain event.
+#[no_mangle]
+pub extern "C" fn h2_room(h: u32, id: u32) -> u32 {
+    with_conn(h, |c, _| c.room(id).min(u32::MAX as usize) as u32).unwrap_or(0)
+}
+
 /// Answers call `id` with the first `len` scratch bytes as its one message, and status OK.
 #[no_mangle]
 pub extern "C" fn h2_reply(h: u32, id: u32, len: u32) {
@@ -144,13 +151,15 @@ pub extern "C" fn h2_shutdown(h: u32) {
 }
 
 /// The events and the bytes to write since the last take, as a pointer to
-/// four u32s: events' address and length, output's address and length.
+/// five u32s: events' address and length, output's address and length, and
+/// 1 if there is more to write (take again once this is written), else 0.
 #[no_mangle]
 pub extern "C" fn h2_take(h: u32) -> *const u32 {
     MODULE.with(|m| {
         let m = &mut *m.borrow_mut();
+        let mut more = false;
         if let Some(Some(conn)) = m.conns.get_mut(h as usize) {
-            conn.swap(&mut m.events, &mut m.output);
+            more = conn.swap(&mut m.events, &mut m.output);
         } else {
             m.events.clear();
             m.output.clear();
@@ -160,6 +169,7 @@ pub extern "C" fn h2_take(h: u32) -> *const u32 {
             m.events.len() as u32,
             m.output.as_ptr() as u32,
             m.output.len() as u32,
+            more as u32,
         ];
         m.taken.as_ptr()
     })

@@ -22,6 +22,11 @@ fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
 
 /// A connection whose client sent `settings` and opened calls 1 and 3.
 fn two_calls(settings: &[u8]) -> Conn {
+    calls(settings, 2)
+}
+
+/// A connection whose client sent `settings` and opened `n` calls: 1, 3, ...
+fn calls(settings: &[u8], n: u32) -> Conn {
     let mut conn = Conn::new(Limits {
         max_concurrent_streams: 0,
         max_message: 1 << 20,
@@ -42,7 +47,7 @@ fn two_calls(settings: &[u8]) -> Conn {
         block.push(value.len() as u8);
         block.extend_from_slice(value);
     }
-    for id in [1, 3] {
+    for id in (0..n).map(|i| 1 + 2 * i) {
         frame(&mut input, 1, 0x4, id, &block);
     }
     conn.input(&input);
@@ -52,7 +57,7 @@ fn two_calls(settings: &[u8]) -> Conn {
         calls += (events[at] == Event::Call as u8) as usize;
         at += 9 + u32::from_le_bytes(events[at + 5..at + 9].try_into().unwrap()) as usize;
     }
-    assert_eq!(calls, 2);
+    assert_eq!(calls, n as usize);
     conn
 }
 
@@ -351,4 +356,57 @@ fn a_message_is_given_room_as_its_bytes_come_not_as_announced() {
     conn.input(&input);
     assert!(conn.calls[&1].partial.capacity() < 64 * 1024);
     assert!(conn.held() < 512 * 1024, "held {}", conn.held());
+}
+
+#[test]
+fn the_connection_s_calls_together_wait_past_its_mark() {
+    // Windows shut: whatever is sent waits. Four calls queue 4 MiB each:
+    // the fourth is told to wait, and the fifth finds no room.
+    let mut conn = calls(&[0, 4, 0, 0, 0, 0], 5);
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    let big = vec![7u8; (4 << 20) - 5];
+    assert_eq!(conn.room(1), HIGH_WATER_BYTES);
+    assert!(conn.send(1, &big) && conn.send(3, &big) && conn.send(5, &big));
+    assert_eq!(conn.room(7), 4 << 20);
+    assert!(!conn.send(7, &big), "the connection is full: told to wait");
+    for id in [1, 3, 5, 7, 9] {
+        assert_eq!(conn.room(id), 0, "call {id}");
+    }
+    conn.swap(&mut events, &mut output);
+    assert_eq!(count(&events, Event::Drain), 0);
+
+    // Call 1's client reads (its window and the connection's open): its
+    // answer goes, a take at a time (at most 1 MiB each).
+    let mut input = Vec::new();
+    frame(&mut input, 8, 0, 0, &(1u32 << 30).to_be_bytes());
+    frame(&mut input, 8, 0, 1, &(1u32 << 30).to_be_bytes());
+    conn.input(&input);
+    let (mut sent, mut drains) = (0, 0);
+    for _ in 0..16 {
+        let more = conn.swap(&mut events, &mut output);
+        assert!(
+            output.len() <= OUT_TURN + 64 * 1024,
+            "one take: {}",
+            output.len()
+        );
+        sent += data_len(&output);
+        drains += count(&events, Event::Drain);
+        if !more {
+            break;
+        }
+    }
+    // Drains for call 1, whose answer went, and call 9, which had nothing
+    // waiting; 3, 5 and 7 still wait for their windows.
+    assert_eq!((sent, drains), (4 << 20, 2));
+    assert!(conn.room(1) > 0 && conn.room(9) > 0);
+    assert_eq!(conn.room(3), 0);
+}
+
+/// The DATA payload bytes in `output`.
+fn data_len(output: &[u8]) -> usize {
+    all_frames(output)
+        .iter()
+        .filter(|f| f.0 == 0)
+        .map(|f| f.3.len())
+        .sum()
 }

@@ -20,6 +20,46 @@ let compiled = null;
 let current = null;
 let failures = 0;
 
+// What the module may hold before the connection holding most of it is
+// closed (GOAWAY ENHANCE_YOUR_CALM), so that memory running out fails that
+// connection, not the module and every connection on it. Each connection's
+// own bounds keep it far below this (server/README.md); many together may
+// not. wasm32's memory ends at 4 GiB, and the allocator needs room past
+// what it holds.
+let memoryHigh = 2 ** 31;
+let guarding = false;
+
+/** Sets the memory guard's bound, in bytes (tests lower it). */
+export function setH2MemoryHigh(bytes) {
+  memoryHigh = bytes;
+}
+
+const MiB = (n) => (n / 2 ** 20).toFixed(1);
+
+// Closes the connections holding most, while the module holds more than
+// memoryHigh (each close frees its buffers at once).
+function guard(inst) {
+  if (guarding || inst.failed || !inst.x.h2_live_bytes) return;
+  guarding = true;
+  try {
+    for (let live = inst.x.h2_live_bytes() >>> 0; live > memoryHigh; live = inst.x.h2_live_bytes() >>> 0) {
+      let worst = null;
+      let most = 0;
+      for (const s of inst.sessions) {
+        const held = s.held();
+        if (held > most) [worst, most] = [s, held];
+      }
+      if (!worst) return;
+      console.error(`edge-lease: the HTTP/2 module holds ${MiB(live)} MiB, past ${MiB(memoryHigh)}: closing the connection that holds most (${MiB(most)} MiB)`);
+      worst.calm();
+    }
+  } catch (e) {
+    fail(inst, e);
+  } finally {
+    guarding = false;
+  }
+}
+
 // The module's few WASI imports: a clock (h2 times reset streams), random
 // bytes (std's hash seeds), stderr for a panic's message. No files, no
 // environment. Addresses and lengths come as wasm's i32, signed: each is read
@@ -297,6 +337,20 @@ export class H2Session {
       });
     }
     if (events) this.dispatch(events);
+    guard(this.inst);
+  }
+
+  /** The bytes this connection's buffers hold in the module. */
+  held() {
+    return this.closed || this.handle < 0 ? 0 : this.inst.x.h2_held(this.handle) >>> 0;
+  }
+
+  /** GOAWAY ENHANCE_YOUR_CALM, and the end: it holds more than it may. */
+  calm() {
+    this.command((x) => x.h2_calm(this.handle));
+    this.flush();
+    // (Ended by the Closed event above; before its handshake, here.)
+    this.destroy();
   }
 
   // One socket write per connection and event-loop turn: the answers to

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { Lessor } from "../../server/engine.mjs";
 import { createServices } from "../../etcd/services/index.mjs";
 import { loadRoot } from "../../etcd/proto/load.mjs";
-import { h2Stats } from "../../server/h2.mjs";
+import { h2Stats, setH2MemoryHigh } from "../../server/h2.mjs";
 import { grpcOnLoopback } from "./loopback.mjs";
 import { until } from "../etcd/grpc-client.mjs";
 import { zeroWindowWatches, startVictim, sleep, mib, MiB } from "./h2-attacks.mjs";
@@ -82,4 +82,37 @@ test("Watch streams that never read hold a bounded amount of the h2 module a con
   assert.deepEqual(v.watch, { open: true, error: null, event: true });
   // (The module keeps up to 1 MiB of scratch and 64 KiB of each buffer.)
   assert.ok(after.live - before.live <= 2 * MiB, `after: ${mib(after.live)}, before: ${mib(before.live)}`);
+});
+
+test("past the module's memory bound the connection holding most is closed (GOAWAY ENHANCE_YOUR_CALM), not the module", async (t) => {
+  // The bound lowered from 2 GiB to 40 MiB: 4 connections as above would
+  // hold ~66 MiB.
+  setH2MemoryHigh(40 * MiB);
+  t.after(() => setH2MemoryHigh(2 ** 31));
+  const lessor = new Lessor({ autoTick: false });
+  t.after(() => lessor.close());
+  for (let i = 0; i < HISTORY; i++) lessor.put(`h/${i % 16}`, VALUE);
+  const grpc = await grpcOnLoopback(t, createServices({ lessor, member }));
+  const port = Number(new URL(grpc.url).port);
+  const victim = await startVictim(t, grpc.url);
+  const before = h2Stats();
+  const create = Req.encode({ create_request: { key: Buffer.from("h/"), range_end: Buffer.from("h0"), start_revision: 1 } }).finish();
+  const clients = [];
+  for (let c = 0; c < 4; c++) {
+    clients.push(await zeroWindowWatches(t, port, STREAMS, create, Res));
+    await sleep(300);
+  }
+  await until(() => clients.some((c) => c.closed), 5000);
+  const during = h2Stats();
+  const v = await victim.finish();
+  t.diagnostic(`closed: ${clients.map((c) => (c.closed ? `GOAWAY ${c.goawayCode}` : "open")).join(", ")}; the module holds ${mib(during.live)}`);
+  t.diagnostic(`victim: ${v.calls} Ranges, p50 ${v.p50} ms, p99 ${v.p99} ms, max ${v.max} ms; errors ${JSON.stringify(v.errors)}`);
+
+  assert.equal(during.failures, before.failures, "the h2 module failed");
+  const closed = clients.filter((c) => c.closed);
+  assert.ok(closed.length >= 1 && closed.length < 4, `${closed.length} of 4 closed`);
+  for (const c of closed) assert.equal(c.goawayCode, 11);
+  assert.ok(during.live <= 40 * MiB, `the module holds ${mib(during.live)}`);
+  assert.deepEqual(v.errors, []);
+  assert.deepEqual(v.watch, { open: true, error: null, event: true });
 });

@@ -150,6 +150,12 @@ pub extern "C" fn h2_shutdown(h: u32) {
     with_conn(h, |c, _| c.shutdown());
 }
 
+/// GOAWAY ENHANCE_YOUR_CALM, and the connection ends (its calls cancelled).
+#[no_mangle]
+pub extern "C" fn h2_calm(h: u32) {
+    with_conn(h, |c, _| c.calm());
+}
+
 /// The events and the bytes to write since the last take, as a pointer to
 /// five u32s: events' address and length, output's address and length, and
 /// 1 if there is more to write (take again once this is written), else 0.

@@ -239,6 +239,12 @@ impl Conn {
         }
     }
 
+    /// GOAWAY ENHANCE_YOUR_CALM, then the end: the connection takes more
+    /// than it may (the host's memory guard).
+    pub fn calm(&mut self) {
+        self.go_away(h2::Reason::ENHANCE_YOUR_CALM);
+    }
+
     /// GOAWAY with `reason`, then the end (its calls are cancelled).
     fn go_away(&mut self, reason: h2::Reason) {
         if let State::Open(conn) = &mut self.state {

@@ -439,8 +439,9 @@ function each(m) {
 }
 
 // A session stream (Watch): requests and responses are independent; the
-// session says what to send, and hears when the stream can take more and
-// when it is gone. A client's half-close leaves it open, as etcd's does.
+// session says what to send, asks how much the stream can take, and hears
+// when it can take more and when it is gone. A client's half-close leaves
+// it open, as etcd's does.
 function session(m) {
   return (call) => {
     let closed = false;
@@ -452,7 +453,10 @@ function session(m) {
       s.close();
     };
     started(call, m);
-    const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))), { token: call.token });
+    const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))), {
+      token: call.token,
+      room: () => (closed ? 0 : call.room()),
+    });
     stopTimer = deadline(call, m.expired, close);
     call.onDrain = () => s.drain?.();
     call.onEnd = () => s.end?.();

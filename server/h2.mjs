@@ -8,10 +8,57 @@ import { readBytes } from "./reads.mjs";
 
 const WASM = new URL("../dist/h2.wasm", import.meta.url);
 
+// Input work one connection may do in a turn of the event loop before its
+// reads wait for the next: libuv hands a socket up to 32 reads of 64 KiB
+// at once, and a client sending bytes that are cheap to send and dear to
+// parse kept everyone else waiting for all of them (up to ~0.7 s).
+const TURN_INPUT_MS = 5;
+
 const EV_CALL = 1, EV_MESSAGE = 2, EV_END = 3, EV_CANCEL = 4, EV_TOO_LARGE = 5, EV_DRAIN = 6, EV_CLOSED = 7;
 
 let compiled = null;
 let current = null;
+let failures = 0;
+
+// What the module may hold before the connection holding most of it is
+// closed (GOAWAY ENHANCE_YOUR_CALM), so that memory running out fails that
+// connection, not the module and every connection on it. Each connection's
+// own bounds keep it far below this (server/README.md); many together may
+// not. wasm32's memory ends at 4 GiB, and the allocator needs room past
+// what it holds.
+let memoryHigh = 2 ** 31;
+let guarding = false;
+
+/** Sets the memory guard's bound, in bytes (tests lower it). */
+export function setH2MemoryHigh(bytes) {
+  memoryHigh = bytes;
+}
+
+const MiB = (n) => (n / 2 ** 20).toFixed(1);
+
+// Closes the connections holding most, while the module holds more than
+// memoryHigh (each close frees its buffers at once).
+function guard(inst) {
+  if (guarding || inst.failed || !inst.x.h2_live_bytes) return;
+  guarding = true;
+  try {
+    for (let live = inst.x.h2_live_bytes() >>> 0; live > memoryHigh; live = inst.x.h2_live_bytes() >>> 0) {
+      let worst = null;
+      let most = 0;
+      for (const s of inst.sessions) {
+        const held = s.held();
+        if (held > most) [worst, most] = [s, held];
+      }
+      if (!worst) return;
+      console.error(`edge-lease: the HTTP/2 module holds ${MiB(live)} MiB, past ${MiB(memoryHigh)}: closing the connection that holds most (${MiB(most)} MiB)`);
+      worst.calm();
+    }
+  } catch (e) {
+    fail(inst, e);
+  } finally {
+    guarding = false;
+  }
+}
 
 // The module's few WASI imports: a clock (h2 times reset streams), random
 // bytes (std's hash seeds), stderr for a panic's message. No files, no
@@ -68,8 +115,25 @@ function instance() {
 function fail(inst, e) {
   if (inst.failed) return;
   inst.failed = true;
+  failures++;
   console.error(`edge-lease: HTTP/2 module failed, closing its ${inst.sessions.size} connections: ${e?.stack ?? e}`);
   for (const s of inst.sessions) s.destroy();
+}
+
+/**
+ * The shared module's state (tests read it): `memory`, its linear memory's
+ * size in bytes (wasm memory grows and never shrinks); `live`, the bytes
+ * its allocator has handed out and not had back (null where the build does
+ * not count them); `connections`; `failures`, instances that trapped.
+ */
+export function h2Stats() {
+  const ok = current && !current.failed;
+  return {
+    memory: current?.memory.buffer.byteLength ?? 0,
+    live: ok && current.x.h2_live_bytes ? current.x.h2_live_bytes() >>> 0 : null,
+    connections: ok ? current.sessions.size : 0,
+    failures,
+  };
 }
 
 const encoder = new TextEncoder();
@@ -93,15 +157,17 @@ export function textToScratch(x, mem, text) {
  * What the module produced for connection `h` since the last take: its
  * events and the bytes to write, copied (the module reuses its buffers, and
  * the events' messages are decoded into objects that may keep slices of
- * them), each null if none. (Exported for tests.)
+ * them), each null if none; `more` if it has more to write (it writes at
+ * most 1 MiB between takes). (Exported for tests.)
  */
 export function taken(x, mem, h) {
   // (The take first: it may grow the module's memory, detaching an older buffer.)
   const ptr = x.h2_take(h) >>> 0;
-  const at = new Uint32Array(mem.buffer, ptr, 4);
+  const at = new Uint32Array(mem.buffer, ptr, 5);
   return {
     events: at[1] ? Buffer.from(new Uint8Array(mem.buffer, at[0], at[1])) : null,
     output: at[3] ? Buffer.from(new Uint8Array(mem.buffer, at[2], at[3])) : null,
+    more: at[4] === 1,
   };
 }
 
@@ -139,6 +205,15 @@ export class H2Call {
     if (this.done) return false;
     this.#sent(bytes);
     return this.session.command((x, mem) => x.h2_send(this.session.handle, this.id, toScratch(x, mem, bytes)) === 1, false);
+  }
+
+  /**
+   * Bytes the call may queue before send() would say wait; 0: wait now,
+   * onDrain follows (as after send() said false).
+   */
+  room() {
+    if (this.done) return 0;
+    return this.session.command((x) => x.h2_room(this.session.handle, this.id) >>> 0, 0);
   }
 
   /** Answers with one message and status OK (a unary call's answer). */
@@ -187,6 +262,9 @@ export class H2Session {
     this.scheduled = false;
     this.out = []; // bytes to write this turn
     this.full = false; // the socket said to wait for "drain"
+    this.more = false; // the module has more to write: taken again next turn
+    this.inputMs = 0; // input work since its reads last waited a turn
+    this.yielded = false; // its reads wait for the next turn
     this.handle = this.command((x) => x.h2_open(maxConcurrentStreams >>> 0, maxMessage >>> 0), -1);
     if (this.handle < 0) return;
     socket.on("end", () => this.command((x) => x.h2_eof(this.handle)));
@@ -198,9 +276,20 @@ export class H2Session {
   }
 
   input(chunk) {
+    const t0 = performance.now();
     this.command((x, mem) => x.h2_input(this.handle, toScratch(x, mem, chunk)));
     // Calls, messages and cancels are heard at once, not a tick later.
     this.flush();
+    this.inputMs += performance.now() - t0;
+    if (this.inputMs >= TURN_INPUT_MS && !this.yielded && !this.closed) {
+      this.yielded = true;
+      this.reads.pause();
+      setImmediate(() => {
+        this.yielded = false;
+        this.inputMs = 0;
+        if (!this.full && !this.closed) this.reads.resume();
+      });
+    }
   }
 
   /**
@@ -230,9 +319,9 @@ export class H2Session {
   flush() {
     this.scheduled = false;
     if (this.closed || this.inst.failed) return;
-    let events, output;
+    let events, output, more;
     try {
-      ({ events, output } = taken(this.inst.x, this.inst.memory, this.handle));
+      ({ events, output, more } = taken(this.inst.x, this.inst.memory, this.handle));
     } catch (e) {
       fail(this.inst, e);
       return;
@@ -241,7 +330,29 @@ export class H2Session {
       this.out.push(output);
       if (this.out.length === 1) setImmediate(() => this.write());
     }
+    if (more && !this.more) {
+      // After this is written (setImmediate keeps the order).
+      this.more = true;
+      setImmediate(() => {
+        this.more = false;
+        this.flush();
+      });
+    }
     if (events) this.dispatch(events);
+    guard(this.inst);
+  }
+
+  /** The bytes this connection's buffers hold in the module. */
+  held() {
+    return this.closed || this.handle < 0 ? 0 : this.inst.x.h2_held(this.handle) >>> 0;
+  }
+
+  /** GOAWAY ENHANCE_YOUR_CALM, and the end: it holds more than it may. */
+  calm() {
+    this.command((x) => x.h2_calm(this.handle));
+    this.flush();
+    // (Ended by the Closed event above; before its handshake, here.)
+    this.destroy();
   }
 
   // One socket write per connection and event-loop turn: the answers to
@@ -262,7 +373,7 @@ export class H2Session {
       this.socket.once("drain", () => {
         this.full = false;
         this.command((x) => x.h2_socket_full(this.handle, 0));
-        this.reads.resume();
+        if (!this.yielded) this.reads.resume();
       });
     }
   }

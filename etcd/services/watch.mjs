@@ -10,12 +10,16 @@
 //
 // The transport side: `Watch.open(send, call)` starts a session (the
 // caller's token in `call.token`, checked at each create); `send(msg)`
-// returns false when the transport wants it to wait, and the transport
-// calls `drain()` once it can take more. A session that has to wait stops
-// its engine watchers and restarts them from where they were once drained
-// (the history in between is read back from the engine), so a slow client
-// costs a bounded buffer, and, as in etcd, loses its watchers to a
-// compaction that passes them while it lags.
+// returns false when the transport wants it to wait, `call.room()`
+// (optional) says how many bytes it can take before it would (0: wait), and
+// the transport calls `drain()` once it can take more. A session that has to
+// wait stops its engine watchers and restarts them from where they were
+// once drained (the history in between is read back from the engine); a
+// batch of events is sent only as far as the room goes, in whole revisions
+// (one at least), the rest read back later. So a slow client costs a
+// bounded buffer, and, as etcd's slow watchers do, its watchers catch up
+// from history, or are cancelled with the compaction that passes them
+// while it lags.
 import { encodedSize, lengthSize } from "../size.mjs";
 import { GRPC_OVERHEAD_BYTES, MAX_REQUEST_BYTES } from "../limits.mjs";
 import { bytesOf, int, kvOut } from "./common.mjs";
@@ -37,6 +41,11 @@ export const MIN_PROGRESS_INTERVAL_MS = 100;
 // ranges meanwhile waited up to 589 ms; at 10k a turn 117-134 ms, at 2k
 // 56-64 ms, the rest being the 2 cores shared with the client decoding).
 export const TURN_EVENTS = 2_000;
+
+// About what an event takes on the wire (for the transport's room; its
+// key and values are most of it).
+const len = (x) => x?.length ?? 0;
+const eventBytes = (e) => 48 + len(e.kv.key) + len(e.kv.value) + (e.prevKv ? 48 + len(e.prevKv.key) + len(e.prevKv.value) : 0);
 
 const cmp = (a, b) => {
   const n = Math.min(a.length, b.length);
@@ -93,24 +102,28 @@ class Session {
   #stats;
   #header;
   #send;
+  #room;
   #interval;
   #fragmentBytes;
   // watch id -> { req, start, next, prevKv, fragment, progress, w, compacted }
   #watchers = new Map();
   #nextId = 0;
-  #blocked = false;
+  // Waiting for the transport to drain, or for the outbox to go out.
+  #waitTransport = false;
+  #waitOutbox = false;
   // Events handed over this turn, and whether the watchers pause until the
   // next (TURN_EVENTS).
   #turnEvents = 0;
   #pausedForTurn = false;
   #closed = false;
   #timer = null;
-  #outbox = [];
+  #outbox = []; // [message, about its size]
+  #outboxBytes = 0;
   #flushing = false;
   // The caller's auth for each create: etcd's cancel reason, or null.
   #refusal;
 
-  constructor({ lessor, header, progressIntervalMs, fragmentBytes, stats }, send, refusal) {
+  constructor({ lessor, header, progressIntervalMs, fragmentBytes, stats }, send, refusal, room = null) {
     this.#refusal = refusal;
     this.#lessor = lessor;
     this.#fragmentBytes = fragmentBytes;
@@ -118,16 +131,22 @@ class Session {
     stats.sessions.add(this);
     this.#header = header;
     this.#send = send;
+    this.#room = room;
     this.#interval = progressIntervalMs;
+  }
+
+  get #blocked() {
+    return this.#waitTransport || this.#waitOutbox;
   }
 
   // Messages go out in order, each once the writes it may report are
   // durable: while the store syncs they wait in the outbox, and each flush
   // releases those queued before it was asked for.
-  #out(msg) {
+  #out(msg, size = 0) {
     if (this.#closed) return;
     if (this.#outbox.length === 0 && this.#lessor.pendingWrites === 0) return this.#emit(msg);
-    this.#outbox.push(msg);
+    this.#outbox.push([msg, size]);
+    this.#outboxBytes += size;
     if (!this.#flushing) this.#flush();
   }
 
@@ -137,8 +156,16 @@ class Session {
     this.#lessor.flush().then(
       () => {
         this.#flushing = false;
-        for (const msg of this.#outbox.splice(0, n)) this.#emit(msg);
+        for (const [msg, size] of this.#outbox.splice(0, n)) {
+          this.#outboxBytes -= size;
+          this.#emit(msg);
+        }
         if (this.#outbox.length > 0) this.#flush();
+        else if (this.#waitOutbox) {
+          // What waited for it is out: the watchers go on if the transport has room.
+          this.#waitOutbox = false;
+          if (!this.#blocked && !this.#pausedForTurn) this.#restart();
+        }
       },
       // The store failed: the server refuses everything now; this stream
       // sends nothing more it could not stand behind.
@@ -148,7 +175,7 @@ class Session {
 
   #emit(msg) {
     if (this.#closed) return;
-    if (this.#send(msg) === false && !this.#blocked) this.#block();
+    if (this.#send(msg) === false && !this.#waitTransport) this.#block();
   }
 
   #head(revision) {
@@ -248,15 +275,43 @@ class Session {
       this.#out({ header: this.#head(0), watch_id: id, canceled: true, compact_revision: b.compactRevision });
       return;
     }
-    if (b.events.length === 0) return;
-    this.#stats.events += b.events.length;
-    st.next = b.events[b.events.length - 1].kv.modRevision + 1;
+    const events = b.events;
+    if (events.length === 0) return;
+    if (!this.#room) return this.#sendEvents(id, st, b.revision, events, 0);
+    // Whole revisions, as far as the transport's room goes (one at least
+    // while it has any); the rest is read back from history once it drains.
+    for (let i = 0; i < events.length; ) {
+      const room = this.#room();
+      if (room <= 0) return this.#block(); // (room() said wait: a drain follows)
+      if (room <= this.#outboxBytes) return this.#waitForOutbox();
+      let j = i;
+      let size = 0;
+      while (j < events.length) {
+        const rev = events[j].kv.modRevision;
+        let k = j;
+        let s = 0;
+        while (k < events.length && events[k].kv.modRevision === rev) s += eventBytes(events[k++]);
+        if (j > i && this.#outboxBytes + size + s > room) break;
+        size += s;
+        j = k;
+      }
+      this.#sendEvents(id, st, b.revision, j - i === events.length ? events : events.slice(i, j), size);
+      i = j;
+      if (this.#blocked || this.#closed || st.w === null) return;
+    }
+  }
+
+  // Sends `events` of watcher `id` (whole revisions, in order) as one
+  // response, or etcd's fragments of it.
+  #sendEvents(id, st, revision, events, size) {
+    this.#stats.events += events.length;
+    st.next = events[events.length - 1].kv.modRevision + 1;
     if (st.progress !== undefined) st.progress = false;
-    const resp = { header: this.#head(b.revision), watch_id: id, events: b.events.map(eventOut) };
-    if (!st.fragment) this.#out(resp);
-    else for (const r of fragments(resp, this.#fragmentBytes)) this.#out(r);
+    const resp = { header: this.#head(revision), watch_id: id, events: events.map(eventOut) };
+    if (!st.fragment) this.#out(resp, size);
+    else for (const r of fragments(resp, this.#fragmentBytes)) this.#out(r, size);
     if (this.#turnEvents === 0) nextTurn(() => (this.#turnEvents = 0));
-    this.#turnEvents += b.events.length;
+    this.#turnEvents += events.length;
     if (this.#turnEvents >= TURN_EVENTS && !this.#pausedForTurn) this.#pauseForTurn();
   }
 
@@ -296,7 +351,18 @@ class Session {
   // compaction, for that long); a compaction that passes them meanwhile
   // ends them, as it does etcd's slow watchers.
   #block() {
-    this.#blocked = true;
+    this.#waitTransport = true;
+    this.#stopWatchers();
+  }
+
+  // What waits for the store's flush fills the transport's room: the
+  // watchers stop until it is out (#flush restarts them).
+  #waitForOutbox() {
+    this.#waitOutbox = true;
+    this.#stopWatchers();
+  }
+
+  #stopWatchers() {
     for (const st of this.#watchers.values()) {
       st.w?.cancel();
       st.w = null;
@@ -305,9 +371,9 @@ class Session {
 
   /** The transport can take more: restart the watchers from where they stopped. */
   drain() {
-    if (!this.#blocked || this.#closed) return;
-    this.#blocked = false;
-    if (!this.#pausedForTurn) this.#restart();
+    if (!this.#waitTransport || this.#closed) return;
+    this.#waitTransport = false;
+    if (!this.#blocked && !this.#pausedForTurn) this.#restart();
   }
 
   // etcd's progress ticker: one per stream, started with the first watcher
@@ -361,8 +427,9 @@ export function watchService({ lessor, header, auth, progressIntervalMs = PROGRE
   const ctx = { lessor, header, progressIntervalMs: Math.max(MIN_PROGRESS_INTERVAL_MS, progressIntervalMs), fragmentBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES, stats: stats.watch };
   return {
     Watch: {
-      // `call.token`: the stream's token, read at each create (etcd/methods.mjs).
-      open: (send, call) => new Session(ctx, send, (creq) => watchRefusal(auth, call?.token, creq)),
+      // `call.token`: the stream's token, read at each create (etcd/methods.mjs);
+      // `call.room()`: the bytes the transport can take now (optional).
+      open: (send, call) => new Session(ctx, send, (creq) => watchRefusal(auth, call?.token, creq), call?.room ?? null),
     },
   };
 }

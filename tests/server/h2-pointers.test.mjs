@@ -22,14 +22,15 @@ test("the scratch buffer past 2 GiB takes the bytes and the text", () => {
   assert.equal(bytesAt(HIGH, 3).toString(), "é!");
 });
 
-test("a take past 2 GiB is read: the four words and the buffers they point to", () => {
-  const words = new Uint32Array(memory.buffer, HIGH, 4);
+test("a take past 2 GiB is read: the five words and the buffers they point to", () => {
+  const words = new Uint32Array(memory.buffer, HIGH, 5);
   bytesAt(HIGH + 64, 2).set(Buffer.from("ev"));
   bytesAt(HIGH + 128, 3).set(Buffer.from("out"));
-  words.set([HIGH + 64, 2, HIGH + 128, 3]);
-  const { events, output } = taken({ h2_take: () => i32(HIGH) }, memory, 0);
+  words.set([HIGH + 64, 2, HIGH + 128, 3, 1]);
+  const { events, output, more } = taken({ h2_take: () => i32(HIGH) }, memory, 0);
   assert.equal(events.toString(), "ev");
   assert.equal(output.toString(), "out");
+  assert.equal(more, true);
 });
 
 test("the WASI imports write and read past 2 GiB", () => {

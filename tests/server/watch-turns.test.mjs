@@ -97,3 +97,46 @@ test("without setImmediate (workerd without nodejs_compat) the turns still pause
   assert.equal(events(), writes + 1);
   assert.deepEqual(errors, []);
 });
+
+test("with the transport's room: a batch goes in whole revisions as far as the room reaches, the rest from history once drained; a compaction meanwhile ends the watcher", async (t) => {
+  const lessor = new Lessor({ autoTick: false, history: Infinity });
+  t.after(() => lessor.close());
+  // Revisions 2-11 of k/ (1 kB each), and one revision (a txn) with two of them.
+  for (let i = 0; i < 10; i++) lessor.put(`k/${i}`, "x".repeat(1000));
+  lessor.txn({ success: [{ put: { key: "k/a", value: "y".repeat(1000) } }, { put: { key: "k/b", value: "y".repeat(1000) } }] });
+  // A transport that takes 3.5 kB, then has no room until drained.
+  let room = 3500;
+  const sent = [];
+  const take = (m) => {
+    sent.push(m);
+    room -= (m.events ?? []).reduce((n, e) => n + 1000 + e.kv.key.length, 0);
+    return room > 0;
+  };
+  const session = createServices({ lessor, member }).get("etcdserverpb.Watch/Watch").open(take, () => Math.max(0, room));
+  t.after(() => session.close());
+  session.request({ create_request: { key: key("k/"), range_end: key("k0"), start_revision: 2 } });
+  for (let i = 0; i < 5; i++) await turn();
+  const revs = () => sent.flatMap((m) => (m.events ?? []).map((e) => Number(e.kv.mod_revision)));
+  const early = revs();
+  // Whole revisions, about as many as the room holds, in responses of their own.
+  assert.ok(early.length >= 2 && early.length <= 4, `before the drain: ${early}`);
+  assert.deepEqual(early, Array.from({ length: early.length }, (_, i) => i + 2));
+  room = 1e9;
+  session.drain();
+  for (let i = 0; i < 5; i++) await turn();
+  assert.deepEqual(revs(), [...Array.from({ length: 10 }, (_, i) => i + 2), 12, 12], "every revision once, in order; the txn's two events together");
+  assert.equal(sent.filter((m) => m.events?.some((e) => Number(e.kv.mod_revision) === 12)).length, 1, "the txn's revision in one response");
+
+  // Full again; writes go on and are compacted past the watcher's place:
+  // once drained it ends with the compaction point, as etcd's slow watcher.
+  room = 0;
+  lessor.put("k/late", "z");
+  await turn();
+  for (let i = 0; i < 20; i++) lessor.put("other", "x");
+  lessor.compact(lessor.revision);
+  room = 1e9;
+  session.drain();
+  for (let i = 0; i < 5; i++) await turn();
+  const end = sent.at(-1);
+  assert.ok(end.canceled && Number(end.compact_revision) === lessor.compactRevision, JSON.stringify(end));
+});

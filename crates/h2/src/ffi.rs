@@ -3,7 +3,7 @@
 //! writes, then calls); bytes go out through `h2_take`, whose buffers stay
 //! valid until the next call.
 
-use crate::{Conn, Limits};
+use crate::{live_bytes, Conn, Limits};
 use std::cell::RefCell;
 
 #[derive(Default)]
@@ -13,7 +13,7 @@ struct Module {
     scratch: Vec<u8>,
     events: Vec<u8>,
     output: Vec<u8>,
-    taken: [u32; 4],
+    taken: [u32; 5],
 }
 
 thread_local! {
@@ -28,14 +28,31 @@ fn with_conn<R>(h: u32, f: impl FnOnce(&mut Conn, &[u8]) -> R) -> Option<R> {
     })
 }
 
+/// Scratch room kept between calls; a larger message's room is given back
+/// at the next smaller one.
+const SCRATCH_KEEP: usize = 1 << 20;
+
 /// Room for `len` bytes of input; the host writes there before its next call.
 #[no_mangle]
 pub extern "C" fn h2_scratch(len: u32) -> *mut u8 {
     MODULE.with(|m| {
         let scratch = &mut m.borrow_mut().scratch;
         scratch.resize(len as usize, 0);
+        scratch.shrink_to(SCRATCH_KEEP);
         scratch.as_mut_ptr()
     })
+}
+
+/// Bytes allocated in the module and not freed (its memory only grows).
+#[no_mangle]
+pub extern "C" fn h2_live_bytes() -> u32 {
+    live_bytes() as u32
+}
+
+/// The bytes connection `h`'s buffers hold (`Conn::held`).
+#[no_mangle]
+pub extern "C" fn h2_held(h: u32) -> u32 {
+    with_conn(h, |c, _| c.held() as u32).unwrap_or(0)
 }
 
 /// A new connection (the client preface not yet read); its handle.
@@ -102,6 +119,13 @@ pub extern "C" fn h2_send(h: u32, id: u32, len: u32) -> u32 {
     .unwrap_or(0)
 }
 
+/// Bytes call `id` may queue before its sender would be told to wait; 0:
+/// wait for a Drain event.
+#[no_mangle]
+pub extern "C" fn h2_room(h: u32, id: u32) -> u32 {
+    with_conn(h, |c, _| c.room(id).min(u32::MAX as usize) as u32).unwrap_or(0)
+}
+
 /// Answers call `id` with the first `len` scratch bytes as its one message, and status OK.
 #[no_mangle]
 pub extern "C" fn h2_reply(h: u32, id: u32, len: u32) {
@@ -126,14 +150,22 @@ pub extern "C" fn h2_shutdown(h: u32) {
     with_conn(h, |c, _| c.shutdown());
 }
 
+/// GOAWAY ENHANCE_YOUR_CALM, and the connection ends (its calls cancelled).
+#[no_mangle]
+pub extern "C" fn h2_calm(h: u32) {
+    with_conn(h, |c, _| c.calm());
+}
+
 /// The events and the bytes to write since the last take, as a pointer to
-/// four u32s: events' address and length, output's address and length.
+/// five u32s: events' address and length, output's address and length, and
+/// 1 if there is more to write (take again once this is written), else 0.
 #[no_mangle]
 pub extern "C" fn h2_take(h: u32) -> *const u32 {
     MODULE.with(|m| {
         let m = &mut *m.borrow_mut();
+        let mut more = false;
         if let Some(Some(conn)) = m.conns.get_mut(h as usize) {
-            conn.swap(&mut m.events, &mut m.output);
+            more = conn.swap(&mut m.events, &mut m.output);
         } else {
             m.events.clear();
             m.output.clear();
@@ -143,6 +175,7 @@ pub extern "C" fn h2_take(h: u32) -> *const u32 {
             m.events.len() as u32,
             m.output.as_ptr() as u32,
             m.output.len() as u32,
+            more as u32,
         ];
         m.taken.as_ptr()
     })

@@ -14,35 +14,80 @@
 //! call until nothing progresses, after every input, and at the take
 //! (`swap`) when messages were queued since (a turn's messages, however
 //! many, cost one pump).
+//!
+//! The client's bytes go to h2 as they come: h2 decodes each header block
+//! from the bytes as sent, its HPACK table's entries shared, not copied, by
+//! the fields that refer to them, and keeps at most MAX_HEADER_LIST of a
+//! block (vendor/h2 is patched for grpc-go's URL :authority, which h2
+//! refused: an HPACK re-encoder in front of it did that before, and
+//! expanded each block in full before h2 saw it).
 
+#[cfg(target_arch = "wasm32")]
+mod alloc;
+mod budget;
 mod events;
 mod ffi;
-mod hpack;
-mod inbound;
 
+use budget::Budget;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use events::{Event, Events};
 use h2::server::{Connection, Handshake, SendResponse};
 use h2::{RecvStream, SendStream};
 use http::{HeaderMap, HeaderValue, Request, Response};
-use inbound::{Broken, Inbound};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
-/// A call asks its sender to wait once this many messages, or bytes, wait
-/// for flow control (counted after h2 took what the window allows). As
-/// etcd's watch streams, which buffer 128 responses: a watcher told to wait
-/// restarts later from where it was, its events then batched, where etcd
-/// would still have sent them one response each.
+/// A call asks its sender to wait once this many of its messages wait for
+/// flow control (counted after h2 took what the window allows), or this
+/// many bytes of all its connection's calls together. As etcd's watch
+/// streams, which buffer 128 responses: a watcher told to wait restarts
+/// later from where it was, its events then batched, where etcd would
+/// still have sent them one response each. The bytes were a call's own
+/// mark, and 1000 streams a connection that do not read could each hold
+/// it, all in the one module.
 const HIGH_WATER_MESSAGES: usize = 128;
 const HIGH_WATER_BYTES: usize = 16 << 20;
 /// Bytes waiting for the socket past which h2 is held back, once the host
 /// says the socket is full.
 const OUT_BUDGET: usize = 256 * 1024;
+/// Bytes h2 may write between two takes (the host takes again in its next
+/// turn): a client opening its windows wide at once had every call's
+/// answers written in one go (20 streams' catch-up: ~500 MiB of the
+/// module's memory for 200 MiB of answers).
+const OUT_TURN: usize = 1 << 20;
+/// SETTINGS_MAX_HEADER_LIST_SIZE: a request's header list, decoded, as
+/// HPACK counts it (name + value + 32 a field). Past it h2 refuses the
+/// stream (431, then RST_STREAM), past 4 times it the connection (GOAWAY
+/// ENHANCE_YOUR_CALM), keeping nothing past the limit meanwhile. grpc-go
+/// (etcd) advertises 16 MiB; gRPC metadata is a few hundred bytes, and
+/// proxies default to about this (Envoy 60 KiB, nghttp2 64 KiB).
+const MAX_HEADER_LIST: u32 = 64 * 1024;
+/// A buffer left with more room than this once drained gives it back (wasm
+/// memory does not shrink, but the allocator can hand it to others).
+const KEEP: usize = 64 * 1024;
+
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
+
+/// Bytes allocated in the module and not freed (0 where not counted).
+pub fn live_bytes() -> usize {
+    #[cfg(target_arch = "wasm32")]
+    return alloc::live();
+    #[cfg(not(target_arch = "wasm32"))]
+    0
+}
+
+/// `buf`, empty, with at most `keep` bytes of room.
+fn release(buf: &mut Vec<u8>, keep: usize) {
+    buf.clear();
+    buf.shrink_to(keep);
+}
 
 /// The bytes between h2 and the socket: what was read and not yet parsed,
 /// what is to be written.
@@ -53,6 +98,19 @@ struct Pipe {
     output: Vec<u8>,
     /// The host's socket holds more than it wants: h2 is held back.
     full: bool,
+}
+
+impl Pipe {
+    /// h2 may write no more until the host takes what it wrote (or, the
+    /// socket full, until it drains).
+    fn held_back(&self) -> bool {
+        self.output.len() >= if self.full { OUT_BUDGET } else { OUT_TURN }
+    }
+
+    /// The client does not read: its socket is full and h2 held back.
+    fn stuck(&self) -> bool {
+        self.full && self.output.len() >= OUT_BUDGET
+    }
 }
 
 struct Io(Rc<RefCell<Pipe>>);
@@ -88,7 +146,7 @@ impl tokio::io::AsyncWrite for Io {
         let mut pipe = self.0.borrow_mut();
         // A client that does not read stops h2 here; its calls then wait
         // for flow control, and the calls' senders for Drain.
-        if pipe.full && pipe.output.len() >= OUT_BUDGET {
+        if pipe.held_back() {
             return Poll::Pending;
         }
         pipe.output.extend_from_slice(b);
@@ -120,15 +178,20 @@ pub struct Limits {
 /// One HTTP/2 connection serving gRPC calls.
 pub struct Conn {
     pipe: Rc<RefCell<Pipe>>,
-    inbound: Inbound,
     state: State,
     calls: HashMap<u32, Call>,
     events: Events,
     max_message: usize,
+    /// The CPU its input may take.
+    budget: Budget,
+    /// Bytes its calls have waiting (as of the last pump, and sends since).
+    waiting: usize,
     /// Output was queued since the last pump: `swap` pumps first. So many
     /// messages queued in one turn (a watch fan-out) cost one pump, not one
     /// each, and each pump polls every call on the connection.
     queued: bool,
+    /// The last take left h2 held back (OUT_TURN): the next pumps first.
+    more: bool,
 }
 
 impl Conn {
@@ -139,19 +202,22 @@ impl Conn {
         // window update per 64 KiB.
         builder
             .initial_window_size(1 << 20)
-            .initial_connection_window_size(1 << 22);
+            .initial_connection_window_size(1 << 22)
+            .max_header_list_size(MAX_HEADER_LIST);
         if limits.max_concurrent_streams > 0 {
             builder.max_concurrent_streams(limits.max_concurrent_streams);
         }
         let state = State::Handshake(builder.handshake(Io(pipe.clone())));
         let mut conn = Conn {
             pipe,
-            inbound: Inbound::default(),
             state,
             calls: HashMap::new(),
             events: Events::default(),
             max_message: limits.max_message,
+            budget: Budget::new(Instant::now()),
+            waiting: 0,
             queued: false,
+            more: false,
         };
         conn.pump();
         conn
@@ -159,22 +225,47 @@ impl Conn {
 
     /// Bytes read from the socket.
     pub fn input(&mut self, bytes: &[u8]) {
-        let broken = self
-            .inbound
-            .feed(bytes, &mut self.pipe.borrow_mut().input)
-            .err();
+        let start = Instant::now();
+        self.pipe.borrow_mut().input.extend_from_slice(bytes);
         self.pump();
-        if let Some(why) = broken {
-            // GOAWAY, then the end.
-            if let State::Open(conn) = &mut self.state {
-                conn.abrupt_shutdown(match why {
-                    Broken::Protocol => h2::Reason::PROTOCOL_ERROR,
-                    Broken::Compression => h2::Reason::COMPRESSION_ERROR,
-                });
+        {
+            let mut pipe = self.pipe.borrow_mut();
+            if pipe.input.is_empty() && pipe.input.capacity() > KEEP {
+                pipe.input = BytesMut::new();
             }
-            self.pump();
-            self.close();
         }
+        if !self.budget.spend(start, Instant::now()) {
+            self.go_away(h2::Reason::ENHANCE_YOUR_CALM);
+        }
+    }
+
+    /// GOAWAY ENHANCE_YOUR_CALM, then the end: the connection takes more
+    /// than it may (the host's memory guard).
+    pub fn calm(&mut self) {
+        self.go_away(h2::Reason::ENHANCE_YOUR_CALM);
+    }
+
+    /// GOAWAY with `reason`, then the end (its calls are cancelled).
+    fn go_away(&mut self, reason: h2::Reason) {
+        if let State::Open(conn) = &mut self.state {
+            conn.abrupt_shutdown(reason);
+        }
+        self.pump();
+        self.close();
+    }
+
+    /// The bytes this connection's buffers hold: what waits to be read by
+    /// h2 or written, events not yet taken, requests being assembled and
+    /// answers waiting for the client's window (h2's own state, bounded by
+    /// its settings, not counted).
+    pub fn held(&self) -> usize {
+        let pipe = self.pipe.borrow();
+        let calls: usize = self
+            .calls
+            .values()
+            .map(|c| c.partial.capacity() + c.queued)
+            .sum();
+        pipe.input.capacity() + pipe.output.capacity() + self.events.0.capacity() + calls
     }
 
     /// Whether the host's socket is full (it holds more than it wants to).
@@ -189,28 +280,38 @@ impl Conn {
         self.pump();
     }
 
-    /// Queues one response message on call `id`; false once the call holds
-    /// more than it can send now (an Event::Drain follows) or is gone.
+    /// The connection's calls have more waiting than they may, or its
+    /// client does not read: no call should add to it.
+    fn over(&self) -> bool {
+        self.waiting >= HIGH_WATER_BYTES || self.pipe.borrow().stuck()
+    }
+
+    /// Queues one response message on call `id`; false once the call (or
+    /// the connection) holds more than it can send now (an Event::Drain
+    /// follows) or is gone.
     pub fn send(&mut self, id: u32, message: &[u8]) -> bool {
         let Some(call) = self.calls.get_mut(&id) else {
             return false;
         };
+        let before = call.queued;
         if !call.send(message) {
             return false;
         }
+        self.waiting += call.queued - before;
         self.queued = true;
         if call.blocked {
             return false;
         }
-        if !call.full() {
+        if !call.full() && !self.over() {
             return true;
         }
         // Messages wait for the take, so one turn's sends can fill the queue
         // while the window has room: h2 takes what it can before the sender
         // is told to wait.
         self.pump();
+        let over = self.over();
         match self.calls.get_mut(&id) {
-            Some(call) if call.full() => {
+            Some(call) if call.full() || over => {
                 call.blocked = true;
                 false
             }
@@ -219,12 +320,37 @@ impl Conn {
         }
     }
 
+    /// Bytes call `id` may queue before its sender would be told to wait
+    /// (what its connection's calls may still add); 0: wait now, an
+    /// Event::Drain follows (as after `send` said false).
+    pub fn room(&mut self, id: u32) -> usize {
+        let connection = if self.pipe.borrow().stuck() {
+            0
+        } else {
+            HIGH_WATER_BYTES.saturating_sub(self.waiting)
+        };
+        let Some(call) = self.calls.get_mut(&id) else {
+            return 0;
+        };
+        let room = if call.blocked || call.full() {
+            0
+        } else {
+            connection
+        };
+        if room == 0 && !call.gone {
+            call.blocked = true;
+        }
+        room
+    }
+
     /// Answers call `id` with one message and status OK (a unary call's
     /// answer).
     pub fn reply(&mut self, id: u32, message: &[u8]) {
         if let Some(call) = self.calls.get_mut(&id) {
+            let before = call.queued;
             call.send(message);
             call.finish(0, "");
+            self.waiting += call.queued - before;
             self.queued = true;
         }
     }
@@ -247,14 +373,19 @@ impl Conn {
 
     /// The events and the bytes to write since the last call, swapped into
     /// the caller's buffers (cleared first) so both keep their storage.
-    pub fn swap(&mut self, events: &mut Vec<u8>, output: &mut Vec<u8>) {
-        if self.queued {
+    /// True if h2 has more to write: the host should take again (in its
+    /// next turn, once this is written).
+    pub fn swap(&mut self, events: &mut Vec<u8>, output: &mut Vec<u8>) -> bool {
+        if self.queued || self.more {
             self.pump();
         }
-        events.clear();
-        output.clear();
+        // (Taken last time: what a large batch left them is given back.)
+        release(events, KEEP);
+        release(output, KEEP);
         std::mem::swap(events, &mut self.events.0);
         std::mem::swap(output, &mut self.pipe.borrow_mut().output);
+        self.more = output.len() >= OUT_TURN;
+        self.more
     }
 
     fn pump(&mut self) {
@@ -290,15 +421,20 @@ impl Conn {
                 self.accept(req, respond);
             }
             let max = self.max_message;
+            // Whether the calls told to wait for the connection may go on.
+            let may_add = !self.over();
             let events = &mut self.events;
+            let mut waiting = 0;
             self.calls.retain(|&id, call| {
-                progress |= call.poll(&mut cx, id, max, events);
+                progress |= call.poll(&mut cx, id, max, may_add, events);
+                waiting += call.queued;
                 // Dropping a call may leave h2 a reset to send (RST_STREAM
                 // NO_ERROR while the client's request side is still open,
                 // as grpc-go sends): one more turn of the connection does.
                 progress |= call.gone;
                 !call.gone
             });
+            self.waiting = waiting;
             if over {
                 return self.close();
             }
@@ -439,7 +575,7 @@ impl Call {
 
     /// More waits for flow control than a sender should add to.
     fn full(&self) -> bool {
-        self.queue.len() >= HIGH_WATER_MESSAGES || self.queued >= HIGH_WATER_BYTES
+        self.queue.len() >= HIGH_WATER_MESSAGES
     }
 
     /// Sends the response headers if not yet sent; false if the stream is gone.
@@ -482,8 +618,16 @@ impl Call {
         }
     }
 
-    /// Moves the call on; true if anything changed.
-    fn poll(&mut self, cx: &mut Context<'_>, id: u32, max: usize, events: &mut Events) -> bool {
+    /// Moves the call on; true if anything changed. `may_add`: the
+    /// connection's calls may add to what waits.
+    fn poll(
+        &mut self,
+        cx: &mut Context<'_>,
+        id: u32,
+        max: usize,
+        may_add: bool,
+        events: &mut Events,
+    ) -> bool {
         let mut progress = false;
         if !self.blocked && (self.partial.len() >= 5 || self.held > 0) {
             // Drained: the requests that came meanwhile, and their window
@@ -544,6 +688,13 @@ impl Call {
                 return self.cancel(id, events);
             }
         }
+        // (A call told to wait for the connection may have nothing queued,
+        // nor have begun its answer.)
+        if self.blocked && self.queued == 0 && may_add {
+            self.blocked = false;
+            events.push(Event::Drain, id, &[]);
+            progress = true;
+        }
         let Some(send) = &mut self.send else {
             return progress;
         };
@@ -564,10 +715,6 @@ impl Call {
                 if send.send_data(chunk, false).is_err() {
                     return self.cancel(id, events);
                 }
-            }
-            if self.blocked && self.queued == 0 {
-                self.blocked = false;
-                events.push(Event::Drain, id, &[]);
             }
         }
         if self.queued == 0 {
@@ -599,13 +746,16 @@ impl Call {
                 return;
             }
             if self.partial.len() < 5 + len {
-                // Room for the rest, once.
-                self.partial.reserve(5 + len - self.partial.len());
+                // (No room reserved for the length it announces: the
+                // bytes take room as they come.)
                 return;
             }
             let message = self.partial.split_to(5 + len);
             // The first byte is the compressed flag; the host decompresses.
             events.push_parts(Event::Message, id, &message[..1], &message[5..]);
+        }
+        if self.partial.is_empty() && self.partial.capacity() > KEEP {
+            self.partial = BytesMut::new();
         }
     }
 

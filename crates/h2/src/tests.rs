@@ -22,6 +22,11 @@ fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
 
 /// A connection whose client sent `settings` and opened calls 1 and 3.
 fn two_calls(settings: &[u8]) -> Conn {
+    calls(settings, 2)
+}
+
+/// A connection whose client sent `settings` and opened `n` calls: 1, 3, ...
+fn calls(settings: &[u8], n: u32) -> Conn {
     let mut conn = Conn::new(Limits {
         max_concurrent_streams: 0,
         max_message: 1 << 20,
@@ -42,7 +47,7 @@ fn two_calls(settings: &[u8]) -> Conn {
         block.push(value.len() as u8);
         block.extend_from_slice(value);
     }
-    for id in [1, 3] {
+    for id in (0..n).map(|i| 1 + 2 * i) {
         frame(&mut input, 1, 0x4, id, &block);
     }
     conn.input(&input);
@@ -52,7 +57,7 @@ fn two_calls(settings: &[u8]) -> Conn {
         calls += (events[at] == Event::Call as u8) as usize;
         at += 9 + u32::from_le_bytes(events[at + 5..at + 9].try_into().unwrap()) as usize;
     }
-    assert_eq!(calls, 2);
+    assert_eq!(calls, n as usize);
     conn
 }
 
@@ -217,4 +222,191 @@ fn messages_are_percent_encoded() {
         "etcdserver: key not found"
     );
     assert_eq!(percent_encode("100% é\n"), "100%25 %C3%A9%0A");
+}
+
+/// A connection past the handshake (the client's SETTINGS sent), its
+/// server's first frames taken.
+fn open_conn() -> Conn {
+    let mut conn = Conn::new(Limits {
+        max_concurrent_streams: 0,
+        max_message: 1 << 20,
+    });
+    let mut input = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    frame(&mut input, 4, 0, 0, &[]);
+    conn.input(&input);
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    conn.swap(&mut events, &mut output);
+    conn
+}
+
+/// A header block of literal fields without indexing, new names.
+fn literal_block(fields: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut block = Vec::new();
+    for (name, value) in fields {
+        block.push(0);
+        block.push(name.len() as u8);
+        block.extend_from_slice(name);
+        block.push(value.len() as u8);
+        block.extend_from_slice(value);
+    }
+    block
+}
+
+const GRPC_REQUEST: [(&[u8], &[u8]); 4] = [
+    (b":method", b"POST"),
+    (b":scheme", b"http"),
+    (b":path", b"/etcdserverpb.KV/Range"),
+    (b"content-type", b"application/grpc"),
+];
+
+/// The frames in `output`: (type, flags, stream, payload).
+fn all_frames(output: &[u8]) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 9 <= output.len() {
+        let len = u32::from_be_bytes([0, output[at], output[at + 1], output[at + 2]]) as usize;
+        let stream = u32::from_be_bytes(output[at + 5..at + 9].try_into().unwrap());
+        out.push((
+            output[at + 3],
+            output[at + 4],
+            stream,
+            output[at + 9..at + 9 + len].to_vec(),
+        ));
+        at += 9 + len;
+    }
+    out
+}
+
+#[test]
+fn a_url_as_authority_is_left_off_not_refused() {
+    // grpc-go's :authority for `etcdctl endpoint status` (vendor/h2's patch).
+    let mut conn = open_conn();
+    let mut fields = GRPC_REQUEST.to_vec();
+    fields.push((b":authority", b"http://127.0.0.1:2379"));
+    // (Pseudo-headers first.)
+    fields.swap(3, 4);
+    let mut input = Vec::new();
+    frame(&mut input, 1, 0x4, 1, &literal_block(&fields));
+    conn.input(&input);
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    conn.swap(&mut events, &mut output);
+    assert_eq!(count(&events, Event::Call), 1);
+    assert!(all_frames(&output).iter().all(|f| f.0 != 3), "no reset");
+}
+
+/// HPACK bomb blocks after a first that indexes a 1500-byte field: each
+/// :method, :scheme, the path and content-type as literals, then `refs`
+/// one-byte references to the big field (index 62).
+fn bomb(refs: usize, ids: std::ops::Range<u32>) -> Vec<u8> {
+    let mut input = Vec::new();
+    let mut first = literal_block(&GRPC_REQUEST);
+    first.extend_from_slice(&[0x40, 6]);
+    first.extend_from_slice(b"x-bomb");
+    // A 1500-byte value: 127 + 1373 (HPACK integer, 7-bit prefix).
+    first.extend_from_slice(&[0x7f, 0xdd, 0x0a]);
+    first.extend_from_slice(&[b'v'; 1500]);
+    frame(&mut input, 1, 0x5, 1, &first);
+    let mut block = literal_block(&GRPC_REQUEST);
+    block.extend(std::iter::repeat_n(0xbe, refs));
+    for id in ids.step_by(2) {
+        frame(&mut input, 1, 0x5, id, &block);
+    }
+    input
+}
+
+#[test]
+fn a_header_list_past_the_limit_is_refused_without_being_kept() {
+    // 165 references: 254 KB decoded each, under 4 times the limit: each
+    // stream is answered 431 and nothing of it is kept; the connection
+    // goes on.
+    let mut conn = open_conn();
+    conn.input(&bomb(165, 3..403));
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    conn.swap(&mut events, &mut output);
+    assert_eq!(count(&events, Event::Call), 1, "only the first");
+    let refused = all_frames(&output)
+        .iter()
+        .filter(|f| f.0 == 1 && f.2 > 1)
+        .count();
+    assert_eq!(refused, 200);
+    assert!(all_frames(&output).iter().all(|f| f.0 != 7), "no GOAWAY");
+    assert!(conn.held() < 256 * 1024, "held {}", conn.held());
+
+    // 200 references (307 KB, past 4 times the limit): GOAWAY
+    // ENHANCE_YOUR_CALM at the first such block.
+    let mut conn = open_conn();
+    conn.input(&bomb(200, 3..403));
+    conn.swap(&mut events, &mut output);
+    let goaway: Vec<_> = all_frames(&output)
+        .into_iter()
+        .filter(|f| f.0 == 7)
+        .collect();
+    assert_eq!(goaway.len(), 1);
+    assert_eq!(goaway[0].3[4..8], 11u32.to_be_bytes());
+    assert_eq!(count(&events, Event::Closed), 1);
+}
+
+#[test]
+fn a_message_is_given_room_as_its_bytes_come_not_as_announced() {
+    // A request that announces a 1 MiB message and sends 5 bytes of it
+    // costs 5 bytes, not 1 MiB.
+    let mut conn = two_calls(&[]);
+    let mut input = Vec::new();
+    frame(&mut input, 0, 0, 1, &[0, 0, 0x10, 0, 0, 1, 2, 3, 4, 5]);
+    conn.input(&input);
+    assert!(conn.calls[&1].partial.capacity() < 64 * 1024);
+    assert!(conn.held() < 512 * 1024, "held {}", conn.held());
+}
+
+#[test]
+fn the_connection_s_calls_together_wait_past_its_mark() {
+    // Windows shut: whatever is sent waits. Four calls queue 4 MiB each:
+    // the fourth is told to wait, and the fifth finds no room.
+    let mut conn = calls(&[0, 4, 0, 0, 0, 0], 5);
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    let big = vec![7u8; (4 << 20) - 5];
+    assert_eq!(conn.room(1), HIGH_WATER_BYTES);
+    assert!(conn.send(1, &big) && conn.send(3, &big) && conn.send(5, &big));
+    assert_eq!(conn.room(7), 4 << 20);
+    assert!(!conn.send(7, &big), "the connection is full: told to wait");
+    for id in [1, 3, 5, 7, 9] {
+        assert_eq!(conn.room(id), 0, "call {id}");
+    }
+    conn.swap(&mut events, &mut output);
+    assert_eq!(count(&events, Event::Drain), 0);
+
+    // Call 1's client reads (its window and the connection's open): its
+    // answer goes, a take at a time (at most 1 MiB each).
+    let mut input = Vec::new();
+    frame(&mut input, 8, 0, 0, &(1u32 << 30).to_be_bytes());
+    frame(&mut input, 8, 0, 1, &(1u32 << 30).to_be_bytes());
+    conn.input(&input);
+    let (mut sent, mut drains) = (0, 0);
+    for _ in 0..16 {
+        let more = conn.swap(&mut events, &mut output);
+        assert!(
+            output.len() <= OUT_TURN + 64 * 1024,
+            "one take: {}",
+            output.len()
+        );
+        sent += data_len(&output);
+        drains += count(&events, Event::Drain);
+        if !more {
+            break;
+        }
+    }
+    // Drains for call 1, whose answer went, and call 9, which had nothing
+    // waiting; 3, 5 and 7 still wait for their windows.
+    assert_eq!((sent, drains), (4 << 20, 2));
+    assert!(conn.room(1) > 0 && conn.room(9) > 0);
+    assert_eq!(conn.room(3), 0);
+}
+
+/// The DATA payload bytes in `output`.
+fn data_len(output: &[u8]) -> usize {
+    all_frames(output)
+        .iter()
+        .filter(|f| f.0 == 0)
+        .map(|f| f.3.len())
+        .sum()
 }

@@ -112,7 +112,7 @@ test("with the transport's room: a batch goes in whole revisions as far as the r
     room -= (m.events ?? []).reduce((n, e) => n + 1000 + e.kv.key.length, 0);
     return room > 0;
   };
-  const session = createServices({ lessor, member }).get("etcdserverpb.Watch/Watch").open(take, () => Math.max(0, room));
+  const session = createServices({ lessor, member }).get("etcdserverpb.Watch/Watch").open(take, { room: () => Math.max(0, room) });
   t.after(() => session.close());
   session.request({ create_request: { key: key("k/"), range_end: key("k0"), start_revision: 2 } });
   for (let i = 0; i < 5; i++) await turn();

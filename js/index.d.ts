@@ -224,8 +224,8 @@ export type Bytes = string | Uint8Array;
  */
 export type KeyRange = { key: Bytes } & ({ rangeEnd?: Bytes; prefix?: false } | { prefix: true; rangeEnd?: undefined });
 
-/** etcd's Range. */
-export type RangeRequest = KeyRange & {
+/** etcd's Range options, beside the keys (the engine's, the client's and a backend's). */
+export interface RangeOptions {
   /** Read as of this revision; 0 or omitted: the current one. */
   revision?: number;
   /** At most this many (0: all); `more` says whether there were others. */
@@ -235,11 +235,15 @@ export type RangeRequest = KeyRange & {
   sortTarget?: "key" | "version" | "create" | "mod" | "value";
   keysOnly?: boolean;
   countOnly?: boolean;
+  /** Filters; 0 or omitted: none. */
   minModRevision?: number;
   maxModRevision?: number;
   minCreateRevision?: number;
   maxCreateRevision?: number;
-};
+}
+
+/** etcd's Range. */
+export type RangeRequest = KeyRange & RangeOptions;
 
 export interface RangeResult {
   kvs: KeyValue[];

@@ -4,6 +4,7 @@
 // message port, a test double); the client's sessions, mutexes, elections
 // and watch resumption are written once against it.
 
+import type { RangeOptions } from "../index.js";
 import type { LeaseError } from "./index.js";
 
 /** A key as the backend carries it: bytes, numbers, and the lease as 16 lowercase hex digits or null. */
@@ -36,19 +37,7 @@ export interface BackendRange {
   rangeEnd: Uint8Array | null;
 }
 
-export interface BackendRangeRequest extends BackendRange {
-  /** 0 or absent: the current revision. The rest: 0 or absent for none. */
-  revision?: number;
-  limit?: number;
-  sortOrder?: "none" | "ascend" | "descend";
-  sortTarget?: "key" | "version" | "create" | "mod" | "value";
-  keysOnly?: boolean;
-  countOnly?: boolean;
-  minModRevision?: number;
-  maxModRevision?: number;
-  minCreateRevision?: number;
-  maxCreateRevision?: number;
-}
+export interface BackendRangeRequest extends BackendRange, RangeOptions {}
 
 export interface BackendRangeResult {
   kvs: BackendKv[];

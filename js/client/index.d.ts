@@ -1,7 +1,7 @@
 // Types for edge-lease/client. They need only fetch's and AbortSignal's
 // types from the host, so they check with the DOM lib and with @types/node.
 
-import type { ErrorCode, LeaseId, Lessor, Listener, ListenerOptions } from "../index.js";
+import type { ErrorCode, LeaseId, Lessor, Listener, ListenerOptions, RangeOptions } from "../index.js";
 import type { Backend, Endpoint } from "./backend.js";
 import type { AsyncDisposableIfKnown, Bytes, Call } from "./call.js";
 import type { Election, HeldMutex, Mutex, Session, SessionOptions, WithLockOptions } from "./recipes.js";
@@ -92,22 +92,11 @@ export interface KeyRange {
   rangeEnd?: Key;
 }
 
-export type SortOrder = "none" | "ascend" | "descend";
-export type SortTarget = "key" | "version" | "create" | "mod" | "value";
+export type SortOrder = NonNullable<RangeOptions["sortOrder"]>;
+export type SortTarget = NonNullable<RangeOptions["sortTarget"]>;
 
-export interface RangeRequest extends KeyRange {
-  /** Read at this past revision (0 or omitted: now). */
-  revision?: number;
-  limit?: number;
-  sortOrder?: SortOrder;
-  sortTarget?: SortTarget;
-  keysOnly?: boolean;
-  countOnly?: boolean;
-  minModRevision?: number;
-  maxModRevision?: number;
-  minCreateRevision?: number;
-  maxCreateRevision?: number;
-}
+/** A Range: the keys, and etcd's options (`RangeOptions`). */
+export interface RangeRequest extends KeyRange, RangeOptions {}
 
 export interface RangeResult<B extends boolean = false> {
   kvs: Entry<B>[];

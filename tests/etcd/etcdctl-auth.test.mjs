@@ -11,9 +11,8 @@
 // each.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { startBoth, etcdctl, tempDir } from "./harness.mjs";
+import { startBoth, etcdctl, tempDir, etcdctlWatch } from "./harness.mjs";
 
 const ROOT = ["--user", "root:rootpw"];
 const U1 = ["--user", "u1:p1"];
@@ -42,25 +41,6 @@ function side(s, dir) {
   };
 }
 
-/** `etcdctl watch ...` as `user`: its first `lines` lines, then it is killed (bounded). */
-function watching(url, args, lines, timeout = 6000) {
-  const child = spawn("etcdctl", [`--endpoints=${url}`, "watch", ...args], { env: { ...process.env, ETCDCTL_API: "3" } });
-  let out = "";
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      child.kill("SIGKILL");
-      resolve(out.split("\n").slice(0, lines).join("\n"));
-    };
-    const timer = setTimeout(done, timeout);
-    child.stdout.on("data", (d) => {
-      out += d;
-      if (out.split("\n").length > lines) done();
-    });
-    child.stderr.on("data", (d) => (out += String(d).split("\n").filter((l) => l && !l.startsWith("{")).map((l) => l + "\n").join("")));
-    child.on("close", done);
-  });
-}
 
 test("etcdctl: users, roles, auth enable/disable and every command as root, a limited user and nobody give etcd's output", async (t) => {
   const { etcd, edge } = await startBoth(t);
@@ -172,7 +152,7 @@ test("etcdctl: users, roles, auth enable/disable and every command as root, a li
   // Watch: nobody's is refused at once. (etcdctl 3.4 may open its watch
   // stream before its token is set, and etcd then refuses a user's watch
   // as nobody's too: the gRPC and gateway tests watch with a token.)
-  await each((s, i) => watching([etcd, edge][i].url, ["k1"], 2, 3000));
+  await each((s, i) => etcdctlWatch([etcd, edge][i].url, ["k1"], 2, { timeout: 3000, stderr: true }));
 
   // Leases: u1 revokes its own, not one holding a key it may not write.
   await both([...U1, "lease", "grant", "600"]);

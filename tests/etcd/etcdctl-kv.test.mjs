@@ -4,8 +4,7 @@
 // member ids and raft terms dropped).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { startBoth, etcdctl } from "./harness.mjs";
+import { startBoth, etcdctl, etcdctlWatch } from "./harness.mjs";
 
 async function run(url, args, opts) {
   const r = await etcdctl(url, args, opts);
@@ -17,24 +16,6 @@ async function run(url, args, opts) {
   return { code: r.code, stdout, stderr };
 }
 
-/** `etcdctl watch ...`: the first `lines` lines of its output, then it is killed (bounded). */
-function watchLines(url, args, lines, timeout = 8000) {
-  return new Promise((resolve) => {
-    const child = spawn("etcdctl", [`--endpoints=${url}`, "watch", ...args], { env: { ...process.env, ETCDCTL_API: "3" } });
-    let out = "";
-    const done = () => {
-      clearTimeout(timer);
-      child.kill("SIGKILL");
-      resolve(out.split("\n").slice(0, lines).join("\n"));
-    };
-    const timer = setTimeout(done, timeout);
-    child.stdout.on("data", (d) => {
-      out += d;
-      if (out.split("\n").length > lines) done();
-    });
-    child.on("close", done);
-  });
-}
 
 test("etcdctl: kv, ranges, get --rev, txn, watch --rev --prev-kv and compaction give etcd's output", async (t) => {
   const { etcd, edge } = await startBoth(t);
@@ -88,10 +69,10 @@ test("etcdctl: kv, ranges, get --rev, txn, watch --rev --prev-kv and compaction 
   await both(["get", "--from-key", ""]);
 
   // watch --rev --prev-kv: history first, then live events.
-  const watches = await Promise.all(urls.map((u) => watchLines(u, ["--rev=2", "--prev-kv", "--prefix", ""], 40)));
+  const watches = await Promise.all(urls.map((u) => etcdctlWatch(u, ["--rev=2", "--prev-kv", "--prefix", ""], 40)));
   assert.ok(watches[1].split("\n").length >= 30, watches[1]);
   assert.equal(watches[1], watches[0]);
-  const live = urls.map((u) => watchLines(u, ["--prev-kv", "d"], 7));
+  const live = urls.map((u) => etcdctlWatch(u, ["--prev-kv", "d"], 7));
   await new Promise((ok) => setTimeout(ok, 500));
   await both(["put", "d", "live"]);
   await both(["del", "d"]);
@@ -106,7 +87,7 @@ test("etcdctl: kv, ranges, get --rev, txn, watch --rev --prev-kv and compaction 
   await both(["compaction", "1000"]);
   await both(["get", "--prefix", "", "--rev=7"]);
   await both(["get", "--prefix", "", "--rev=8"]);
-  const compacted = await Promise.all(urls.map((u) => watchLines(u, ["--rev=3", "a"], 3, 3000)));
+  const compacted = await Promise.all(urls.map((u) => etcdctlWatch(u, ["--rev=3", "a"], 3, { timeout: 3000 })));
   assert.equal(compacted[1], compacted[0]);
   // The hash of the history both hold after all that (etcd's HashKV): the
   // same number, the compaction point and revision; the endpoint differs.

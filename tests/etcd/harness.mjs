@@ -261,3 +261,27 @@ export async function post(url, path, body, { dispatcher } = {}) {
   }
   return { status: res.status, body: parsed, type: res.headers.get("content-type") };
 }
+
+/**
+ * `etcdctl watch ...` against `url`: the first `lines` lines of its output,
+ * then it is killed (bounded by `timeout`). With `stderr`, its error lines
+ * (not its JSON logs) count as output too.
+ */
+export function etcdctlWatch(url, args, lines, { timeout = 8000, stderr = false } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn("etcdctl", [`--endpoints=${url}`, "watch", ...args], { env: { ...process.env, ETCDCTL_API: "3" } });
+    let out = "";
+    const done = () => {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      resolve(out.split("\n").slice(0, lines).join("\n"));
+    };
+    const timer = setTimeout(done, timeout);
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (out.split("\n").length > lines) done();
+    });
+    if (stderr) child.stderr.on("data", (d) => (out += String(d).split("\n").filter((l) => l && !l.startsWith("{")).map((l) => l + "\n").join("")));
+    child.on("close", done);
+  });
+}

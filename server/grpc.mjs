@@ -237,9 +237,13 @@ class Context {
     /** Set while a sender waits for the client to read (onDrain calls it). */
     this.wake = null;
   }
-  /** The caller's auth token (services/index.mjs). */
+  /**
+   * The caller's credential (services/index.mjs): its auth token, else with
+   * --client-cert-auth the user its verified certificate names (etcd's
+   * AuthInfoFromTLS), else undefined.
+   */
   get token() {
-    return this.call.token;
+    return this.call.token ?? this.call.session.certUser;
   }
   get signal() {
     if (!this.ac) {
@@ -500,9 +504,11 @@ export function activeCalls(socket) {
  * `idleMs` is closed with GOAWAY (clients reconnect). `counters`
  * (services/metrics.mjs's createCallCounters), if given, counts the calls,
  * their messages and bytes for /metrics. A server stream whose client reads
- * nothing for `stallMs` ends with Unavailable.
+ * nothing for `stallMs` ends with Unavailable. `certAuth` (etcd's
+ * --client-cert-auth): a call without a token is made as the user its TLS
+ * client certificate names.
  */
-export function createGrpcServer(services, { maxConcurrentStreams = 0, maxMessageBytes = MAX_MESSAGE_BYTES, idleMs = 5 * 60 * 1000, counters = null, stallMs = 60_000 } = {}) {
+export function createGrpcServer(services, { maxConcurrentStreams = 0, maxMessageBytes = MAX_MESSAGE_BYTES, idleMs = 5 * 60 * 1000, counters = null, stallMs = 60_000, certAuth = false } = {}) {
   const root = loadRoot();
   const methods = new Map();
   for (const [service, rpcs] of Object.entries(schema)) {
@@ -544,6 +550,7 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, maxMessag
   return {
     serve(socket) {
       const s = new H2Session(socket, { onCall, maxConcurrentStreams, maxMessage: maxMessageBytes });
+      s.certUser = certAuth ? certificateUser(socket) : undefined;
       socket[SESSION] = s;
       sessions.add(s);
       socket.once("close", () => sessions.delete(s));
@@ -553,4 +560,12 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, maxMessag
       for (const s of sessions) s.destroy();
     },
   };
+}
+
+// etcd's AuthInfoFromTLS: the common name of a client certificate that
+// verified (the gateway, which has no such call, never uses it).
+function certificateUser(socket) {
+  if (!socket?.authorized || typeof socket.getPeerCertificate !== "function") return undefined;
+  const cn = socket.getPeerCertificate()?.subject?.CN;
+  return typeof cn === "string" && cn !== "" ? { commonName: cn } : undefined;
 }

@@ -209,7 +209,7 @@ const health = { success: 0, failures: 0 };
 // etcd's gRPC receive limit, which its gateway meets too.
 const maxMessageBytes = flags.maxRequestBytes + GRPC_OVERHEAD_BYTES;
 gateway = createGateway({ services, maxMessageBytes, counters: calls, health, metrics: createMetrics({ lessor, store, member, quotaBytes, host: hostMetrics, calls, syncs, stats, health }) });
-grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, maxMessageBytes, counters: calls });
+grpcServer.current = createGrpcServer(services, { maxConcurrentStreams: flags.maxConcurrentStreams, maxMessageBytes, counters: calls, certAuth: flags.tls.clientCertAuth });
 
 const origin = (s) => {
   const a = s.address();

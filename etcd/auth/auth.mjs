@@ -44,9 +44,15 @@ export function createAuth({ lessor, tokenTtlMs, bcryptCost = DEFAULT_BCRYPT_COS
       return store.enabled;
     },
 
-    /** The user `token` names ({ name, revision }), null without a token; a token that names nobody is refused. */
+    /**
+     * The user a credential names ({ name, revision }): a token (one that
+     * names nobody is refused), or a verified client certificate's
+     * `{ commonName }` (the gRPC transport's, with --client-cert-auth);
+     * null without one.
+     */
     identify(token) {
       if (token === undefined || token === null) return null;
+      if (typeof token === "object") return { name: token.commonName, revision: store.revision };
       const name = tokens.user(token);
       if (name === null) throw Etcd.invalidAuthToken();
       return { name, revision: store.revision };

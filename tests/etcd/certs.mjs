@@ -28,8 +28,12 @@ function issue(dir, name, subject, ca, ext, rsa = false) {
   openssl(dir, ["x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.crt`, "-CAkey", `${ca}.key`, "-CAcreateserial", "-out", `${name}.crt`, "-days", "2", "-extfile", `${name}.ext`]);
 }
 
-/** The files (paths) in `dir`: { ca, cert, key, clientCert, clientKey, otherCert, otherKey, otherCa }. */
-export function makeCerts(dir, { rsa = false } = {}) {
+/**
+ * The files (paths) in `dir`: { ca, cert, key, clientCert, clientKey,
+ * otherCert, otherKey, otherCa, users }; `users`: a client certificate of
+ * the CA for each name given, with it as CN ({ [name]: { cert, key } }).
+ */
+export function makeCerts(dir, { rsa = false, users = [] } = {}) {
   for (const ca of ["ca", "other-ca"]) {
     openssl(dir, ["req", "-x509", ...newKey(false), "-nodes", "-keyout", `${ca}.key`, "-out", `${ca}.crt`, "-days", "2", "-subj", `/CN=${ca}`]);
   }
@@ -37,7 +41,9 @@ export function makeCerts(dir, { rsa = false } = {}) {
   issue(dir, "client", "/CN=some user", "ca", ["extendedKeyUsage=clientAuth"]);
   issue(dir, "other", "/CN=some user", "other-ca", ["extendedKeyUsage=clientAuth"]);
   const f = (n) => join(dir, n);
+  for (const u of users) issue(dir, `user-${u}`, `/CN=${u}`, "ca", ["extendedKeyUsage=clientAuth"]);
   return {
+    users: Object.fromEntries(users.map((u) => [u, { cert: f(`user-${u}.crt`), key: f(`user-${u}.key`) }])),
     dir,
     ca: f("ca.crt"),
     cert: f("server.crt"),

@@ -14,6 +14,7 @@ mod kv;
 mod lease;
 mod lessor;
 mod ops;
+mod order;
 pub mod storage;
 mod types;
 mod watch;

@@ -16,6 +16,7 @@ mod lessor;
 mod ops;
 mod order;
 pub mod storage;
+mod text;
 mod types;
 mod watch;
 mod write;

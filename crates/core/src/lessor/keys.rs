@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::kv::{cost, Bound, RangeRequest, RangeResponse};
 use crate::lessor::Lessor;
 use crate::ops::{DeleteRequest, DeleteResponse, DeleteResult, PutOptions, PutRequest, PutResult};
+use crate::text::Text;
 use crate::types::{Entry, Key};
 use crate::write::Write;
 
@@ -264,10 +265,11 @@ impl Lessor {
             };
             if l.keys.binary_search_by(|k| (**k).cmp(key)).is_err() {
                 if l.keys.len() + w.attached(lease) >= self.config.max_keys_per_lease {
-                    return Err(Error::invalid(format!(
-                        "lease {:016x} would carry more than {} keys (maxKeysPerLease)",
-                        lease as u64, self.config.max_keys_per_lease
-                    )));
+                    let why = Text::new("lease ")
+                        .hex(lease as u64)
+                        .s(" would carry more than ");
+                    let max = self.config.max_keys_per_lease as u64;
+                    return Err(Error::invalid(why.udec(max).s(" keys (maxKeysPerLease)")));
                 }
                 attaches = true;
             }

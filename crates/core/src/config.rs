@@ -88,6 +88,7 @@ impl Config {
     /// Refuses a key a request compares (a read's, a delete's, a compare's,
     /// a watch's): only an empty one, as etcd does. One longer than any key
     /// can be is absent, not an error.
+    #[inline(never)]
     pub fn check_query_key(&self, key: &[u8]) -> Result<()> {
         if key.is_empty() {
             return Err(Error::invalid("key must not be empty"));

@@ -118,6 +118,7 @@ impl Watchers {
     /// compaction drops what a watch from its own revision does not see
     /// (a deletion there, a version a later change of that revision
     /// replaced), and that watcher needs those.
+    #[inline(never)]
     pub fn oldest_wanted(&self) -> Option<i64> {
         self.list.iter().map(|(_, w)| w.next - 1).min()
     }

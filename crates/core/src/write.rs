@@ -184,6 +184,7 @@ impl Write {
 
     /// A key as this write leaves it, if the write changes it: `Some(None)`
     /// when it deletes it. Lets the ops of a transaction read earlier ones.
+    #[inline(never)]
     pub fn staged(&self, key: &[u8]) -> Option<Option<&Entry>> {
         self.keys.iter().rev().find_map(|c| match c {
             KeyChange::Put { key: k, entry, .. } if **k == *key => Some(Some(entry)),

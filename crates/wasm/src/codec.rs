@@ -6,6 +6,9 @@
 //! varint length then the bytes, flags one byte of bits. A request is read
 //! whole or refused as InvalidArgument (the JS half writes it, so a refusal
 //! means a bug there, never a trap here).
+//!
+//! The varint and byte-string methods are `#[inline(never)]`: inlined into
+//! every field of every message they were kilobytes of wasm.
 
 use edge_lease_core::{
     Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, Entry, Error, Key, Op,
@@ -38,6 +41,7 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
+    #[inline(never)]
     fn u64(&mut self) -> Result<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
@@ -50,6 +54,7 @@ impl<'a> Reader<'a> {
         Err(bad())
     }
 
+    #[inline(never)]
     fn i64(&mut self) -> Result<i64> {
         let v = self.u64()?;
         Ok((v >> 1) as i64 ^ -((v & 1) as i64))
@@ -64,10 +69,12 @@ impl<'a> Reader<'a> {
         Ok(n)
     }
 
+    #[inline(never)]
     fn bytes(&mut self) -> Result<Vec<u8>> {
         self.slice().map(<[u8]>::to_vec)
     }
 
+    #[inline(never)]
     fn slice(&mut self) -> Result<&'a [u8]> {
         let n = self.len()?;
         let v = &self.buf[self.at..self.at + n];
@@ -248,6 +255,7 @@ impl Writer {
         self.0.push(b);
     }
 
+    #[inline(never)]
     fn u64(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.0.push(v as u8 | 0x80);
@@ -260,12 +268,14 @@ impl Writer {
         self.u64(((v << 1) ^ (v >> 63)) as u64);
     }
 
+    #[inline(never)]
     fn bytes(&mut self, b: &[u8]) {
         self.u64(b.len() as u64);
         self.0.extend_from_slice(b);
     }
 
     /// key, value, create, mod, version, lease, text.
+    #[inline(never)]
     fn kv(&mut self, key: &[u8], e: &Entry) {
         self.bytes(key);
         self.bytes(&e.value);

@@ -50,14 +50,18 @@ pub fn valid_host_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-// (Written with `crate::text`, not `format!`: no `core::fmt` in wasm.)
+// (Written with `crate::text`, not `format!`: no `core::fmt` in wasm. The
+// record names are built out of line: each is called from several places,
+// and inlined copies are kilobytes of wasm.)
 
+#[inline(never)]
 pub fn host_key(name: &str) -> String {
     let mut s = String::from(HOST_PREFIX);
     s.push_str(name);
     s
 }
 
+#[inline(never)]
 pub fn lease_key(id: LeaseId) -> String {
     let mut s = String::with_capacity(LEASE_PREFIX.len() + 16);
     s.push_str(LEASE_PREFIX);
@@ -89,6 +93,7 @@ pub(super) fn plain(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/' | b':' | b'@')
 }
 
+#[inline(never)]
 pub fn key_key(key: &[u8]) -> String {
     let mut s = String::with_capacity(KEY_PREFIX.len() + key.len());
     s.push_str(KEY_PREFIX);
@@ -107,6 +112,7 @@ fn push_key_name(s: &mut String, key: &[u8]) {
 }
 
 /// The record of a superseded version of `key` from `revision` on.
+#[inline(never)]
 pub fn old_key(revision: i64, sub: u32, key: &[u8]) -> String {
     let mut s = String::with_capacity(OLD_PREFIX.len() + 18 + key.len());
     s.push_str(OLD_PREFIX);

@@ -97,8 +97,14 @@ fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
 }
 
 /// Splits `a=1 b=2` into its values, in the order of `names`, exactly.
+/// (Of any length, not generic over it: one copy in the wasm.)
 fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Result<[&'a str; N]> {
     let mut out = [""; N];
+    fields_into(key, text, &names, &mut out)?;
+    Ok(out)
+}
+
+fn fields_into<'a>(key: &str, text: &'a str, names: &[&str], out: &mut [&'a str]) -> Result<()> {
     let mut parts = text.split(' ');
     for (i, name) in names.iter().enumerate() {
         let part = parts
@@ -115,7 +121,7 @@ fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Res
     if parts.next().is_some() {
         return Err(corrupt(key, "unexpected trailing fields"));
     }
-    Ok(out)
+    Ok(())
 }
 
 fn num(key: &str, name: &str, s: &str) -> Result<i64> {

@@ -141,20 +141,23 @@ export class Binding {
   }
 
   // ---- etcd's KV requests, normalized by js/requests.js; one byte buffer
-  // each way (js/codec.js) ---------------------------------------------------
+  // each way (js/codec.js), through one call (`kv`), the request's kind
+  // first: 0 range, 1 put, 2 delete, 3 txn ---------------------------------
 
   /** `{ kvs, more, count, revision }`. */
   rangeKv(now, req) {
     const w = this.#writer.reset();
+    w.byte(0);
     writeRange(w, req);
-    return readRange(new Reader(this.#call(() => this.#raw.range_kv(now, w.done()))), hexOfI64);
+    return readRange(new Reader(this.#call(() => this.#raw.kv(now, w.done()))), hexOfI64);
   }
 
   /** `{ revision, prevKv? }`. */
   putKv(now, req) {
     const w = this.#writer.reset();
+    w.byte(1);
     writePut(w, req);
-    return readPut(new Reader(this.#call(() => this.#raw.put_kv(now, w.done()))), hexOfI64);
+    return readPut(new Reader(this.#call(() => this.#raw.kv(now, w.done()))), hexOfI64);
   }
 
   /** etcd's counts (crates/core/src/counts.rs), in its field order. */
@@ -165,15 +168,17 @@ export class Binding {
   /** `{ deleted, revision, prevKvs }`. */
   deleteRange(now, req) {
     const w = this.#writer.reset();
+    w.byte(2);
     writeDelete(w, req);
-    return readDelete(new Reader(this.#call(() => this.#raw.delete_range(now, w.done()))), hexOfI64);
+    return readDelete(new Reader(this.#call(() => this.#raw.kv(now, w.done()))), hexOfI64);
   }
 
   /** `{ succeeded, revision, responses }`. */
   txn(now, req) {
     const w = this.#writer.reset();
+    w.byte(3);
     writeTxn(w, req);
-    return readTxn(new Reader(this.#call(() => this.#raw.txn(now, w.done()))), hexOfI64);
+    return readTxn(new Reader(this.#call(() => this.#raw.kv(now, w.done()))), hexOfI64);
   }
 
   /** The current revision. */

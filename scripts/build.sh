@@ -27,12 +27,12 @@ size() {
 # snapshot file), which edge-lease-etcd's server and Durable Object service
 # load.
 if changed js/pkg/.build-stamp crates/core crates/wasm Cargo.toml Cargo.lock scripts/build.sh; then
-  echo "[build] wasm-pack (release, target web, lean: no features) -> js/pkg/"
-  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/js/pkg" --no-pack
+  echo "[build] wasm-pack (profile wasm, target web, lean: no features) -> js/pkg/"
+  wasm-pack build crates/wasm --profile wasm --target web --out-dir "$PWD/js/pkg" --no-pack
   rm -f js/pkg/.gitignore
   size js/pkg/edge_lease_bg.wasm
-  echo "[build] wasm-pack (release, target web, --features etcd) -> dist/engine/"
-  wasm-pack build crates/wasm --release --target web --out-dir "$PWD/dist/engine" --no-pack --features etcd
+  echo "[build] wasm-pack (profile wasm, target web, --features etcd) -> dist/engine/"
+  wasm-pack build crates/wasm --profile wasm --target web --out-dir "$PWD/dist/engine" --no-pack --features etcd
   rm -f dist/engine/.gitignore
   size dist/engine/edge_lease_bg.wasm
   touch js/pkg/.build-stamp

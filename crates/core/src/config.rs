@@ -2,6 +2,7 @@
 //! defined; the JS wrapper and the docs take them from here).
 
 use crate::error::{Error, Result};
+use crate::text::Text;
 use crate::types::MAX_LEASE_TTL;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,9 +74,8 @@ impl Config {
             return Err(Error::invalid("history must be at least 1 revision"));
         }
         if self.quota_bytes < 1 || self.quota_bytes > MAX_QUOTA_BYTES {
-            return Err(Error::invalid(format!(
-                "quota_bytes must be between 1 and {MAX_QUOTA_BYTES}"
-            )));
+            let why = Text::new("quota_bytes must be between 1 and ");
+            return Err(Error::invalid(why.udec(MAX_QUOTA_BYTES as u64)));
         }
         if self.max_key_bytes > self.quota_bytes || self.max_value_bytes > self.quota_bytes {
             return Err(Error::invalid(
@@ -88,6 +88,7 @@ impl Config {
     /// Refuses a key a request compares (a read's, a delete's, a compare's,
     /// a watch's): only an empty one, as etcd does. One longer than any key
     /// can be is absent, not an error.
+    #[inline(never)]
     pub fn check_query_key(&self, key: &[u8]) -> Result<()> {
         if key.is_empty() {
             return Err(Error::invalid("key must not be empty"));
@@ -99,22 +100,22 @@ impl Config {
     pub fn check_key(&self, key: &[u8]) -> Result<()> {
         self.check_query_key(key)?;
         if key.len() > self.max_key_bytes {
-            return Err(Error::invalid(format!(
-                "key is {} bytes, the limit is {}",
-                key.len(),
-                self.max_key_bytes
-            )));
+            let why = Text::new("key is ").udec(key.len() as u64);
+            let why = why
+                .s(" bytes, the limit is ")
+                .udec(self.max_key_bytes as u64);
+            return Err(Error::invalid(why));
         }
         Ok(())
     }
 
     pub fn check_value(&self, value: &[u8], text: bool) -> Result<()> {
         if value.len() > self.max_value_bytes {
-            return Err(Error::invalid(format!(
-                "value is {} bytes, the limit is {}",
-                value.len(),
-                self.max_value_bytes
-            )));
+            let why = Text::new("value is ").udec(value.len() as u64);
+            let why = why
+                .s(" bytes, the limit is ")
+                .udec(self.max_value_bytes as u64);
+            return Err(Error::invalid(why));
         }
         if text && std::str::from_utf8(value).is_err() {
             return Err(Error::invalid("text value is not UTF-8"));

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::text::Text;
 use crate::types::{LeaseId, MAX_LEASE_TTL};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,41 +69,101 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The message, as `Display` writes it (built without `core::fmt`: the
+    /// JS binding takes it from here, and fmt is kilobytes of wasm).
+    pub fn message(&self) -> String {
+        let lease = |id: &LeaseId, rest: &str| Text::new("lease ").hex(*id as u64).s(rest).into();
+        match self {
+            Error::LeaseNotFound(id) => lease(id, " not found"),
+            Error::LeaseExists(id) => lease(id, " already exists"),
+            Error::LeaseTtlTooLarge(ttl) => Text::new("lease TTL ")
+                .dec(*ttl)
+                .s("s is too large (at most ")
+                .dec(MAX_LEASE_TTL)
+                .s("s)")
+                .into(),
+            Error::NotPrimary => "not a primary lessor".into(),
+            Error::ExpiryHeld(id) => lease(
+                id,
+                " is past its deadline; it ends once expiry is no longer held",
+            ),
+            Error::InvalidArgument(why) => Text::new("invalid argument: ").s(why).into(),
+            Error::StorageFailed(why) => Text::new("storage write failed: ").s(why).into(),
+            Error::CorruptEntry { key, reason } => Text::new("stored entry \"")
+                .s(key)
+                .s("\" is corrupt: ")
+                .s(reason)
+                .into(),
+            Error::Compacted(rev) => {
+                Text::new("required revision has been compacted (compacted at ")
+                    .dec(*rev)
+                    .s(")")
+                    .into()
+            }
+            Error::FutureRevision => "required revision is a future revision".into(),
+            Error::KeyNotFound => "key not found".into(),
+            Error::DuplicateKey => "duplicate key given in txn request".into(),
+            Error::TooManyOps => "too many operations in txn request".into(),
+            Error::NoEntropy(why) => Text::new("no randomness from the OS: ").s(why).into(),
+            Error::NoSpace => "database space exceeded".into(),
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::LeaseNotFound(id) => write!(f, "lease {:016x} not found", *id as u64),
-            Error::LeaseExists(id) => write!(f, "lease {:016x} already exists", *id as u64),
-            Error::LeaseTtlTooLarge(ttl) => write!(
-                f,
-                "lease TTL {ttl}s is too large (at most {}s)",
-                MAX_LEASE_TTL
-            ),
-            Error::NotPrimary => write!(f, "not a primary lessor"),
-            Error::ExpiryHeld(id) => write!(
-                f,
-                "lease {:016x} is past its deadline; it ends once expiry is no longer held",
-                *id as u64
-            ),
-            Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
-            Error::StorageFailed(why) => write!(f, "storage write failed: {why}"),
-            Error::CorruptEntry { key, reason } => {
-                write!(f, "stored entry \"{key}\" is corrupt: {reason}")
-            }
-            Error::Compacted(rev) => write!(
-                f,
-                "required revision has been compacted (compacted at {rev})"
-            ),
-            Error::FutureRevision => write!(f, "required revision is a future revision"),
-            Error::KeyNotFound => write!(f, "key not found"),
-            Error::DuplicateKey => write!(f, "duplicate key given in txn request"),
-            Error::TooManyOps => write!(f, "too many operations in txn request"),
-            Error::NoEntropy(why) => write!(f, "no randomness from the OS: {why}"),
-            Error::NoSpace => write!(f, "database space exceeded"),
-        }
+        f.write_str(&self.message())
     }
 }
 
 impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn messages_are_those_format_wrote() {
+        let id = -2i64;
+        let cases = [
+            (Error::LeaseNotFound(id), format!("lease {:016x} not found", id as u64)),
+            (Error::LeaseExists(255), format!("lease {:016x} already exists", 255)),
+            (
+                Error::LeaseTtlTooLarge(9_000_000_001),
+                "lease TTL 9000000001s is too large (at most 9000000000s)".into(),
+            ),
+            (Error::NotPrimary, "not a primary lessor".into()),
+            (
+                Error::ExpiryHeld(1),
+                "lease 0000000000000001 is past its deadline; it ends once expiry is no longer held"
+                    .into(),
+            ),
+            (Error::invalid("x"), "invalid argument: x".into()),
+            (Error::StorageFailed("y".into()), "storage write failed: y".into()),
+            (
+                Error::CorruptEntry {
+                    key: "v1/key/a".into(),
+                    reason: "bad".into(),
+                },
+                "stored entry \"v1/key/a\" is corrupt: bad".into(),
+            ),
+            (
+                Error::Compacted(-1),
+                "required revision has been compacted (compacted at -1)".into(),
+            ),
+            (Error::FutureRevision, "required revision is a future revision".into()),
+            (Error::KeyNotFound, "key not found".into()),
+            (Error::DuplicateKey, "duplicate key given in txn request".into()),
+            (Error::TooManyOps, "too many operations in txn request".into()),
+            (Error::NoEntropy("z".into()), "no randomness from the OS: z".into()),
+            (Error::NoSpace, "database space exceeded".into()),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.message(), want);
+            assert_eq!(e.to_string(), want);
+        }
+    }
+}

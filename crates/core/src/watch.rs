@@ -5,8 +5,6 @@
 //! polls after every write; automatic compaction never drops changes a
 //! watcher has not been given.
 
-use std::collections::BTreeMap;
-
 use crate::counts::Counts;
 use crate::error::{Error, Result};
 use crate::kv::Keyspace;
@@ -108,7 +106,9 @@ impl Watcher {
 
 #[derive(Default)]
 pub struct Watchers {
-    map: BTreeMap<i64, Watcher>,
+    /// By id, ascending: ids only grow, so a new one goes last. (A list,
+    /// not an ordered map: each instance of a map is kilobytes of wasm.)
+    list: Vec<(i64, Watcher)>,
     next_id: i64,
 }
 
@@ -118,8 +118,18 @@ impl Watchers {
     /// compaction drops what a watch from its own revision does not see
     /// (a deletion there, a version a later change of that revision
     /// replaced), and that watcher needs those.
+    #[inline(never)]
     pub fn oldest_wanted(&self) -> Option<i64> {
-        self.map.values().map(|w| w.next - 1).min()
+        self.list.iter().map(|(_, w)| w.next - 1).min()
+    }
+
+    fn find(&self, id: i64) -> Option<usize> {
+        self.list.binary_search_by_key(&id, |(id, _)| *id).ok()
+    }
+
+    fn get_mut(&mut self, id: i64) -> Option<&mut Watcher> {
+        let i = self.find(id)?;
+        Some(&mut self.list[i].1)
     }
 }
 
@@ -139,7 +149,7 @@ impl Watchers {
         let w = self;
         w.next_id += 1;
         let id = w.next_id;
-        w.map.insert(
+        w.list.push((
             id,
             Watcher {
                 req: req.clone(),
@@ -147,28 +157,28 @@ impl Watchers {
                 scan: None,
                 paused: false,
             },
-        );
+        ));
         Ok(id)
     }
 
     /// `Lessor::cancel_watch`.
     pub fn cancel(&mut self, id: i64) -> bool {
-        self.map.remove(&id).is_some()
+        self.find(id).map(|i| self.list.remove(i)).is_some()
     }
 
     /// `Lessor::pause_watch`.
     pub fn pause(&mut self, id: i64, paused: bool) -> bool {
-        self.map.get_mut(&id).map(|w| w.paused = paused).is_some()
+        self.get_mut(id).map(|w| w.paused = paused).is_some()
     }
 
     /// `Lessor::watch_caught_up`, at the current revision `rev`.
     pub fn caught_up(&self, id: i64, rev: i64) -> bool {
-        self.map.get(&id).is_some_and(|w| w.next > rev)
+        self.find(id).is_some_and(|i| self.list[i].1.next > rev)
     }
 
     /// `Lessor::watches_pending`, at the current revision `rev`.
     pub fn pending(&self, rev: i64) -> bool {
-        self.map.values().any(|w| !w.paused && w.next <= rev)
+        self.list.iter().any(|(_, w)| !w.paused && w.next <= rev)
     }
 
     /// `Lessor::poll_watches`, reading the keyspace's log; counts the
@@ -185,15 +195,17 @@ impl Watchers {
         // its own events there; the table stays small).
         let newest = kv.position(rev + 1);
         let base = self
-            .map
-            .values()
+            .list
+            .iter()
+            .map(|(_, w)| w)
             .filter(|w| !w.paused && w.next <= rev && w.next >= compacted)
             .map(|w| kv.position(w.next))
             .min()
             .unwrap_or(newest)
             .max(newest.saturating_sub(SHARED_CHANGES));
         let mut made: Vec<[usize; 2]> = Vec::new();
-        for (&id, w) in self.map.iter_mut() {
+        for (id, w) in self.list.iter_mut() {
+            let id = *id;
             if w.paused || w.next > rev {
                 continue;
             }
@@ -311,8 +323,10 @@ impl Watchers {
                 });
             }
         }
-        for id in cancelled {
-            self.map.remove(&id);
+        if !cancelled.is_empty() {
+            // (Found in id order, so sorted.)
+            self.list
+                .retain(|(id, _)| cancelled.binary_search(id).is_err());
         }
         out
     }

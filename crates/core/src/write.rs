@@ -48,6 +48,14 @@ impl KeyChange {
             KeyChange::Delete { revision, .. } => *revision,
         }
     }
+
+    /// The key's entry after the change (None: deleted).
+    fn entry(&self) -> Option<&Entry> {
+        match self {
+            KeyChange::Put { entry, .. } => Some(entry),
+            KeyChange::Delete { .. } => None,
+        }
+    }
 }
 
 /// The changes of one operation, staged.
@@ -176,6 +184,7 @@ impl Write {
 
     /// A key as this write leaves it, if the write changes it: `Some(None)`
     /// when it deletes it. Lets the ops of a transaction read earlier ones.
+    #[inline(never)]
     pub fn staged(&self, key: &[u8]) -> Option<Option<&Entry>> {
         self.keys.iter().rev().find_map(|c| match c {
             KeyChange::Put { key: k, entry, .. } if **k == *key => Some(Some(entry)),
@@ -219,15 +228,15 @@ impl Write {
     /// as history, lease records, the compaction and the revision.
     fn batch(&self, kv: &Keyspace) -> Batch {
         let mut b = Batch::default();
-        // Each key as the changes so far leave it: a key a write changes
-        // twice (a txn's from-key delete and a put) supersedes its own
-        // staged state, not the stored one.
-        let mut state: HashMap<&Key, Option<&Entry>, FixedState> =
-            HashMap::with_hasher(kv.hasher());
-        for c in &self.keys {
+        // Each key's last change so far: a key a write changes twice (a
+        // txn's from-key delete and a put) supersedes its own staged state,
+        // not the stored one. (Of the type compaction's plan uses: each
+        // instance of a map is kilobytes of wasm.)
+        let mut state: HashMap<&Key, usize, FixedState> = HashMap::with_hasher(kv.hasher());
+        for (i, c) in self.keys.iter().enumerate() {
             let key = c.key();
             let old = match state.get(key) {
-                Some(&e) => e,
+                Some(&at) => self.keys[at].entry(),
                 None => kv.get(key),
             };
             if let Some(old) = old {
@@ -236,23 +245,18 @@ impl Write {
                     codec::encode_old(Some(old)),
                 ));
             }
-            match c {
-                KeyChange::Put { entry, .. } => {
-                    state.insert(key, Some(entry));
-                }
-                KeyChange::Delete { revision, sub, .. } => {
-                    b.put.push((
-                        codec::old_key(*revision, *sub, key),
-                        codec::encode_old(None),
-                    ));
-                    state.insert(key, None);
-                }
+            if let KeyChange::Delete { revision, sub, .. } = c {
+                b.put.push((
+                    codec::old_key(*revision, *sub, key),
+                    codec::encode_old(None),
+                ));
             }
+            state.insert(key, i);
         }
         // Each key's final state once, in the order the keys were first changed.
         for c in &self.keys {
             let key = c.key();
-            match state.remove(key) {
+            match state.remove(key).map(|at| self.keys[at].entry()) {
                 Some(Some(e)) => b.put.push((codec::key_key(key), codec::encode_entry(e))),
                 Some(None) => b.delete.push(codec::key_key(key)),
                 None => {}

@@ -6,6 +6,9 @@
 //! varint length then the bytes, flags one byte of bits. A request is read
 //! whole or refused as InvalidArgument (the JS half writes it, so a refusal
 //! means a bug there, never a trap here).
+//!
+//! The varint and byte-string methods are `#[inline(never)]`: inlined into
+//! every field of every message they were kilobytes of wasm.
 
 use edge_lease_core::{
     Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, Entry, Error, Key, Op,
@@ -38,6 +41,7 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
+    #[inline(never)]
     fn u64(&mut self) -> Result<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
@@ -50,6 +54,7 @@ impl<'a> Reader<'a> {
         Err(bad())
     }
 
+    #[inline(never)]
     fn i64(&mut self) -> Result<i64> {
         let v = self.u64()?;
         Ok((v >> 1) as i64 ^ -((v & 1) as i64))
@@ -64,10 +69,12 @@ impl<'a> Reader<'a> {
         Ok(n)
     }
 
+    #[inline(never)]
     fn bytes(&mut self) -> Result<Vec<u8>> {
         self.slice().map(<[u8]>::to_vec)
     }
 
+    #[inline(never)]
     fn slice(&mut self) -> Result<&'a [u8]> {
         let n = self.len()?;
         let v = &self.buf[self.at..self.at + n];
@@ -93,7 +100,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub fn range(&mut self) -> Result<RangeRequest> {
+    fn range(&mut self) -> Result<RangeRequest> {
         let key = self.bytes()?;
         let range_end = self.bytes()?;
         let revision = self.i64()?;
@@ -129,7 +136,7 @@ impl<'a> Reader<'a> {
         })
     }
 
-    pub fn put(&mut self) -> Result<PutRequest> {
+    fn put(&mut self) -> Result<PutRequest> {
         let key = self.bytes()?;
         let value = self.bytes()?;
         let lease = self.i64()?;
@@ -148,7 +155,7 @@ impl<'a> Reader<'a> {
         })
     }
 
-    pub fn delete(&mut self) -> Result<DeleteRequest> {
+    fn delete(&mut self) -> Result<DeleteRequest> {
         Ok(DeleteRequest {
             key: self.bytes()?,
             range_end: self.bytes()?,
@@ -186,19 +193,26 @@ impl<'a> Reader<'a> {
         let n = self.len()?;
         let mut ops = Vec::with_capacity(n);
         for _ in 0..n {
-            ops.push(match self.byte()? {
-                0 => Op::Range(self.range()?),
-                1 => Op::Put(self.put()?),
-                2 => Op::Delete(self.delete()?),
-                3 => Op::Txn(self.txn_at(depth + 1)?),
-                _ => return Err(bad()),
-            });
+            ops.push(self.op_at(depth + 1)?);
         }
         Ok(ops)
     }
 
-    pub fn txn(&mut self) -> Result<TxnRequest> {
-        self.txn_at(0)
+    /// One request, its kind first (0 range, 1 put, 2 delete, 3 txn): a
+    /// KV call's, and each op of a transaction.
+    pub fn op(&mut self) -> Result<Op> {
+        self.op_at(0)
+    }
+
+    /// An op whose transaction, if it is one, is at `depth`.
+    fn op_at(&mut self, depth: usize) -> Result<Op> {
+        Ok(match self.byte()? {
+            0 => Op::Range(self.range()?),
+            1 => Op::Put(self.put()?),
+            2 => Op::Delete(self.delete()?),
+            3 => Op::Txn(self.txn_at(depth)?),
+            _ => return Err(bad()),
+        })
     }
 
     fn txn_at(&mut self, depth: usize) -> Result<TxnRequest> {
@@ -241,6 +255,7 @@ impl Writer {
         self.0.push(b);
     }
 
+    #[inline(never)]
     fn u64(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.0.push(v as u8 | 0x80);
@@ -253,12 +268,14 @@ impl Writer {
         self.u64(((v << 1) ^ (v >> 63)) as u64);
     }
 
+    #[inline(never)]
     fn bytes(&mut self, b: &[u8]) {
         self.u64(b.len() as u64);
         self.0.extend_from_slice(b);
     }
 
     /// key, value, create, mod, version, lease, text.
+    #[inline(never)]
     fn kv(&mut self, key: &[u8], e: &Entry) {
         self.bytes(key);
         self.bytes(&e.value);
@@ -286,26 +303,26 @@ impl Writer {
         }
     }
 
-    pub fn range(&mut self, r: &RangeResponse) {
+    fn range(&mut self, r: &RangeResponse) {
         self.i64(r.revision);
         self.i64(r.count);
         self.byte(r.more as u8);
         self.kvs(&r.kvs);
     }
 
-    pub fn put(&mut self, key: &[u8], r: &PutResult) {
+    fn put(&mut self, key: &[u8], r: &PutResult) {
         self.i64(r.revision);
         self.prev(key, r.prev.as_ref());
     }
 
-    pub fn delete(&mut self, r: &DeleteResponse) {
+    fn delete(&mut self, r: &DeleteResponse) {
         self.i64(r.revision);
         self.i64(r.deleted);
         self.kvs(&r.prev_kvs);
     }
 
     /// Each response follows its op's kind; put responses need the op's key.
-    pub fn txn(&mut self, req: &TxnRequest, r: &TxnResponse) {
+    fn txn(&mut self, req: &TxnRequest, r: &TxnResponse) {
         self.i64(r.revision);
         self.byte(r.succeeded as u8);
         let ops = if r.succeeded {
@@ -315,32 +332,25 @@ impl Writer {
         };
         self.u64(r.responses.len() as u64);
         for (op, resp) in ops.iter().zip(&r.responses) {
-            match (op, resp) {
-                (_, OpResponse::Range(x)) => {
-                    self.byte(0);
-                    self.range(x);
-                }
-                (Op::Put(p), OpResponse::Put(x)) => {
-                    self.byte(1);
-                    self.put(&p.key, x);
-                }
-                (_, OpResponse::Put(x)) => {
-                    self.byte(1);
-                    self.put(&[], x);
-                }
-                (_, OpResponse::Delete(x)) => {
-                    self.byte(2);
-                    self.delete(x);
-                }
-                (Op::Txn(t), OpResponse::Txn(x)) => {
-                    self.byte(3);
-                    self.txn(t, x);
-                }
-                (_, OpResponse::Txn(x)) => {
-                    self.byte(3);
-                    self.txn(&TxnRequest::default(), x);
-                }
-            }
+            self.byte(match resp {
+                OpResponse::Range(_) => 0,
+                OpResponse::Put(_) => 1,
+                OpResponse::Delete(_) => 2,
+                OpResponse::Txn(_) => 3,
+            });
+            self.response(op, resp);
+        }
+    }
+
+    /// The response to `op` (of its kind, which is not written).
+    pub fn response(&mut self, op: &Op, resp: &OpResponse) {
+        match (op, resp) {
+            (_, OpResponse::Range(x)) => self.range(x),
+            (Op::Put(p), OpResponse::Put(x)) => self.put(&p.key, x),
+            (_, OpResponse::Put(x)) => self.put(&[], x),
+            (_, OpResponse::Delete(x)) => self.delete(x),
+            (Op::Txn(t), OpResponse::Txn(x)) => self.txn(t, x),
+            (_, OpResponse::Txn(x)) => self.txn(&TxnRequest::default(), x),
         }
     }
 

@@ -7,7 +7,7 @@ use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
 pub(crate) fn js_error(e: &Error) -> JsValue {
-    let err = js_sys::Error::new(&e.to_string());
+    let err = js_sys::Error::new(&e.message());
     let _ = Reflect::set(&err, &"code".into(), &e.code().into());
     if let Error::CorruptEntry { key, .. } = e {
         let _ = Reflect::set(&err, &"entry".into(), &key.as_str().into());

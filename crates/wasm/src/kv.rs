@@ -2,6 +2,7 @@
 //! in one byte buffer each way (see codec.rs), and the store state beside
 //! them (compaction, size, counts, host entries).
 
+use edge_lease_core::{Op, OpResponse};
 use js_sys::Float64Array;
 use wasm_bindgen::prelude::*;
 
@@ -12,46 +13,29 @@ use crate::lessor::RawLessor;
 
 #[wasm_bindgen]
 impl RawLessor {
-    /// Range: a codec range request in, a codec range response out.
-    pub fn range_kv(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let q = Reader::whole(req, Reader::range).map_err(|e| js_error(&e))?;
-        let resp = self.inner.range_kv(ms(now), &q).map_err(|e| js_error(&e))?;
+    /// etcd's Range, Put, DeleteRange or Txn: a codec request, its kind
+    /// first (0 range, 1 put, 2 delete, 3 txn, as a transaction's ops), in;
+    /// the codec response of that kind out. (One export for the four: each
+    /// export is its own glue.)
+    pub fn kv(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
+        let op = Reader::whole(req, Reader::op).map_err(|e| js_error(&e))?;
+        let now = ms(now);
+        let l = &mut self.inner;
+        let resp = match &op {
+            Op::Range(q) => l.range_kv(now, q).map(OpResponse::Range),
+            Op::Put(p) => l.put_kv(now, p).map(OpResponse::Put),
+            Op::Delete(d) => l.delete_range(now, d).map(OpResponse::Delete),
+            Op::Txn(t) => l.txn(now, t).map(OpResponse::Txn),
+        }
+        .map_err(|e| js_error(&e))?;
         let mut w = Writer::default();
-        w.range(&resp);
-        Ok(w.0)
-    }
-
-    /// etcd's Put: a codec put request in, a codec put response out.
-    pub fn put_kv(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let p = Reader::whole(req, Reader::put).map_err(|e| js_error(&e))?;
-        let resp = self.inner.put_kv(ms(now), &p).map_err(|e| js_error(&e))?;
-        let mut w = Writer::default();
-        w.put(&p.key, &resp);
+        w.response(&op, &resp);
         Ok(w.0)
     }
 
     /// The counts etcd's metrics keep, in `Counts::fields`'s order.
     pub fn counts(&self) -> Float64Array {
         Float64Array::from(&self.inner.counts().fields().map(|n| n as f64)[..])
-    }
-
-    pub fn delete_range(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let d = Reader::whole(req, Reader::delete).map_err(|e| js_error(&e))?;
-        let resp = self
-            .inner
-            .delete_range(ms(now), &d)
-            .map_err(|e| js_error(&e))?;
-        let mut w = Writer::default();
-        w.delete(&resp);
-        Ok(w.0)
-    }
-
-    pub fn txn(&mut self, now: f64, req: &[u8]) -> Result<Vec<u8>, JsValue> {
-        let t = Reader::whole(req, Reader::txn).map_err(|e| js_error(&e))?;
-        let resp = self.inner.txn(ms(now), &t).map_err(|e| js_error(&e))?;
-        let mut w = Writer::default();
-        w.txn(&t, &resp);
-        Ok(w.0)
     }
 
     /// Returns the current revision.

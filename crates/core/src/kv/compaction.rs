@@ -40,6 +40,7 @@ pub struct Sweep {
 impl Keyspace {
     /// How many versions at the front of `past` (the key's superseded
     /// versions) the compaction point leaves unreadable.
+    #[inline(never)]
     pub(super) fn droppable(&self, key: &[u8], past: &[Version]) -> usize {
         let point = self.compacted;
         let n = past.partition_point(|v| v.revision <= point);

@@ -89,7 +89,7 @@ impl Keyspace {
                 alive |= last.4;
             }
         }
-        all.sort_unstable_by_key(|&(rev, sub, ..)| (rev, sub));
+        crate::order::sort_by(&mut all, |a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         let mut buf = Vec::new();
         for &(rev, sub, k, e, last) in &all {
             if rev > self.compacted || last || !alive {

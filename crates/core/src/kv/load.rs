@@ -2,9 +2,8 @@
 //! entries, the superseded versions, then the revision and compaction
 //! point, from which the log is rebuilt.
 
-use std::collections::BTreeSet;
-
 use super::{version_cost, Change, Keyspace, Version};
+use crate::order::sort_by;
 use crate::types::{Entry, Key};
 
 impl Keyspace {
@@ -62,32 +61,44 @@ impl Keyspace {
     pub(crate) fn loaded(&mut self, revision: i64, compacted: i64) {
         self.revision = revision;
         self.compacted = compacted;
-        // Walked map by map (no lookup per key) into an ordered set. A key
-        // holding versions a finished compaction would have dropped (its
-        // steps were cut short) gets one change in front, for the sweep to
-        // visit.
-        let mut log = BTreeSet::new();
+        // Walked map by map (no lookup per key), then sorted. A key holding
+        // versions a finished compaction would have dropped (its steps were
+        // cut short) gets one change in front, for the sweep to visit.
+        let mut log = Vec::new();
         let mut unswept = Vec::new();
         for (k, past) in self.index.iter() {
             let stale = self.droppable(k, past);
             if stale > 0 {
-                unswept.push((past[0].revision, past[0].sub, k.clone()));
+                unswept.push(Change {
+                    revision: past[0].revision,
+                    sub: past[0].sub,
+                    key: k.clone(),
+                });
             }
             for v in past[stale..].iter().filter(|v| v.revision >= compacted) {
-                log.insert((v.revision, v.sub, k.clone()));
+                log.push(Change {
+                    revision: v.revision,
+                    sub: v.sub,
+                    key: k.clone(),
+                });
             }
         }
         for (k, e) in self.live.iter() {
             if e.mod_revision >= compacted {
-                log.insert((e.mod_revision, e.sub, k.clone()));
+                log.push(Change {
+                    revision: e.mod_revision,
+                    sub: e.sub,
+                    key: k.clone(),
+                });
             }
         }
-        unswept.sort_unstable_by_key(|&(revision, sub, _)| (revision, sub));
+        let order =
+            |a: &Change, b: &Change| (a.revision, a.sub, &a.key).cmp(&(b.revision, b.sub, &b.key));
+        sort_by(&mut unswept, order);
+        sort_by(&mut log, order);
+        log.dedup_by(|a, b| order(a, b).is_eq());
         self.unswept = unswept.len();
-        self.log = unswept
-            .into_iter()
-            .chain(log)
-            .map(|(revision, sub, key)| Change { revision, sub, key })
-            .collect();
+        unswept.extend(log);
+        self.log = unswept.into();
     }
 }

@@ -331,7 +331,7 @@ impl Keyspace {
         for (k, versions) in self.key_versions(upto) {
             out.extend(versions.map(|(rev, sub, e)| (rev, sub, k, e)));
         }
-        out.sort_unstable_by_key(|&(rev, sub, ..)| (rev, sub));
+        crate::order::sort_by(&mut out, |a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         out
     }
 

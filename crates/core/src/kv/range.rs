@@ -158,7 +158,7 @@ impl RangeRequest {
             let target = self.sort_target;
             let descend = order == SortOrder::Descend;
             // Equal values keep key order either way, as etcd's sort does.
-            kvs.sort_unstable_by(|(ka, a), (kb, b)| {
+            crate::order::sort_by(&mut kvs, |(ka, a), (kb, b)| {
                 let by = match target {
                     SortTarget::Key => ka.cmp(kb),
                     SortTarget::Version => a.version.cmp(&b.version),

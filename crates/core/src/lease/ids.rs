@@ -14,7 +14,18 @@ pub struct IdGen {
 }
 
 fn no_entropy(e: getrandom::Error) -> Error {
-    Error::NoEntropy(e.to_string())
+    // On wasm32 (the JS host's crypto, getrandom's `wasm_js`) the one
+    // failure is that there is no Web Crypto, and this is its text: taken
+    // as is rather than through `Display`, as no `core::fmt` goes into the
+    // wasm build.
+    #[cfg(target_arch = "wasm32")]
+    let why = {
+        let _ = e;
+        String::from("Web Crypto API is unavailable")
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    let why = e.to_string();
+    Error::NoEntropy(why)
 }
 
 /// One random u64 from the OS, e.g. a hash seed.

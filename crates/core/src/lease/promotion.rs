@@ -9,7 +9,7 @@ use crate::types::LeaseId;
 /// one window of 1000 ms: each is moved to the earliest time that keeps the
 /// window before it under the limit, and never earlier than it was.
 pub fn spread(plan: &mut [(i64, LeaseId)], per_window: usize) {
-    plan.sort_unstable();
+    crate::order::sort_by(plan, Ord::cmp);
     let mut recent: VecDeque<i64> = VecDeque::with_capacity(per_window + 1);
     for slot in plan.iter_mut() {
         let mut d = slot.0;

@@ -4,13 +4,12 @@
 //! earlier ops staged through the same helpers. Reads see a key only while
 //! its lease lives.
 
-use std::collections::BTreeMap;
-
 use crate::counts::Tally;
 use crate::error::{Error, Result};
 use crate::kv::{cost, Bound, RangeRequest, RangeResponse};
 use crate::lessor::Lessor;
 use crate::ops::{DeleteRequest, DeleteResponse, DeleteResult, PutOptions, PutRequest, PutResult};
+use crate::text::Text;
 use crate::types::{Entry, Key};
 use crate::write::Write;
 
@@ -160,16 +159,17 @@ impl Lessor {
         if !w.changes_keys() {
             return live.collect();
         }
-        // Overlay what the write staged in the range.
-        // Inserted one by one: collecting into a BTreeMap sorts, and each
-        // sort instance costs kilobytes of wasm.
-        let mut merged: BTreeMap<&Key, Option<&Entry>> = BTreeMap::new();
-        for (k, e) in live {
-            merged.insert(k, Some(e));
-        }
+        // Overlay what the write staged in the range (a transaction's few
+        // ops) on the live entries, in key order. (In a list, not an ordered
+        // map: each instance of a map is kilobytes of wasm.)
+        let mut merged: Vec<(&Key, Option<&Entry>)> = live.map(|(k, e)| (k, Some(e))).collect();
         for k in w.staged_keys() {
             if **k >= *key && end.admits(k) {
-                merged.insert(k, w.staged(k).flatten());
+                let staged = w.staged(k).flatten();
+                match merged.binary_search_by(|(m, _)| m[..].cmp(&k[..])) {
+                    Ok(i) => merged[i].1 = staged,
+                    Err(i) => merged.insert(i, (k, staged)),
+                }
             }
         }
         merged
@@ -265,10 +265,11 @@ impl Lessor {
             };
             if l.keys.binary_search_by(|k| (**k).cmp(key)).is_err() {
                 if l.keys.len() + w.attached(lease) >= self.config.max_keys_per_lease {
-                    return Err(Error::invalid(format!(
-                        "lease {:016x} would carry more than {} keys (maxKeysPerLease)",
-                        lease as u64, self.config.max_keys_per_lease
-                    )));
+                    let why = Text::new("lease ")
+                        .hex(lease as u64)
+                        .s(" would carry more than ");
+                    let max = self.config.max_keys_per_lease as u64;
+                    return Err(Error::invalid(why.udec(max).s(" keys (maxKeysPerLease)")));
                 }
                 attaches = true;
             }

@@ -166,7 +166,7 @@ impl Lessor {
             .filter(|(_, l)| self.leases.alive(l, now))
             .map(|(id, l)| (l.deadline, id))
             .collect();
-        v.sort_unstable();
+        crate::order::sort_by(&mut v, Ord::cmp);
         v.into_iter().map(|(_, id)| id).collect()
     }
 

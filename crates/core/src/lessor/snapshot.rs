@@ -8,6 +8,7 @@ use crate::kv::Bound;
 use crate::lease::{slack_ms, Lease, NOT_STORED};
 use crate::lessor::Lessor;
 use crate::storage::{codec, decode, Storage, Store};
+use crate::text::Text;
 use crate::types::{Key, LeaseId};
 
 fn corrupt(key: String, reason: impl Into<String>) -> Error {
@@ -88,7 +89,9 @@ impl Lessor {
         // lease's sorted list: no sort needed. A lease not stored fails here.
         for (key, entry) in l.kv.range(&[], Bound::Unbounded) {
             if entry.lease != 0 && !l.leases.attach(entry.lease, key) {
-                let why = format!("lease {:016x} is not stored", entry.lease as u64);
+                let why = Text::new("lease ")
+                    .hex(entry.lease as u64)
+                    .s(" is not stored");
                 return Err(corrupt(codec::key_key(key), why));
             }
         }

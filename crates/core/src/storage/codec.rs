@@ -17,6 +17,7 @@
 //! A lease's keys are not listed in its record: they are found from the keys'
 //! own `lease=` fields on restore, as etcd recovers its item sets.
 
+use crate::text::{push_dec, push_escape, push_hex16, push_udec};
 use crate::types::{Entry, LeaseId, MAX_HOST_NAME};
 
 pub const REVISION_KEY: &str = "v1/revision";
@@ -49,28 +50,42 @@ pub fn valid_host_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+// (Written with `crate::text`, not `format!`: no `core::fmt` in wasm. The
+// record names are built out of line: each is called from several places,
+// and inlined copies are kilobytes of wasm.)
+
+#[inline(never)]
 pub fn host_key(name: &str) -> String {
-    format!("{HOST_PREFIX}{name}")
+    let mut s = String::from(HOST_PREFIX);
+    s.push_str(name);
+    s
 }
 
+#[inline(never)]
 pub fn lease_key(id: LeaseId) -> String {
-    format!("{LEASE_PREFIX}{:016x}", id as u64)
+    let mut s = String::with_capacity(LEASE_PREFIX.len() + 16);
+    s.push_str(LEASE_PREFIX);
+    push_hex16(&mut s, id as u64);
+    s
 }
 
 pub fn encode_lease(l: &StoredLease) -> Vec<u8> {
-    let deadline = match l.deadline {
-        Some(d) => d.to_string(),
-        None => "none".to_string(),
-    };
-    format!(
-        "ttl={} deadline={deadline} remaining={}",
-        l.ttl, l.remaining
-    )
-    .into_bytes()
+    let mut s = String::from("ttl=");
+    push_dec(&mut s, l.ttl);
+    s.push_str(" deadline=");
+    match l.deadline {
+        Some(d) => push_dec(&mut s, d),
+        None => s.push_str("none"),
+    }
+    s.push_str(" remaining=");
+    push_dec(&mut s, l.remaining);
+    s.into_bytes()
 }
 
 pub fn encode_revision(rev: i64) -> Vec<u8> {
-    rev.to_string().into_bytes()
+    let mut s = String::new();
+    push_dec(&mut s, rev);
+    s.into_bytes()
 }
 
 /// Bytes that stay readable in a stored key; everything else is %XX.
@@ -78,6 +93,7 @@ pub(super) fn plain(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/' | b':' | b'@')
 }
 
+#[inline(never)]
 pub fn key_key(key: &[u8]) -> String {
     let mut s = String::with_capacity(KEY_PREFIX.len() + key.len());
     s.push_str(KEY_PREFIX);
@@ -90,18 +106,22 @@ fn push_key_name(s: &mut String, key: &[u8]) {
         if plain(b) {
             s.push(b as char);
         } else {
-            s.push_str(&format!("%{b:02X}"));
+            push_escape(s, b);
         }
     }
 }
 
 /// The record of a superseded version of `key` from `revision` on.
+#[inline(never)]
 pub fn old_key(revision: i64, sub: u32, key: &[u8]) -> String {
-    let mut s = if sub > 0 {
-        format!("{OLD_PREFIX}{:016x}.{sub}/", revision as u64)
-    } else {
-        format!("{OLD_PREFIX}{:016x}/", revision as u64)
-    };
+    let mut s = String::with_capacity(OLD_PREFIX.len() + 18 + key.len());
+    s.push_str(OLD_PREFIX);
+    push_hex16(&mut s, revision as u64);
+    if sub > 0 {
+        s.push('.');
+        push_udec(&mut s, sub.into());
+    }
+    s.push('/');
     push_key_name(&mut s, key);
     s
 }
@@ -112,16 +132,22 @@ pub fn encode_old(e: Option<&Entry>) -> Vec<u8> {
 }
 
 pub fn encode_entry(e: &Entry) -> Vec<u8> {
-    let mut v = format!(
-        "create={} mod={} version={} lease={:016x} text={}",
-        e.create_revision, e.mod_revision, e.version, e.lease as u64, e.text as u8
-    )
-    .into_bytes();
+    let mut s = String::with_capacity(96 + e.value.len());
+    s.push_str("create=");
+    push_dec(&mut s, e.create_revision);
+    s.push_str(" mod=");
+    push_dec(&mut s, e.mod_revision);
+    s.push_str(" version=");
+    push_dec(&mut s, e.version);
+    s.push_str(" lease=");
+    push_hex16(&mut s, e.lease as u64);
+    s.push_str(if e.text { " text=1" } else { " text=0" });
     if e.sub > 0 {
-        v.extend_from_slice(b" sub=");
-        v.extend_from_slice(e.sub.to_string().as_bytes());
+        s.push_str(" sub=");
+        push_udec(&mut s, e.sub.into());
     }
-    v.push(b'\n');
+    s.push('\n');
+    let mut v = s.into_bytes();
     v.extend_from_slice(&e.value);
     v
 }

@@ -7,6 +7,7 @@ use super::codec::{
     LEASE_PREFIX, MAX_COUNTER, OLD_PREFIX, REVISION_KEY, TOMBSTONE,
 };
 use crate::error::{Error, Result};
+use crate::text::Text;
 use crate::types::{Entry, LeaseId, MAX_HOST_ENTRIES, MAX_HOST_VALUE, MAX_LEASE_TTL};
 
 /// Everything decoded from a store.
@@ -28,7 +29,7 @@ pub struct Snapshot {
 
 fn corrupt(key: &str, reason: impl Into<String>) -> Error {
     Error::CorruptEntry {
-        key: key.to_string(),
+        key: String::from(key),
         reason: reason.into(),
     }
 }
@@ -53,10 +54,11 @@ fn parse_hex(key: &str, what: &str, s: &str) -> Result<i64> {
         v = v << 4 | u64::from(d);
     }
     if s.len() != 16 || (v == u64::MAX && s != "ffffffffffffffff") {
-        return Err(corrupt(
-            key,
-            format!("{what} \"{s}\" is not 16 lowercase hex digits"),
-        ));
+        let why = Text::new(what)
+            .s(" \"")
+            .s(s)
+            .s("\" is not 16 lowercase hex digits");
+        return Err(corrupt(key, why));
     }
     Ok(v as i64)
 }
@@ -95,22 +97,31 @@ fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
 }
 
 /// Splits `a=1 b=2` into its values, in the order of `names`, exactly.
+/// (Of any length, not generic over it: one copy in the wasm.)
 fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Result<[&'a str; N]> {
     let mut out = [""; N];
+    fields_into(key, text, &names, &mut out)?;
+    Ok(out)
+}
+
+fn fields_into<'a>(key: &str, text: &'a str, names: &[&str], out: &mut [&'a str]) -> Result<()> {
     let mut parts = text.split(' ');
     for (i, name) in names.iter().enumerate() {
         let part = parts
             .next()
-            .ok_or_else(|| corrupt(key, format!("missing field {name}")))?;
+            .ok_or_else(|| corrupt(key, Text::new("missing field ").s(name)))?;
         out[i] = part
             .strip_prefix(name)
             .and_then(|r| r.strip_prefix('='))
-            .ok_or_else(|| corrupt(key, format!("expected field {name}, found \"{part}\"")))?;
+            .ok_or_else(|| {
+                let why = Text::new("expected field ").s(name).s(", found \"");
+                corrupt(key, why.s(part).s("\""))
+            })?;
     }
     if parts.next().is_some() {
         return Err(corrupt(key, "unexpected trailing fields"));
     }
-    Ok(out)
+    Ok(())
 }
 
 fn num(key: &str, name: &str, s: &str) -> Result<i64> {
@@ -118,9 +129,10 @@ fn num(key: &str, name: &str, s: &str) -> Result<i64> {
     // leading zeros check needed; up to 18 digits cannot overflow).
     let digits = s.strip_prefix('-').unwrap_or(s);
     if digits.is_empty() || digits.len() > 18 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return s
-            .parse::<i64>()
-            .map_err(|_| corrupt(key, format!("field {name}=\"{s}\" is not an integer")));
+        return s.parse::<i64>().map_err(|_| {
+            let why = Text::new("field ").s(name).s("=\"").s(s);
+            corrupt(key, why.s("\" is not an integer"))
+        });
     }
     let v = digits
         .bytes()

@@ -42,7 +42,7 @@ test("the etcd package has the server, the Worker service, the demo page and the
   }
   assert.deepEqual(files.filter((f) => f.startsWith("js/") || f.startsWith("crates/") || f.startsWith("tests/")), []);
   const manifest = JSON.parse(readFileSync(join(repo, "package.json"), "utf8"));
-  assert.deepEqual(Object.keys(manifest.dependencies).sort(), ["edge-lease", "protobufjs", "yaml"]);
+  assert.deepEqual(Object.keys(manifest.dependencies).sort(), ["bcryptjs", "edge-lease", "protobufjs", "ws", "yaml"]);
   assert.equal(manifest.dependencies["edge-lease"], JSON.parse(readFileSync(join(repo, "js/package.json"), "utf8")).version);
   assert.deepEqual(Object.keys(manifest.bin), ["edge-lease-etcd"]);
 });

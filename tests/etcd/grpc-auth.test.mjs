@@ -56,7 +56,7 @@ function caller(t, url) {
 // Masks what differs by member, and each side's tokens.
 const OWN = ["dbSize", "dbSizeInUse", "raftIndex", "raftAppliedIndex", "hash"];
 // (A lock's key ends in its lease's id.)
-const keyOf = (x) => Buffer.from(x, "base64").toString().replace(/\/[0-9a-f]{16}$/, "/<lease>");
+const keyOf = (x) => Buffer.from(x, "base64").toString().replace(/\/[0-9a-f]{1,16}$/, "/<lease>");
 const masked = (v) =>
   JSON.parse(JSON.stringify(norm(v)), (k, x) =>
     k === "token" ? "<token>" : ["leader", "lease", "ID"].includes(k) ? "<id>" : OWN.includes(k) ? "<n>" : k === "key" && typeof x === "string" ? keyOf(x) : x,
@@ -200,7 +200,9 @@ test("gRPC: each Auth RPC, each auth error code, and every key check give etcd's
     ws[2].write({ create_request: { key: b64("k"), range_end: b64("\0") } }); // (checked as the key alone)
     ws[2].write({ create_request: { key: b64("k"), range_end: b64("m") } });
   }
-  await sleep(300);
+  // Every create answered on both sides (2, 2 and 4 per stream) before the
+  // put, so its events come after them on both.
+  assert.ok(await until(() => watches.every((ws) => ws[0].messages.length >= 2 && ws[1].messages.length >= 2 && ws[2].messages.length >= 4), 5000));
   await both(KV, "Put", { key: b64("k"), value: b64("seen") }, "root");
   assert.ok(await until(() => watches.every((ws) => ws[2].messages.length >= 6), 5000));
   const shape = (ws) => ws.map((w) => w.messages.map((m) => ({ ...masked(m), header: undefined })));

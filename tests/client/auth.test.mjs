@@ -52,7 +52,7 @@ async function scenario(t, url, headers = {}) {
   const seen = (async () => {
     for await (const e of watch) return e;
   })();
-  await new Promise((r) => setTimeout(r, 300));
+  await watch.ready; // created (with the token) before the put
   await c.put("app/w", "w");
   assert.equal((await seen).value, "w");
   // A wrong password.

@@ -15,7 +15,8 @@ const WAITERS = 100;
 
 test(`${WAITERS} waiting locks hold no request open in the Durable Object; the next waiter takes the lock at the unlock`, { timeout: 120_000 }, async (t) => {
   const w = await startWorker(t, { scriptPath: join(ROOT, "tests/workerd/open-requests-worker.mjs") });
-  const open = async () => (await (await fetch(`${w.origin}/__open/${NS}`)).json()).open;
+  const state = async () => (await fetch(`${w.origin}/__open/${NS}`)).json();
+  const open = async () => (await state()).open;
   const url = w.url(NS);
   // One client per waiter, as separate processes or pages would be.
   const clients = Array.from({ length: WAITERS + 1 }, () => connect(url, { webSocket: WebSocket, timeout: 10_000 }));
@@ -44,8 +45,11 @@ test(`${WAITERS} waiting locks hold no request open in the Durable Object; the n
     await new Promise((r) => setTimeout(r, 50));
   }
   // A waiter creates its key, reads its predecessor, then opens its watch:
-  // give the last watches a moment to be made, then count, several times.
-  await new Promise((r) => setTimeout(r, 500));
+  // count once every waiter's socket is open, then several times more.
+  while ((await state()).sockets < WAITERS) {
+    assert.ok(Date.now() < until, "every waiter's watch socket within 30 s");
+    await new Promise((r) => setTimeout(r, 50));
+  }
   const counts = [];
   for (let i = 0; i < 5; i++) {
     counts.push(await open());

@@ -75,22 +75,45 @@ function same(got, want) {
 }
 
 /**
+ * The Worker's token offered as WebSocket subprotocols, as etcd's gateway
+ * websocket proxy (grpc-websocket-proxy) reads them: `Sec-WebSocket-Protocol:
+ * Bearer, <token>`, since a browser's WebSocket cannot send headers. The
+ * token, or null when the header is not in that form.
+ */
+function subprotocolToken(request) {
+  if ((request.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") return null;
+  const offered = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
+  return offered.length === 2 && offered[0] === "Bearer" && offered[1] !== "" ? offered[1] : null;
+}
+
+/** The subprotocol a WebSocket that sent its token that way is answered with: the non-secret one. */
+export const BEARER_PROTOCOL = "Bearer";
+
+/**
  * The Worker's gate. With `EDGE_LEASE_TOKEN` set, every request carries it:
  * as `X-Edge-Lease-Token: <token>`, which leaves `Authorization` to etcd's
- * own token (sent bare, as etcd's gateway clients send it), or as
+ * own token (sent bare, as etcd's gateway clients send it), as
  * `Authorization: Bearer <token>`, which is then the Worker's and not passed
- * on. The headers to forward, or null when the token is missing or wrong.
+ * on, or, on a WebSocket upgrade, as the subprotocols `Bearer, <token>`,
+ * which are not passed on either. `{ headers, bearer }`: the headers to
+ * forward, and whether the upgrade's answer must name the `Bearer`
+ * subprotocol; null when the token is missing or wrong.
  */
 function gate(request, env) {
   const headers = new Headers(request.headers);
   headers.delete(TOKEN_HEADER);
+  // (Offered, it is answered in kind, with or without a token set, as etcd's proxy does.)
+  const offered = subprotocolToken(request);
+  const bearer = offered !== null;
+  if (bearer) headers.delete("sec-websocket-protocol");
   const token = env.EDGE_LEASE_TOKEN;
-  if (!token) return headers;
+  if (!token) return { headers, bearer };
   const own = request.headers.get(TOKEN_HEADER);
-  if (own !== null) return same(own, token) ? headers : null;
+  if (own !== null) return same(own, token) ? { headers, bearer } : null;
+  if (bearer) return same(offered, token) ? { headers, bearer } : null;
   if (!same(request.headers.get("authorization") ?? "", `Bearer ${token}`)) return null;
   headers.delete("authorization");
-  return headers;
+  return { headers, bearer };
 }
 
 /** The Worker's fetch handler. */
@@ -106,12 +129,13 @@ async function handle(request, env) {
   const r = route(url.pathname);
   if (r.response) return r.response;
   if (crossOrigin(request, url)) return text(403, "cross-origin requests are refused\n");
-  const headers = gate(request, env);
-  if (headers === null) {
+  const passed = gate(request, env);
+  if (passed === null) {
     // grpc-gateway's answer for etcd's Unauthenticated.
-    const message = "edge-lease: missing or wrong Worker token (X-Edge-Lease-Token, or Authorization: Bearer)";
+    const message = "edge-lease: missing or wrong Worker token (X-Edge-Lease-Token, Authorization: Bearer, or a WebSocket's subprotocols Bearer, <token>)";
     return Response.json({ error: message, message, code: 16 }, { status: 401 });
   }
+  const { headers, bearer } = passed;
   if (!env.LEASES) return text(500, "edge-lease: the Durable Object binding LEASES is missing (see wrangler.toml)\n");
   const stub = env.LEASES.get(env.LEASES.idFromName(r.namespace));
   const target = new URL(url);
@@ -125,7 +149,10 @@ async function handle(request, env) {
     redirect: "manual",
   });
   try {
-    return await stub.fetch(forwarded);
+    const res = await stub.fetch(forwarded);
+    // A client that offered subprotocols fails the socket unless one is named.
+    if (!bearer || res.status !== 101 || !res.webSocket) return res;
+    return new Response(null, { status: 101, webSocket: res.webSocket, headers: { "sec-websocket-protocol": BEARER_PROTOCOL } });
   } catch (e) {
     // The object was reset (a failed storage write, an exceeded limit) or
     // could not be reached: etcd's Unavailable, to be retried.

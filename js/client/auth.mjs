@@ -9,7 +9,7 @@
 // Worker's `Bearer` token, say), it goes in `Grpc-Metadata-Token`, which
 // etcd's gateway reads first.
 
-import { serverError, unavailable } from "./errors.mjs";
+import { LeaseError, serverError, unavailable } from "./errors.mjs";
 
 const INVALID_TOKEN = "invalid auth token";
 const isInvalidToken = (e) => typeof e?.message === "string" && e.message.includes(INVALID_TOKEN);
@@ -80,6 +80,7 @@ class Login {
         signal: AbortSignal.timeout(this.#timeout),
       });
     } catch (e) {
+      if (e instanceof LeaseError) throw e; // (a TLS failure, already said)
       throw unavailable(`auth/authenticate: ${e?.message ?? e}`, e);
     }
     const text = await res.text();

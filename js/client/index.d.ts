@@ -232,7 +232,34 @@ export interface Watch<B extends boolean = false> extends AsyncIterableIterator<
   return(): Promise<IteratorReturnResult<undefined>>;
 }
 
-export interface ConnectOptions {
+/** PEM contents (a string or a Buffer, or a list of them), as node:tls takes them: read files with readFileSync. */
+export type Pem = string | Uint8Array | readonly (string | Uint8Array)[];
+
+/**
+ * TLS for an https:// server in Node (and Deno, Bun), as node:tls's
+ * options: the CA that signed the server's certificate (default: Node's
+ * trusted CAs), and the client certificate and key a server with
+ * `--client-cert-auth` (or `--trusted-ca-file`) requires. A failed handshake
+ * rejects with Unauthenticated. In a browser or a Worker, TLS is the
+ * platform's: `tls` throws InvalidArgument there.
+ */
+export interface ClientTlsOptions {
+  ca?: Pem;
+  cert?: Pem;
+  key?: Pem;
+  /** The name the server's certificate must carry, when it is not the URL's host. */
+  servername?: string;
+  /** Default true; false accepts any certificate (tests only: etcdctl's --insecure-skip-tls-verify). */
+  rejectUnauthorized?: boolean;
+}
+
+/** `fetch` or `tls`, not both: a fetch of your own makes its own connections. */
+export type ConnectOptions = GatewayOptions & (
+  | { /** The fetch to use (a workerd service binding's, a test's); default globalThis.fetch. */ fetch?: (input: string, init: RequestInit) => Promise<Response>; tls?: undefined }
+  | { /** TLS options for https:// URLs (Node, Deno, Bun); watches then go over HTTP streams unless `webSocket` can carry them. */ tls: ClientTlsOptions; fetch?: undefined }
+);
+
+export interface GatewayOptions {
   /**
    * Each request's time limit in ms on one member (not watches); default
    * 10000. With several endpoints, a call that may be retried goes on to
@@ -243,8 +270,6 @@ export interface ConnectOptions {
    * timeout; members that do not answer at all cost a timeout per attempt.
    */
   timeout?: number;
-  /** The fetch to use (a workerd service binding's, a test's); default globalThis.fetch. */
-  fetch?: (input: string, init: RequestInit) => Promise<Response>;
   /** Sent with every request (e.g. a Worker's `X-Edge-Lease-Token`, or etcd's `Authorization` token). */
   headers?: Record<string, string>;
   /**

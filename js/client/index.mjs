@@ -27,6 +27,10 @@ export { Watch } from "./watch.mjs";
  * `connect(backend)` for anything implementing backend.mjs's interface.
  */
 export function connect(target, options = {}) {
+  // (Node's entry, node.mjs, takes `tls` off before it calls this.)
+  if (options?.tls !== undefined) {
+    throw invalid("tls options are for Node (and Deno, Bun); in a browser or a Worker TLS is the platform's: use an https:// URL and trust its CA there");
+  }
   if (typeof target === "string" || target instanceof URL || Array.isArray(target)) {
     const urls = endpointList(target);
     const auth = gatewayAuth(urls, options);

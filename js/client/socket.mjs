@@ -14,18 +14,54 @@ export class NotOpened extends Error {}
 /** `ws:`/`wss:` for an `http:`/`https:` URL. */
 export const socketUrl = (httpUrl) => httpUrl.replace(/^http/, "ws");
 
+// A subprotocol is an HTTP token (RFC 6455): a token with other characters
+// cannot travel that way.
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * The Worker's token, when `headers` hold it and nothing else: its
+ * `X-Edge-Lease-Token`, or an `Authorization: Bearer`. A runtime whose
+ * WebSocket takes no headers (a browser's) can then send it as the
+ * subprotocols `Bearer, <token>`, which the Worker reads as etcd's gateway
+ * websocket proxy does. Null otherwise.
+ */
+export function bearerToken(headers) {
+  const entries = Object.entries(headers);
+  if (entries.length !== 1) return null;
+  const [name, value] = entries[0];
+  const n = name.toLowerCase();
+  const token = n === "x-edge-lease-token" ? String(value) : n === "authorization" && /^Bearer /.test(value) ? String(value).slice(7) : null;
+  return token !== null && TOKEN.test(token) ? token : null;
+}
+
+// The socket, with `headers` on its upgrade where the runtime takes them,
+// else with the Worker's token as subprotocols, else without them where
+// there are none: NotOpened when it cannot be made.
+function open(WebSocket, url, headers) {
+  if (Object.keys(headers).length === 0) return new WebSocket(url);
+  try {
+    return new WebSocket(url, { headers });
+  } catch (e) {
+    // (A browser's: it takes subprotocols only, and throws a SyntaxError for an object.)
+    const token = bearerToken(headers);
+    if (token === null) throw e;
+    return new WebSocket(url, ["Bearer", token]);
+  }
+}
+
 /**
  * The answers to `body` on `url`, as they come. Ends only by throwing:
  * NotOpened before the socket opened, Unavailable once it closes, the
  * signal's reason when it aborts, a server error it sends.
  * `WebSocket` is the constructor; `headers` go with the upgrade where the
- * runtime's WebSocket takes them (Node's does; a browser's cannot).
+ * runtime's WebSocket takes them (Node's does; a browser's cannot: there
+ * the Worker's token goes as subprotocols, and other headers not at all).
  */
 export async function* socketStream(WebSocket, url, headers, body, signal) {
   if (signal?.aborted) throw aborted(signal);
   let ws;
   try {
-    ws = Object.keys(headers).length ? new WebSocket(url, { headers }) : new WebSocket(url);
+    ws = open(WebSocket, url, headers);
   } catch (e) {
     throw new NotOpened(`no WebSocket to ${url}: ${e?.message ?? e}`, { cause: e });
   }

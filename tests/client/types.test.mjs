@@ -12,7 +12,7 @@ import { packedProject, repo } from "../pkg/packed.mjs";
 
 const usage = `
 import { connect, leaseId, LeaseError } from "edge-lease/client";
-import type { Backend, BackendKv, BackendWatchResponse, Client, ClientErrorCode, Endpoint, Entry, LeaseId, Mutex, Session, TxnResult, WatchEvent } from "edge-lease/client";
+import type { Backend, BackendKv, ClientTlsOptions, BackendWatchResponse, Client, ClientErrorCode, Endpoint, Entry, LeaseId, Mutex, Session, TxnResult, WatchEvent } from "edge-lease/client";
 import { Lessor, LeaseError as EngineError } from "edge-lease";
 import type { ErrorCode } from "edge-lease";
 import { fenced } from "edge-lease/fenced";
@@ -88,6 +88,15 @@ const badEvent: BackendWatchResponse = { revision: 1, events: [{ type: "update",
 const etcd: Client = connect("http://127.0.0.1:2379", { timeout: 5000, headers: { authorization: "t" } });
 connect(new URL("http://127.0.0.1:2379"), { fetch: (input, init) => fetch(input, init) });
 connect("http://127.0.0.1:2379", { webSocket: false });
+// TLS in Node: PEM contents; not with a fetch of one's own.
+const tls: ClientTlsOptions = { ca: "-----BEGIN CERTIFICATE-----", cert: new Uint8Array(0), key: ["k"], servername: "etcd", rejectUnauthorized: true };
+connect("https://127.0.0.1:2379", { tls, user: "root", password: "pw", timeout: 5000 });
+// @ts-expect-error tls or fetch, not both
+connect("https://127.0.0.1:2379", { tls, fetch: (input: string, init: RequestInit) => fetch(input, init) });
+// @ts-expect-error PEM contents are strings or bytes
+connect("https://127.0.0.1:2379", { tls: { ca: 5 } });
+// @ts-expect-error etcdctl's flag names are not node:tls's
+connect("https://127.0.0.1:2379", { tls: { cacert: "x" } });
 if (typeof WebSocket !== "undefined") connect("http://127.0.0.1:2379", { webSocket: WebSocket });
 const signal = AbortSignal.timeout(1000);
 

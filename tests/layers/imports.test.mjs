@@ -101,6 +101,34 @@ test("the worker never loads a Node-only module", () => {
   for (const f of NODE_ONLY) assert.ok(!seen.has(f), `${f} is on the worker's path`);
 });
 
+test("edge-lease/client as browsers and Workers resolve it never loads a Node-only module; Node's entry adds node-tls.mjs", () => {
+  const manifest = JSON.parse(readFileSync(join(repo, "js/package.json"), "utf8"));
+  const conditions = manifest.exports["./client"];
+  // (The first condition a runtime knows wins: the web ones come before node.)
+  const order = Object.keys(conditions);
+  for (const c of ["workerd", "worker", "browser", "default"]) assert.equal(conditions[c], "./client/index.mjs", c);
+  for (const c of ["workerd", "worker", "browser"]) assert.ok(order.indexOf(c) < order.indexOf("node"), `${c} before node`);
+  for (const c of ["node", "deno", "bun"]) assert.equal(conditions[c], "./client/node.mjs", c);
+  const reach = (from) => {
+    const seen = new Set();
+    const visit = (f) => {
+      if (seen.has(f)) return;
+      seen.add(f);
+      for (const { spec, to } of edges.get(f) ?? []) {
+        if (spec.startsWith("node:")) seen.add(spec);
+        if (to) visit(to);
+      }
+    };
+    visit(from);
+    return seen;
+  };
+  const web = reach("js/client/index.mjs");
+  assert.ok(web.has("js/client/gateway.mjs"), "the walk reached the gateway backend");
+  assert.deepEqual([...web].filter((f) => f.startsWith("node:") || f === "js/client/node-tls.mjs"), []);
+  const node = reach("js/client/node.mjs");
+  assert.ok(node.has("js/client/node-tls.mjs") && node.has("node:https"));
+});
+
 test("no import cycle among the modules", () => {
   const state = new Map();
   const cycles = [];

@@ -9,7 +9,8 @@
 //   must match its line of output, in order;
 // - sh blocks run in bash, with these substitutions only: 127.0.0.1:2379 is
 //   the test's server on a free port (and a server line ending in `&` is
-//   started by the test, which waits for its /health); `../my-app` and
+//   started by the test, which waits for its /health; an https:// one, with
+//   --auto-tls, serves only its own block); `../my-app` and
 //   `../edge-lease/` are the empty folder and this clone; `npm start` gets a
 //   free port; `npm test` is not run (it is this run); and wrangler's
 //   `deploy` is `deploy --dry-run` (no Cloudflare account here).
@@ -24,6 +25,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { freePort } from "../etcd/harness.mjs";
+import { tlsAgent } from "../etcd/certs.mjs";
 import { repo } from "./packed.mjs";
 
 const run = promisify(execFile);
@@ -125,9 +127,11 @@ async function healthy(url, p, exited, ms = 60_000) {
   let gone = false;
   exited.then(() => (gone = true));
   const end = Date.now() + ms;
+  // (An https:// server of the docs has --auto-tls's self-signed certificate.)
+  const dispatcher = url.startsWith("https:") ? tlsAgent({ rejectUnauthorized: false }) : undefined;
   while (Date.now() < end && !gone) {
     try {
-      const r = await fetch(url + "/health", { signal: AbortSignal.timeout(1000) });
+      const r = await fetch(url + "/health", { signal: AbortSignal.timeout(1000), dispatcher });
       if (r.ok) return;
     } catch {}
     await new Promise((r) => setTimeout(r, 100));
@@ -138,7 +142,7 @@ async function healthy(url, p, exited, ms = 60_000) {
 /** Starts a server line (`npx edge-lease-etcd ...`) in `app` on a free port; it becomes the current server. */
 async function startServerLine(line) {
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${line.includes("https://127.0.0.1:2379") ? "https" : "http"}://127.0.0.1:${port}`;
   let cmd = line.replace(/&\s*$/, "").replaceAll("127.0.0.1:2379", `127.0.0.1:${port}`);
   if (!cmd.includes("--listen-client-urls")) cmd += ` --listen-client-urls ${url} --advertise-client-urls ${url}`;
   // (A cluster member's peer port is never bound here, but keep it free of others.)
@@ -279,6 +283,16 @@ test("every block runs as written", { timeout: 600_000 }, async (t) => {
 async function runSh(b) {
   const lines = b.code.trim().split("\n");
   if (lines[0].startsWith("npm start")) return runTwoCommands(b);
+  // An https:// server is this block's only: the next blocks go on with the last plain one.
+  const plain = server;
+  try {
+    return await runShLines(b, lines);
+  } finally {
+    if (server.url.startsWith("https:")) server = plain;
+  }
+}
+
+async function runShLines(b, lines) {
   const script = [];
   for (let i = 0; i < lines.length; i++) {
     let line = lines[i];
@@ -301,6 +315,7 @@ async function runSh(b) {
   }
   if (/etcdctl get my-service\/heartbeat/.test(text)) assert.match(stdout, /my-service\/heartbeat\nalive/);
   if (/etcdctl lock/.test(text)) assert.match(stdout, /holding \/locks\/job/);
+  if (/--user root:rootpw put greeting hello/.test(text)) assert.match(stdout, /User root created\nAuthentication Enabled\nOK/);
 }
 
 // `npm start` in the clone, on a free port (it sets up, builds if needed, serves); `npm test` is this run.

@@ -13,6 +13,7 @@ import { Code, Etcd, GrpcError, tooLargeMessage, unimplemented } from "../etcd/e
 import { deadlineAnswer } from "../etcd/methods.mjs";
 import { MAX_MESSAGE_BYTES } from "../etcd/limits.mjs";
 import { H2Session } from "./h2.mjs";
+import { certificateName } from "./tls.mjs";
 import { lengthSize } from "../etcd/size.mjs";
 
 // A service message as protobufjs's encode takes it, with no fromObject
@@ -565,7 +566,6 @@ export function createGrpcServer(services, { maxConcurrentStreams = 0, maxMessag
 // etcd's AuthInfoFromTLS: the common name of a client certificate that
 // verified (the gateway, which has no such call, never uses it).
 function certificateUser(socket) {
-  if (!socket?.authorized || typeof socket.getPeerCertificate !== "function") return undefined;
-  const cn = socket.getPeerCertificate()?.subject?.CN;
-  return typeof cn === "string" && cn !== "" ? { commonName: cn } : undefined;
+  const cn = certificateName(socket);
+  return cn === undefined ? undefined : { commonName: cn };
 }

@@ -5,6 +5,7 @@ import { createServer } from "node:http";
 import { Readable } from "node:stream";
 import { MALFORMED_HOST, guard, wellFormedHost } from "./guard.mjs";
 import { webSocketUpgrades } from "./websocket.mjs";
+import { certificateName } from "./tls.mjs";
 
 const GATEWAY = /^\/(v3|v3beta|v3alpha)\/|^\/(version|health|metrics)$/;
 
@@ -125,9 +126,18 @@ function refuse(socket, status) {
  * endpoints, whose bodies are bounded by the connection cap instead);
  * `stallMs`: how long any other answer (a Snapshot, an Observe) may wait
  * for its client to read before the connection goes, so that what its
- * handler holds goes too (the gRPC transport's stall time).
+ * handler holds goes too (the gRPC transport's stall time);
+ * `refusesCertificateNames`: whether the gateway now refuses clients whose
+ * certificate names a user (below).
  */
-export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs = 5_000, requestTimeoutMs = 30_000, stallMs = 60_000 }) {
+export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs = 5_000, requestTimeoutMs = 30_000, stallMs = 60_000, refusesCertificateNames = () => false }) {
+  // etcd's access controller: with --client-cert-auth and auth on, a
+  // gateway call cannot be made as the user its certificate names (gRPC
+  // calls are), so etcd refuses it rather than run it as someone else.
+  const certificateRefusal = (socket, pathname) =>
+    /^\/v3(beta)?\//.test(pathname) && certificateName(socket) !== undefined && refusesCertificateNames()
+      ? new Response("CommonName of client sending a request against gateway will be ignored and not used as expected\n", { status: 400, headers: { "content-type": "text/plain; charset=utf-8" } })
+      : null;
   const server = createServer(
     {
       headersTimeout: headersTimeoutMs,
@@ -172,7 +182,7 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
           req.resume();
           return;
         }
-        const refused = guard(request, hosts);
+        const refused = guard(request, hosts) ?? certificateRefusal(socket, pathname);
         let response;
         if (refused) response = refused;
         else if (GATEWAY.test(pathname) || !serveFile) response = await gateway(request);
@@ -199,7 +209,7 @@ export function createHttpServer({ gateway, hosts, serveFile, headersTimeoutMs =
     toRequest(req) {
       if (!wellFormedHost(req.headers.host ?? "")) return null;
       const request = toRequest(req, { once() {} });
-      return request && !guard(request, hosts) ? request : null;
+      return request && !guard(request, hosts) && !certificateRefusal(req.socket, pathOf(req.url)) ? request : null;
     },
     hold(socket, on) {
       socket[INFLIGHT] = on ? { req: { complete: true }, res: { headersSent: true } } : null;

@@ -80,7 +80,7 @@ try {
   console.error(`edge-lease: ${e.message}`);
   process.exit(2);
 }
-const http = createHttpServer({ gateway: gatewayProxy, hosts, serveFile: createStatic(root), ...limits });
+const http = createHttpServer({ gateway: gatewayProxy, hosts, serveFile: createStatic(root), refusesCertificateNames: () => flags.tls.clientCertAuth && services.authEnabled(), ...limits });
 
 // TLS for the https:// listeners (tls.mjs): refused as etcd refuses it
 // (status 1), before any port is taken.

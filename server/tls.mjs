@@ -10,6 +10,17 @@ import { readFileSync, statSync } from "node:fs";
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { selfCert } from "./selfcert.mjs";
 
+/**
+ * The common name of `socket`'s client certificate when it verified
+ * against the trusted CAs (etcd reads the first verified chain's leaf), or
+ * undefined: no TLS, no certificate, or an empty CN.
+ */
+export function certificateName(socket) {
+  if (!socket?.authorized || typeof socket.getPeerCertificate !== "function") return undefined;
+  const cn = socket.getPeerCertificate()?.subject?.CN;
+  return typeof cn === "string" && cn !== "" ? cn : undefined;
+}
+
 /** A TLS set-up etcd refuses: it exits (status 1) with these words. */
 export class TlsError extends Error {}
 

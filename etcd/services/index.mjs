@@ -38,7 +38,8 @@ export { memberIds } from "./cluster.mjs";
  * `onFatal(error)` hears the first call that finds the engine failed
  * (below); `auth`: { tokenTtlMs (--auth-token-ttl), bcryptCost
  * (--bcrypt-cost), now } for etcd/auth/auth.mjs, whose users and roles
- * `lessor` keeps.
+ * `lessor` keeps. Returns the methods, path -> handler, and
+ * `authEnabled()`.
  */
 export function createServices({ lessor, store = null, member, maxTxnOps, maxRequestBytes, progressIntervalMs, maxSnapshotBytes, snapshot, hashKv, hashKvInlineBytes, stats = createServiceStats(), onFatal = null, auth: authOptions = {} }) {
   const alarms = createAlarms(member, lessor);
@@ -68,6 +69,9 @@ export function createServices({ lessor, store = null, member, maxTxnOps, maxReq
       table.set(path, fatal ? failing(h, fatal) : h);
     }
   }
+  // (For a host's own checks: etcd's gateway refuses certificate names
+  // while auth is on.)
+  table.authEnabled = () => auth.enabled;
   return table;
 }
 

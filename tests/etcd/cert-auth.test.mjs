@@ -5,7 +5,7 @@
 // exit codes and output, step by step.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { etcdctl, startBoth, tempDir } from "./harness.mjs";
+import { etcdctl, post, startBoth, tempDir } from "./harness.mjs";
 import { makeCerts, tlsAgent } from "./certs.mjs";
 
 test("--client-cert-auth: the certificate's CN is the user when no token is sent; the same on etcd 3.4 and edge-lease", { timeout: 120_000 }, async (t) => {
@@ -32,10 +32,30 @@ test("--client-cert-auth: the certificate's CN is the user when no token is sent
     ["root", ["--user", "alice:alicepw", "get", "b/x"]],
     ["root", ["auth", "disable"]],
   ];
+  // The gateway cannot act as a certificate's user: with auth on, etcd
+  // refuses any /v3 call from a client whose certificate has a CN (a
+  // token or none), and serves it again once auth is off.
+  const gateway = async (label) => {
+    const answers = await Promise.all(
+      [etcd, edge].map(async (s) => {
+        const calls = [
+          post(s.url, "/v3/kv/range", { key: "YS94" }, { dispatcher }),
+          post(s.url, "/v3beta/maintenance/status", {}, { dispatcher }),
+          post(s.url, "/v3/auth/authenticate", { name: "root", password: "rootpw" }, { dispatcher }),
+        ];
+        return (await Promise.all(calls)).map((r) => (r.status === 200 ? { status: 200, type: r.type } : r));
+      }),
+    );
+    assert.deepEqual(answers[1], answers[0], `gateway ${label}`);
+    return answers[0];
+  };
+  assert.equal((await gateway("before auth"))[0].status, 200);
   for (const [who, cmd] of steps) {
+    if (cmd.join(" ") === "put a/x 1") assert.equal((await gateway("with auth on"))[0].status, 400);
     const [a, b] = await Promise.all([etcd, edge].map((s) => etcdctl(s.url, [...as(who), ...cmd])));
     const clean = (r) => ({ code: r.code, stdout: r.stdout, stderr: r.stderr.split("\n").filter((l) => l && !l.startsWith("{")).join("\n") });
     assert.deepEqual(clean(b), clean(a), `${who}: etcdctl ${cmd.join(" ")}`);
     if (cmd[0] === "put" && cmd[1] === "b/x" && who === "alice") assert.match(a.stderr, /permission denied/);
   }
+  assert.equal((await gateway("with auth off again"))[0].status, 200);
 });

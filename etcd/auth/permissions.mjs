@@ -4,15 +4,18 @@
 // apply_auth.go, v3_server.go, v3rpc/watch.go), which etcd/methods.mjs
 // names per method.
 //
-// A user's permissions are intervals of keys, one list to read and one to
-// write, merged from its roles. Keys compare as bytes, except that an empty
-// key stands for "past every key" (etcd's BytesAffineComparable): a
+// A user's permissions are intervals of keys, one tree to read and one to
+// write (etcd/interval-tree.mjs), merged from its roles. Keys compare as bytes,
+// except that an empty key stands for "past every key" (etcd's
+// BytesAffineComparable): a
 // permission whose range_end is "\0" reaches every key from its key on. A
 // single key is the interval [key, key + "\0"). A point check asks whether
 // any interval meets the point; a range check whether the intervals that
 // meet the range cover it without a gap (etcd's interval tree's Intersects
-// and Contains, computed here over the lists).
+// and Contains, whose answers for an empty or inverted range depend on the
+// tree's shape).
 import { Etcd } from "../errors.mjs";
+import { IntervalTree } from "../interval-tree.mjs";
 
 const EMPTY = new Uint8Array(0);
 const ZERO = Uint8Array.of(0);
@@ -36,42 +39,14 @@ const point = (key) => {
   return { begin: key, end };
 };
 
-// adt.Interval.Compare == 0: the two meet.
-function meets(q, p) {
-  const left = affine(q.begin, p.begin) < 0 && affine(q.end, p.begin) <= 0;
-  return !left && !(affine(q.begin, p.end) >= 0);
-}
-
-/** Whether some interval of `list` meets `q` (the tree's Intersects). */
-function intersects(list, q) {
-  return list.some((p) => meets(q, p));
-}
-
-/** Whether the intervals of `list` (in begin order) that meet `q` cover it (the tree's Contains). */
-function contains(list, q) {
-  let minBegin = null;
-  let maxEnd = null;
-  for (const p of list) {
-    if (!meets(q, p)) continue;
-    if (minBegin === null) {
-      [minBegin, maxEnd] = [p.begin, p.end];
-      continue;
-    }
-    if (affine(maxEnd, p.begin) < 0) return false;
-    if (affine(p.end, maxEnd) > 0) maxEnd = p.end;
-  }
-  return minBegin !== null && affine(maxEnd, q.end) >= 0 && affine(minBegin, q.begin) <= 0;
-}
-
 /**
  * A user's merged permissions (etcd's getMergedPerms): `roles` in the
- * user's order, each role's permissions in its order, as
- * { read: [interval], write: [interval] } in begin order (ties in the
- * order inserted, as the tree's in-order walk gives them).
+ * user's order, each role's permissions in its order, inserted in that
+ * order into two interval trees, { read, write }, as etcd inserts them.
  */
 export function mergedPerms(roleNames, roleOf) {
-  const read = [];
-  const write = [];
+  const read = new IntervalTree(affine);
+  const write = new IntervalTree(affine);
   for (const name of roleNames) {
     const role = roleOf(name);
     if (!role) continue;
@@ -79,20 +54,19 @@ export function mergedPerms(roleNames, roleOf) {
       const end = p.rangeEnd.length === 1 && p.rangeEnd[0] === 0 ? EMPTY : p.rangeEnd;
       const ivl = p.rangeEnd.length ? { begin: p.key, end } : point(p.key);
       // (authpb's READ 0, WRITE 1, READWRITE 2; any other grants nothing.)
-      if (p.type === 0 || p.type === 2) read.push(ivl);
-      if (p.type === 1 || p.type === 2) write.push(ivl);
+      if (p.type === 0 || p.type === 2) read.insert(ivl.begin, ivl.end);
+      if (p.type === 1 || p.type === 2) write.insert(ivl.begin, ivl.end);
     }
   }
-  const byBegin = (a, b) => affine(a.begin, b.begin);
-  return { read: read.sort(byBegin), write: write.sort(byBegin) };
+  return { read, write };
 }
 
 /** etcd's isRangeOpPermitted on merged `perms`: a point when `rangeEnd` is empty, else a range ("\0": to the end). */
 export function permitted(perms, key, rangeEnd, type) {
-  const list = type === "READ" ? perms.read : perms.write;
-  if (!rangeEnd || rangeEnd.length === 0) return intersects(list, point(key));
+  const tree = type === "READ" ? perms.read : perms.write;
+  if (!rangeEnd || rangeEnd.length === 0) return tree.intersects(point(key));
   const end = rangeEnd.length === 1 && rangeEnd[0] === 0 ? EMPTY : rangeEnd;
-  return contains(list, { begin: key, end });
+  return tree.contains({ begin: key, end });
 }
 
 const bytes = (b) => (b instanceof Uint8Array ? b : EMPTY);

@@ -6,6 +6,8 @@ import { Etcd } from "../errors.mjs";
 import { bytesOf, engine, etcdError, int, keyOf, kvOut, leaseIn, txnOps } from "./common.mjs";
 import { admission } from "../methods.mjs";
 import { pagedRange } from "./paged-range.mjs";
+import { IntervalTree } from "../interval-tree.mjs";
+import { affine } from "../auth/permissions.mjs";
 
 
 const SORT_ORDER = { NONE: "none", ASCEND: "ascend", DESCEND: "descend" };
@@ -114,6 +116,54 @@ function checkTxn(req, maxOps) {
     else if (op.request_txn) checkTxn(op.request_txn, maxOps - opc);
     else throw Etcd.keyNotFound();
   }
+}
+
+// etcd's checkIntervals, on one branch of a Txn (and its nested txns):
+// no key put twice, nor put and deleted, where both could run (a nested
+// txn's two branches exclude each other). Its puts and deletes, for the
+// branch above.
+const affinePoint = (k) => {
+  const end = new Uint8Array(k.length + 1);
+  end.set(k);
+  return { begin: k, end };
+};
+const EVERY_KEY = { begin: Uint8Array.of(0), end: new Uint8Array(0) };
+// (windows-1252 as WHATWG decodes it gives each byte its own character.)
+const LATIN1 = new TextDecoder("latin1");
+const keyString = (k) => LATIN1.decode(k);
+function checkIntervals(ops) {
+  const dels = new IntervalTree(affine);
+  for (const op of ops) {
+    const d = op.request_delete_range;
+    if (!d) continue;
+    const key = bytesOf(d.key);
+    const end = bytesOf(d.range_end);
+    const ivl = end.length ? { begin: key, end } : affinePoint(key);
+    dels.insert(ivl.begin, ivl.end);
+  }
+  // (Keys by their bytes as a string.)
+  const puts = new Map();
+  const put = (s, key) => {
+    if (puts.has(s) || dels.intersects(affinePoint(key))) throw Etcd.duplicateKey();
+    puts.set(s, key);
+  };
+  for (const op of ops) {
+    if (!op.request_txn) continue;
+    const then = checkIntervals(op.request_txn.success ?? []);
+    const other = checkIntervals(op.request_txn.failure ?? []);
+    for (const [s, key] of then.puts) put(s, key);
+    for (const [s, key] of other.puts) {
+      if (!then.puts.has(s)) put(s, key);
+      else if (dels.intersects(affinePoint(key))) throw Etcd.duplicateKey();
+    }
+    for (const d of [then.dels, other.dels]) for (const ivl of d.stab(EVERY_KEY)) dels.insert(ivl.begin, ivl.end);
+  }
+  for (const op of ops) {
+    if (!op.request_put) continue;
+    const key = bytesOf(op.request_put.key);
+    put(keyString(key), key);
+  }
+  return { puts, dels };
 }
 
 function checkPut(req) {
@@ -226,6 +276,9 @@ export function kvService({ lessor, header, stats, auth, maxTxnOps = 128, maxReq
 
     Txn(req, call) {
       checkTxn(req, maxTxnOps);
+      // (Before the caller's rights are checked, as etcd's gRPC layer does.)
+      checkIntervals(req.success ?? []);
+      checkIntervals(req.failure ?? []);
       limits.Txn(req, call);
       const r = engine(() => lessor.txn(txnIn(req)));
       return txnOut(r, top(r.revision), req);

@@ -9,49 +9,10 @@
 // use) with --auth-token-ttl.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as grpc from "@grpc/grpc-js";
 import { startBoth } from "./harness.mjs";
-import { grpcClient, norm, b64, until } from "./grpc-client.mjs";
+import { authCaller as caller, norm, b64, until } from "./grpc-client.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function caller(t, url) {
-  const clients = {};
-  const client = (svc) => {
-    if (!clients[svc]) {
-      clients[svc] = grpcClient(url, svc);
-      t.after(() => clients[svc].close());
-    }
-    return clients[svc];
-  };
-  const md = (token, key = "token") => {
-    const m = new grpc.Metadata();
-    if (token !== undefined) m.set(key, token);
-    return m;
-  };
-  return {
-    unary: (svc, method, req, token, key) =>
-      new Promise((ok) =>
-        client(svc)[method](req, md(token, key), { deadline: Date.now() + 10_000 }, (err, res) => ok(err ? { code: err.code, details: err.details } : res)),
-      ),
-    /** A server stream's first message, or its error. */
-    first: (svc, method, req, token) =>
-      new Promise((ok) => {
-        const s = client(svc)[method](req, md(token));
-        s.on("data", () => (ok({ data: true }), s.cancel()));
-        s.on("error", (e) => ok({ code: e.code, details: e.details }));
-        s.on("end", () => ok({ ended: true }));
-      }),
-    watch(token) {
-      const s = client("etcdserverpb.Watch").Watch(md(token));
-      const messages = [];
-      s.on("data", (d) => messages.push(d));
-      s.on("error", () => {});
-      t.after(() => s.cancel());
-      return { write: (r) => s.write(r), messages };
-    },
-  };
-}
 
 // Masks what differs by member, and each side's tokens.
 const OWN = ["dbSize", "dbSizeInUse", "raftIndex", "raftAppliedIndex", "hash"];

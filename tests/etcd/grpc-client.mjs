@@ -35,6 +35,51 @@ export function grpcClient(url, service, { bytes = String, enums = String, chann
   return new Ctor(url.replace(/^https?:\/\//, ""), credentials, channel);
 }
 
+/**
+ * Calls to `url` each made with a token (gRPC metadata `token`, or `key`):
+ * `unary(service, method, req, token, key, deadlineMs)` resolves to the response or
+ * { code, details }; `first(...)` to a server stream's first message
+ * ({ data: true }) or its error; `watch(token)` opens a Watch stream:
+ * { write(req), messages, error, close() }.
+ */
+export function authCaller(t, url) {
+  const clients = {};
+  const client = (svc) => {
+    if (!clients[svc]) {
+      clients[svc] = grpcClient(url, svc);
+      t.after(() => clients[svc].close());
+    }
+    return clients[svc];
+  };
+  const md = (token, key = "token") => {
+    const m = new grpc.Metadata();
+    if (token !== undefined) m.set(key, token);
+    return m;
+  };
+  return {
+    unary: (svc, method, req, token, key, deadlineMs = 10_000) =>
+      new Promise((ok) =>
+        client(svc)[method](req, md(token, key), { deadline: Date.now() + deadlineMs }, (err, res) => ok(err ? { code: err.code, details: err.details } : res)),
+      ),
+    /** A server stream's first message, or its error. */
+    first: (svc, method, req, token) =>
+      new Promise((ok) => {
+        const s = client(svc)[method](req, md(token));
+        s.on("data", () => (ok({ data: true }), s.cancel()));
+        s.on("error", (e) => ok({ code: e.code, details: e.details }));
+        s.on("end", () => ok({ ended: true }));
+      }),
+    watch(token) {
+      const s = client("etcdserverpb.Watch").Watch(md(token));
+      const w = { messages: [], error: null, write: (r) => s.write(r), close: () => s.cancel() };
+      s.on("data", (d) => w.messages.push(d));
+      s.on("error", (e) => (w.error = { code: e.code, details: e.details }));
+      t.after(() => s.cancel());
+      return w;
+    },
+  };
+}
+
 export function connect(t, url) {
   const clients = {};
   const client = (service) => {

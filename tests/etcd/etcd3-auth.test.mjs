@@ -10,9 +10,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import * as grpc from "@grpc/grpc-js";
 import { Etcd3, Range } from "etcd3";
 import { startBoth, tempDir } from "./harness.mjs";
-import { within } from "./grpc-client.mjs";
+import { grpcClient, within } from "./grpc-client.mjs";
 import { makeCerts, tlsAgent } from "./certs.mjs";
 
 // (bcrypt's lowest cost: each login is quick on both.)
@@ -208,4 +209,102 @@ test("etcd3 with auth: a limited user's allowed and refused kv, txn, lease, watc
   assert.deepEqual(results["edge-lease txn prev_kv"], { error: "EtcdPermissionDeniedError: 7 PERMISSION_DENIED: etcdserver: permission denied" });
   assert.deepEqual(results["etcd ttl keys"], { ok: ["secret"] });
   assert.deepEqual(results["edge-lease ttl keys"], { error: "EtcdPermissionDeniedError: 7 PERMISSION_DENIED: etcdserver: permission denied" });
+});
+
+// Resolves once a token last used before now has expired on `side`: each
+// of `probes` (tokens of the same user, made just now) is used once, a
+// fresh one each 200 ms, as a use renews a live token; the first refused
+// says every token last used before it was made is gone too. Bounded by
+// the number of probes.
+async function untilExpired(side, probes) {
+  const kv = grpcClient(side.url, "etcdserverpb.KV");
+  try {
+    for (const token of probes) {
+      const md = new grpc.Metadata();
+      md.set("token", token);
+      const refused = await new Promise((ok) => kv.Range({ key: Buffer.from("app/1") }, md, { deadline: Date.now() + 5000 }, (e) => ok(e?.code === grpc.status.UNAUTHENTICATED)));
+      if (refused) return true;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return false;
+  } finally {
+    kv.close();
+  }
+}
+
+test("etcd3 with auth: a token expired after --auth-token-ttl, and etcd3 logging in again, the same on both", { timeout: 60_000 }, async (t) => {
+  const client = clients(t);
+  const { etcd, edge } = await startBoth(t, { args: [...FAST, "--auth-token-ttl", "2"] });
+  const results = {};
+  for (const side of [etcd, edge]) {
+    const r = await setUp(client(side));
+    const u = client(side, { auth: { username: "u", password: "upw" } });
+    const logins = countLogins(u);
+    r.push(["put app/1", await answer(u.put("app/1").value("one").then(masked))]);
+    // 40 probes of 200 ms: 8 s, past the 2 s TTL and etcd's 1 s sweep.
+    const login = client(side);
+    const probes = await Promise.all(Array.from({ length: 40 }, () => login.auth.authenticate({ name: "u", password: "upw" }).then((x) => x.token)));
+    r.push(["expired within 8 s", await untilExpired(side, probes)]);
+    // A watch on the stale token: refused at its create, and etcd3 does
+    // not log in again for a watch.
+    r.push(["watch with the expired token", await answer(u.watch().key("app/1").create())]);
+    r.push(["logins after the watch", logins.logins]);
+    // A unary call: refused, so etcd3 logs in again and retries.
+    r.push(["get with the expired token", await answer(u.get("app/1").string())]);
+    r.push(["logins after the get", logins.logins]);
+    results[side.name] = r;
+  }
+  assert.deepEqual(results["edge-lease"], results.etcd);
+  const step = Object.fromEntries(results.etcd);
+  assert.equal(step["expired within 8 s"], true);
+  assert.deepEqual(step["watch with the expired token"], { error: "EtcdInvalidAuthTokenError: Watcher canceled: rpc error: code = Unauthenticated desc = etcdserver: invalid auth token" });
+  assert.deepEqual([step["logins after the watch"], step["get with the expired token"], step["logins after the get"]], [1, { ok: "one" }, 2]);
+});
+
+test("etcd3 with auth over TLS with a client certificate: allowed and refused calls, a wrong password, and the certificate's user without a password, the same on both", { timeout: 60_000 }, async (t) => {
+  const client = clients(t);
+  const certs = makeCerts(tempDir(t), { users: ["u"] });
+  const dispatcher = tlsAgent({ ca: certs.ca, cert: certs.clientCert, key: certs.clientKey });
+  t.after(() => dispatcher.close());
+  const tls = ["--cert-file", certs.cert, "--key-file", certs.key, "--trusted-ca-file", certs.ca, "--client-cert-auth"];
+  const { etcd, edge } = await startBoth(t, { args: [...FAST, ...tls], scheme: "https", dispatcher });
+  const creds = (cert, key) => ({ credentials: { rootCertificate: readFileSync(certs.ca), certChain: readFileSync(cert), privateKey: readFileSync(key) } });
+  const some = creds(certs.clientCert, certs.clientKey); // CN "some user", not a user
+  const results = {};
+  for (const side of [etcd, edge]) {
+    const r = await setUp(client(side, some));
+    const root = client(side, { ...some, auth: { username: "root", password: "rootpw" } });
+    const u = client(side, { ...some, auth: { username: "u", password: "upw" } });
+    r.push(["root puts secret", await answer(root.put("secret").value("s").then(masked))]);
+    r.push(["put app/1", await answer(u.put("app/1").value("one").then(masked))]);
+    r.push(["get app/1", await answer(u.get("app/1").string())]);
+    r.push(["get secret", await answer(u.get("secret").string())]);
+    r.push(["txn on secret", await answer(u.if("secret", "Value", "==", "s").then(u.get("secret")).commit())]);
+    const lease = u.lease(30, { autoKeepAlive: false });
+    r.push(["lease put", await answer(lease.put("app/l").value("v").then(masked))]);
+    r.push(["lease keepalive", await answer(lease.keepaliveOnce().then((k) => k.TTL))]);
+    r.push(["lease revoke", await answer(lease.revoke())]);
+    const w = await within(u.watch().key("app/1").create(), 10_000, "watch app/1");
+    const seen = new Promise((ok) => w.once("put", (kv) => ok(`${kv.key}=${kv.value}`)));
+    await u.put("app/1").value("two");
+    r.push(["watch app/1", await answer(seen)]);
+    await within(w.cancel(), 10_000, "cancel the watch");
+    r.push(["wrong password", await answer(client(side, { ...some, auth: { username: "u", password: "nope" } }).get("app/1").string())]);
+    // No password: the certificate's CN is the user (--client-cert-auth).
+    r.push(["CN some user, no password", await answer(client(side, some).get("app/1").string())]);
+    const byCert = client(side, creds(certs.users.u.cert, certs.users.u.key));
+    r.push(["CN u, no password: get app/1", await answer(byCert.get("app/1").string())]);
+    r.push(["CN u, no password: get secret", await answer(byCert.get("secret").string())]);
+    r.push(["auth disable", await answer(root.auth.authDisable().then(masked))]);
+    results[side.name] = r;
+  }
+  const [want, got] = [results.etcd, results["edge-lease"]];
+  for (let i = 0; i < Math.max(want.length, got.length); i++) assert.deepEqual(got[i], want[i], `step ${i}: ${want[i]?.[0]}`);
+  const step = Object.fromEntries(want);
+  assert.equal(step["get app/1"].ok, "one");
+  assert.equal(step["watch app/1"].ok, "app/1=two");
+  assert.match(step["get secret"].error, /permission denied/);
+  assert.match(step["wrong password"].error, /^EtcdAuthenticationFailedError: /);
+  assert.equal(step["CN u, no password: get app/1"].ok, "two");
+  assert.match(step["CN u, no password: get secret"].error, /permission denied/);
 });

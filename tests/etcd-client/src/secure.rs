@@ -2,10 +2,12 @@
 //! argv[2], one line per step (as `main.rs`, with lease ids and member ids
 //! named or left out):
 //!
-//! - `auth <url>`: root sets up users and roles with the crate's Auth
-//!   calls and turns auth on; a limited user (`ConnectOptions::with_user`)
-//!   makes allowed and refused kv, txn, lease, watch, lock and election
-//!   calls; a wrong password and an unknown user; auth off.
+//! - `auth <url> [<ca> <cert> <key>]`: root sets up users and roles with
+//!   the crate's Auth calls and turns auth on; a limited user
+//!   (`ConnectOptions::with_user`) makes allowed and refused kv, txn,
+//!   lease, watch, lock and election calls; a wrong password and an
+//!   unknown user; auth off. With the files, each client over TLS with
+//!   that client certificate.
 //! - `tls <url> <ca> <cert> <key> <other cert> <other key>`: kv, txn,
 //!   lease and watch over https with the CA and a client certificate
 //!   (`TlsOptions`); then a client without a certificate and one with
@@ -126,10 +128,11 @@ async fn connect(url: &str, options: ConnectOptions) -> Result<Client, Error> {
     Client::connect([url], Some(options)).await
 }
 
-async fn auth(url: &str) -> Result<(), Error> {
+/// `base`: plain, or TLS with a client certificate.
+async fn auth(url: &str, base: ConnectOptions) -> Result<(), Error> {
     // Users and roles (auth still off). `app`: readwrite app/, read ro/,
     // write wo/, readwrite the lock and election names under app/.
-    let mut admin = connect(url, ConnectOptions::new()).await?;
+    let mut admin = connect(url, base.clone()).await?;
     line(
         "add root",
         out(admin.user_add("root", "rootpw", None).await, |_| {
@@ -205,19 +208,19 @@ async fn auth(url: &str) -> Result<(), Error> {
     line(
         "wrong password",
         out(
-            connect(url, ConnectOptions::new().with_user("u", "nope")).await,
+            connect(url, base.clone().with_user("u", "nope")).await,
             |_| String::new(),
         ),
     );
     line(
         "unknown user",
         out(
-            connect(url, ConnectOptions::new().with_user("ghost", "x")).await,
+            connect(url, base.clone().with_user("ghost", "x")).await,
             |_| String::new(),
         ),
     );
-    let mut root = connect(url, ConnectOptions::new().with_user("root", "rootpw")).await?;
-    let mut u = connect(url, ConnectOptions::new().with_user("u", "upw")).await?;
+    let mut root = connect(url, base.clone().with_user("root", "rootpw")).await?;
+    let mut u = connect(url, base.clone().with_user("u", "upw")).await?;
     line(
         "root puts secret",
         out(root.put("secret", "s2", None).await, rev),
@@ -452,13 +455,24 @@ async fn auth(url: &str) -> Result<(), Error> {
     Ok(())
 }
 
-async fn tls(url: &str, [ca, cert, key, other_cert, other_key]: [&str; 5]) -> Result<(), Error> {
-    let read = |f: &str| std::fs::read(f).unwrap_or_else(|e| panic!("{f}: {e}"));
-    let ca = Certificate::from_pem(read(ca));
+fn read(f: &str) -> Vec<u8> {
+    std::fs::read(f).unwrap_or_else(|e| panic!("{f}: {e}"))
+}
+
+/// TLS trusting `ca`, with the client certificate `cert` and its `key`.
+fn with_cert(ca: &str, cert: &str, key: &str) -> TlsOptions {
     let identity = Identity::from_pem(read(cert), read(key));
-    let with_cert = TlsOptions::new()
-        .ca_certificate(ca.clone())
-        .identity(identity);
+    TlsOptions::new()
+        .ca_certificate(Certificate::from_pem(read(ca)))
+        .identity(identity)
+}
+
+async fn tls(
+    url: &str,
+    [ca_file, cert, key, other_cert, other_key]: [&str; 5],
+) -> Result<(), Error> {
+    let ca = Certificate::from_pem(read(ca_file));
+    let with_cert = with_cert(ca_file, cert, key);
     let mut c = connect(url, ConnectOptions::new().with_tls(with_cert)).await?;
     line("put", out(c.put("t/a", "1", None).await, rev));
     line(
@@ -562,12 +576,15 @@ async fn tls(url: &str, [ca, cert, key, other_cert, other_key]: [&str; 5]) -> Re
 async fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["auth", url] => auth(url).await,
+        ["auth", url] => auth(url, ConnectOptions::new()).await,
+        ["auth", url, ca, cert, key] => {
+            auth(url, ConnectOptions::new().with_tls(with_cert(ca, cert, key))).await
+        }
         ["tls", url, ca, cert, key, other_cert, other_key] => {
             tls(url, [ca, cert, key, other_cert, other_key]).await
         }
         _ => panic!(
-            "usage: etcd-client-secure-check auth <url> | tls <url> <ca> <cert> <key> <other CA's cert> <its key>"
+            "usage: etcd-client-secure-check auth <url> [<ca> <cert> <key>] | tls <url> <ca> <cert> <key> <other CA's cert> <its key>"
         ),
     }
 }

@@ -49,7 +49,7 @@ const FLOORS = {
   "fanout-floor": "benches/fanout-floor.mjs",
 };
 
-async function start(kind) {
+export async function start(kind) {
   const dir = mkdtempSync(join(tmpdir(), `bench-${kind}-`));
   const client = `http://127.0.0.1:${await freePort()}`;
   const peer = `http://127.0.0.1:${await freePort()}`;
@@ -75,6 +75,7 @@ async function start(kind) {
   return {
     url: client,
     pid: child.pid,
+    dataDir: join(dir, "data"),
     async stop() {
       child.kill("SIGKILL");
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
@@ -93,7 +94,7 @@ function listening(url) {
 }
 
 /** CPU seconds (user + system) process `pid` has used. */
-function cpuSeconds(pid) {
+export function cpuSeconds(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
   return (Number(f[11]) + Number(f[12])) / 100; // clock ticks of 10 ms (USER_HZ)
 }
@@ -121,7 +122,7 @@ function measured(pid, run) {
 const failure = (e) => (JSON.parse(e.stdout?.trim() || "null")?.error ?? e.message).slice(0, 200);
 
 // Who goes first in round `round` (from 0): edge-lease in even ones.
-const turns = (round) => (round % 2 === 0 ? ["edge-lease", "etcd"] : ["etcd", "edge-lease"]);
+export const turns = (round) => (round % 2 === 0 ? ["edge-lease", "etcd"] : ["etcd", "edge-lease"]);
 
 // One case on one server: its row, or the generator's error.
 function runCase(server, kind, name, loadCase, n, maxOps, extra = {}) {

@@ -241,7 +241,7 @@ export async function durableBench({ quick = false } = {}) {
   lines.push(
     capacity.error
       ? `Largest namespace: failed: ${capacity.error}`
-      : `Largest namespace: keys \`m/<i>\` (value "x", ${TXN_OPS} to a Txn) into one namespace with the quota lifted (\`EDGE_LEASE_QUOTA_BYTES=Infinity\`), until ${capacity.stop}: **${capacity.keys} keys**, workerd's resident memory +${fmt(capacity.rssGrowth / MiB, 0)} MiB over ${fmt(capacity.baseRss / MiB, 0)} MiB before the fill (${fmt(capacity.fillSeconds, 0)} s; bounds ${capacity.maxKeys} keys, ${capacity.maxMs / 1000} s). ` +
+      : `Largest namespace: keys \`m/<i>\` (value "x", ${TXN_OPS} to a Txn) into one namespace with the quota lifted (\`EDGE_LEASE_QUOTA_BYTES\` at the engine's largest, 1 GiB), until ${capacity.stop}: **${capacity.keys} keys**, workerd's resident memory +${fmt(capacity.rssGrowth / MiB, 0)} MiB over ${fmt(capacity.baseRss / MiB, 0)} MiB before the fill (${fmt(capacity.fillSeconds, 0)} s; bounds ${capacity.maxKeys} keys, ${capacity.maxMs / 1000} s). ` +
           `The default 8 MiB quota (etcd's dbSize) stops a namespace at ${capacity.atQuota ?? `more than ${capacity.keys}`} keys. Evicted at the end and woken: ${capacity.wakeError ? `failed: ${capacity.wakeError}` : `first answer in ${fmt(capacity.wakeMs, 0)} ms`}. ` +
           "Resident memory is the whole runtime's (workerd, every isolate), read from /proc: Miniflare enforces no 128 MB limit, so the bound is applied from outside.",
     "",

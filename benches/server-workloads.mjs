@@ -160,8 +160,10 @@ async function checkPerf(loads) {
       out[load] = {};
       for (const kind of turns(i)) {
         const r = await etcdctl(servers[kind].url, ["check", "perf", "--load", load], 180_000);
-        const lines = r.text.split("\n").filter((l) => /^(PASS|FAIL)/.test(l.trim())).map((l) => l.trim());
-        out[load][kind] = { pass: r.code === 0 && lines.length > 0 && !lines.some((l) => l.startsWith("FAIL")), lines, code: r.code };
+        // Its checks ("PASS: Throughput is ..."), then a bare PASS or FAIL.
+        const all = r.text.split("\n").map((l) => l.trim()).filter((l) => /^(PASS|FAIL)/.test(l));
+        const lines = all.filter((l) => l !== "PASS" && l !== "FAIL");
+        out[load][kind] = { pass: r.code === 0 && all.length > 0 && !all.some((l) => l.startsWith("FAIL")), lines, code: r.code };
       }
     }
   } finally {
@@ -277,7 +279,7 @@ export async function serverWorkloads({ quick = false, checkPerfLoads = quick ? 
     L.push("", "`etcdctl check perf` (etcdctl 3.4, 60 s per load and server, taking turns):", "");
     L.push("| load | edge-lease | etcd |", "| --- | --- | --- |");
     for (const [load, r] of Object.entries(perf)) {
-      const c = (x) => `${x.pass ? "PASS" : "FAIL"}${x.lines.length ? `: ${x.lines.join("; ")}` : ` (exit ${x.code}, no PASS/FAIL line)`}`;
+      const c = (x) => `**${x.pass ? "PASS" : "FAIL"}**${x.lines.length ? `: ${x.lines.join("; ")}` : ` (exit ${x.code}, no PASS/FAIL line)`}`;
       L.push(`| ${load} | ${c(r["edge-lease"])} | ${c(r.etcd)} |`);
     }
   } else {

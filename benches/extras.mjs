@@ -13,6 +13,8 @@ const root = new URL("..", import.meta.url).pathname;
 
 export { workerThroughput } from "./worker.mjs";
 export { serverBench } from "./server.mjs";
+export { serverWorkloads } from "./server-workloads.mjs";
+export { durableBench } from "./durable.mjs";
 
 // Release wasm sizes: the lean engine browsers and Workers load (edge-lease)
 // -> { file, rawBytes, gzipBytes, etcd: the etcd server's build, the same }.

@@ -3,7 +3,9 @@
 //!
 //!   edge-lease-load <host:port> <case> <clients> <max ops> <max ms>
 //!
-//! Cases: grant+put, keepalive, range, lock, watch (100 watch streams on one
+//! Cases: grant+put, keepalive, range, lock, put:K (sustained puts of an
+//! 8-byte value, operation k on key `k/<k mod K>` zero-padded: K = 1 is one
+//! hot key, K >= max ops a new key each time), watch (100 watch streams on one
 //! key over `clients` connections, one writer; watch:N with N puts in
 //! flight), echo: no HTTP/2, each
 //! client writes ECHO_BYTES on its own TCP connection and waits for as many
@@ -276,6 +278,7 @@ enum State {
     Range(Client, Vec<u8>),
     KeepAlive(SendStream<Bytes>, Reader, i64),
     Lock(Client, i64),
+    Put(Client, usize),
 }
 
 async fn setup(case: &str, c: Client, i: usize) -> Result<State> {
@@ -303,7 +306,10 @@ async fn setup(case: &str, c: Client, i: usize) -> Result<State> {
             let lease = grant(&c).await?;
             State::Lock(c, lease)
         }
-        _ => return Err(format!("unknown case {case}").into()),
+        _ => match case.strip_prefix("put:").map(str::parse::<usize>) {
+            Some(Ok(keys)) if keys > 0 => State::Put(c, keys),
+            _ => return Err(format!("unknown case {case}").into()),
+        },
     })
 }
 
@@ -350,6 +356,14 @@ async fn op(s: &mut State, k: usize) -> Result<()> {
             c.unary::<pb::Empty>(UNLOCK, &pb::UnlockRequest { key: r.key })
                 .await?;
         }
+        State::Put(c, keys) => {
+            let put = pb::PutRequest {
+                key: format!("k/{:08}", k % *keys).into_bytes(),
+                value: b"vvvvvvvv".to_vec(),
+                lease: 0,
+            };
+            c.unary::<pb::PutResponse>(KV_PUT, &put).await?;
+        }
     }
     Ok(())
 }
@@ -358,6 +372,17 @@ struct Report {
     ops: usize,
     secs: f64,
     lat_ms: Vec<f64>,
+    /// Per operation (same order as `lat_ms`, when kept): its start in ms
+    /// after `t0_unix_ms`, so a stall can be placed in time beside what the
+    /// server did then (benches/server-workloads.mjs: its compactions).
+    starts_ms: Vec<f64>,
+    t0_unix_ms: f64,
+}
+
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
 /// `clients` clients run `case` until `max_ops` operations or `max_ms`.
@@ -368,6 +393,7 @@ async fn run(clients: &[Client], case: &str, max_ops: usize, max_ms: u64) -> Res
     }
     let next = Rc::new(Cell::new(0usize));
     let lat = Rc::new(RefCell::new(Vec::with_capacity(max_ops)));
+    let t0_unix_ms = unix_ms();
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_millis(max_ms);
     let mut tasks = Vec::new();
@@ -382,7 +408,9 @@ async fn run(clients: &[Client], case: &str, max_ops: usize, max_ms: u64) -> Res
                 next.set(k + 1);
                 let a = Instant::now();
                 op(&mut s, k).await.map_err(|e| format!("{case}: {e}"))?;
-                lat.borrow_mut().push(a.elapsed().as_secs_f64() * 1e3);
+                let start = (a - t0).as_secs_f64() * 1e3;
+                lat.borrow_mut()
+                    .push((start, a.elapsed().as_secs_f64() * 1e3));
             }
             if let State::KeepAlive(mut send, _, _) = s {
                 let _ = send.send_data(Bytes::new(), true);
@@ -394,11 +422,13 @@ async fn run(clients: &[Client], case: &str, max_ops: usize, max_ms: u64) -> Res
         t.await??;
     }
     let secs = t0.elapsed().as_secs_f64();
-    let lat_ms = std::mem::take(&mut *lat.borrow_mut());
+    let timed = std::mem::take(&mut *lat.borrow_mut());
     Ok(Report {
-        ops: lat_ms.len(),
+        ops: timed.len(),
         secs,
-        lat_ms,
+        lat_ms: timed.iter().map(|t| t.1).collect(),
+        starts_ms: timed.iter().map(|t| t.0).collect(),
+        t0_unix_ms,
     })
 }
 
@@ -505,6 +535,8 @@ async fn watch(clients: &[Client], max_puts: usize, max_ms: u64, window: usize) 
         ops: lat_ms.len() * WATCHERS,
         secs,
         lat_ms,
+        starts_ms: Vec::new(),
+        t0_unix_ms: 0.0,
     })
 }
 
@@ -557,6 +589,8 @@ async fn echo(addr: &str, clients: usize, max_ops: usize, max_ms: u64) -> Result
         ops: lat_ms.len(),
         secs,
         lat_ms,
+        starts_ms: Vec::new(),
+        t0_unix_ms: 0.0,
     })
 }
 
@@ -632,6 +666,8 @@ async fn fanout(addr: &str, clients: usize, max_puts: usize, max_ms: u64) -> Res
         ops: lat.len() * WATCHERS,
         secs,
         lat_ms: lat,
+        starts_ms: Vec::new(),
+        t0_unix_ms: 0.0,
     })
 }
 
@@ -676,12 +712,52 @@ async fn main_async(args: Vec<String>) -> Result<String> {
     Ok(summary(&mut r))
 }
 
-/// The one JSON line benches/server.mjs reads.
+/// Requests slower than this are listed one by one (start and duration).
+const SLOW_MS: f64 = 50.0;
+/// At most this many of them.
+const MAX_SLOW: usize = 50;
+
+/// The one JSON line benches/server.mjs reads. With start times kept, also
+/// the slowest request (`max`, `maxStart`), the slowest second (the whole
+/// second after t0 in which the fewest operations completed: `worstSecond`
+/// with its `ops` and the slowest request completed in it), every request
+/// over SLOW_MS (`slow`: [start, ms], the first MAX_SLOW) and `t0` (Unix ms).
 fn summary(r: &mut Report) -> String {
+    let mut timing = String::new();
+    if !r.starts_ms.is_empty() {
+        let (mut max, mut max_start) = (0.0f64, 0.0f64);
+        let mut slow = Vec::new();
+        let whole = r.secs.floor() as usize;
+        let mut seconds = vec![(0usize, 0.0f64); whole];
+        for (&start, &ms) in r.starts_ms.iter().zip(&r.lat_ms) {
+            if ms > max {
+                (max, max_start) = (ms, start);
+            }
+            if ms > SLOW_MS && slow.len() < MAX_SLOW {
+                slow.push(format!("[{start:.1},{ms:.2}]"));
+            }
+            if let Some(s) = seconds.get_mut(((start + ms) / 1e3) as usize) {
+                s.0 += 1;
+                s.1 = s.1.max(ms);
+            }
+        }
+        let worst = seconds
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| s.0)
+            .map_or("null".to_string(), |(i, s)| {
+                format!(r#"{{"second":{i},"ops":{},"max":{:.2}}}"#, s.0, s.1)
+            });
+        timing = format!(
+            r#","max":{max:.2},"maxStart":{max_start:.1},"worstSecond":{worst},"slow":[{}],"t0":{:.1}"#,
+            slow.join(","),
+            r.t0_unix_ms
+        );
+    }
     r.lat_ms.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&r.lat_ms, 50.0), percentile(&r.lat_ms, 99.0));
     format!(
-        r#"{{"ops":{},"secs":{:.4},"p50":{p50:.4},"p99":{p99:.4}}}"#,
+        r#"{{"ops":{},"secs":{:.4},"p50":{p50:.4},"p99":{p99:.4}{timing}}}"#,
         r.ops, r.secs
     )
 }

@@ -13,6 +13,15 @@ const WASM = new URL("../dist/h2.wasm", import.meta.url);
 // at once, and a client sending bytes that are cheap to send and dear to
 // parse kept everyone else waiting for all of them (up to ~0.7 s).
 const TURN_INPUT_MS = 5;
+// A read is handed to the module in slices, the time checked after each:
+// one 64 KiB read of header blocks that are dear to decode took ~75 ms in
+// one go. A connection's slice halves while its slices are slow and
+// doubles while they are fast, between these bounds (bytes), so cheap input
+// goes in whole reads. What is left once the turn's input time is spent
+// waits, copied out of the shared read buffer, for the next turn.
+const MIN_SLICE = 2048;
+const MAX_SLICE = 64 * 1024;
+const SLOW_SLICE_MS = 1;
 
 const EV_CALL = 1, EV_MESSAGE = 2, EV_END = 3, EV_CANCEL = 4, EV_TOO_LARGE = 5, EV_DRAIN = 6, EV_CLOSED = 7;
 
@@ -265,9 +274,12 @@ export class H2Session {
     this.more = false; // the module has more to write: taken again next turn
     this.inputMs = 0; // input work since its reads last waited a turn
     this.yielded = false; // its reads wait for the next turn
+    this.slice = MIN_SLICE; // bytes handed to the module at once (input)
+    this.backlog = null; // input read but not yet handed to the module (a copy)
+    this.eofHeld = false; // the client's EOF, behind the backlog
     this.handle = this.command((x) => x.h2_open(maxConcurrentStreams >>> 0, maxMessage >>> 0), -1);
     if (this.handle < 0) return;
-    socket.on("end", () => this.command((x) => x.h2_eof(this.handle)));
+    socket.on("end", () => this.eof());
     socket.on("close", () => this.destroy());
     socket.on("error", () => this.destroy());
     this.reads = readBytes(socket, (bytes) => this.input(bytes));
@@ -275,19 +287,51 @@ export class H2Session {
     this.flush();
   }
 
+  // The client's EOF, after what it sent before it.
+  eof() {
+    this.eofHeld = Boolean(this.backlog);
+    if (!this.eofHeld) this.command((x) => x.h2_eof(this.handle));
+  }
+
   input(chunk) {
+    // (Reads are paused while input is held back; a read already under way
+    // may still come: it queues behind.)
+    if (this.backlog) {
+      this.backlog = Buffer.concat([this.backlog, chunk]);
+      return;
+    }
     const t0 = performance.now();
-    this.command((x, mem) => x.h2_input(this.handle, toScratch(x, mem, chunk)));
+    let at = 0;
+    while (at < chunk.length && !this.closed) {
+      const end = Math.min(chunk.length, at + this.slice);
+      const slice = chunk.subarray(at, end);
+      const s0 = performance.now();
+      this.command((x, mem) => x.h2_input(this.handle, toScratch(x, mem, slice)));
+      const ms = performance.now() - s0;
+      if (ms > SLOW_SLICE_MS) this.slice = Math.max(MIN_SLICE, this.slice >> 1);
+      else if (ms < SLOW_SLICE_MS / 4 && slice.length === this.slice) this.slice = Math.min(MAX_SLICE, this.slice << 1);
+      at = end;
+      if (at < chunk.length && this.inputMs + (performance.now() - t0) >= TURN_INPUT_MS) {
+        this.backlog = Buffer.from(chunk.subarray(at));
+        break;
+      }
+    }
     // Calls, messages and cancels are heard at once, not a tick later.
     this.flush();
     this.inputMs += performance.now() - t0;
-    if (this.inputMs >= TURN_INPUT_MS && !this.yielded && !this.closed) {
+    if ((this.inputMs >= TURN_INPUT_MS || this.backlog) && !this.yielded && !this.closed) {
       this.yielded = true;
       this.reads.pause();
       setImmediate(() => {
         this.yielded = false;
         this.inputMs = 0;
-        if (!this.full && !this.closed) this.reads.resume();
+        const backlog = this.backlog;
+        this.backlog = null;
+        if (backlog && !this.closed) this.input(backlog);
+        if (this.eofHeld && !this.backlog && !this.closed) this.eof();
+        // (Closed as well: a connection ended after its GOAWAY is read, and
+        // what it sends dropped, until the client goes.)
+        if (!this.full && !this.yielded) this.reads.resume();
       });
     }
   }

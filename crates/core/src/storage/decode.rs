@@ -8,14 +8,14 @@ use super::codec::{
 };
 use crate::error::{Error, Result};
 use crate::text::Text;
-use crate::types::{Entry, LeaseId, MAX_HOST_ENTRIES, MAX_HOST_VALUE, MAX_LEASE_TTL};
+use crate::types::{Entry, Key, LeaseId, MAX_HOST_ENTRIES, MAX_HOST_VALUE, MAX_LEASE_TTL};
 
 /// Everything decoded from a store.
 #[derive(Debug, Default)]
 pub struct Snapshot {
     pub revision: i64,
     pub leases: Vec<(LeaseId, StoredLease)>,
-    pub keys: Vec<(Vec<u8>, Entry)>,
+    pub keys: Vec<(Key, Entry)>,
     /// Superseded versions: (revision, sub-revision, key, entry or None for
     /// a delete).
     pub old: Vec<(i64, u32, Vec<u8>, Option<Entry>)>,
@@ -61,6 +61,16 @@ fn parse_hex(key: &str, what: &str, s: &str) -> Result<i64> {
         return Err(corrupt(key, why));
     }
     Ok(v as i64)
+}
+
+/// A live key's name: as it is when no byte is escaped (most names), one
+/// allocation; else through `decode_key_name`.
+fn decode_live_name(key: &str, s: &str) -> Result<Key> {
+    let b = s.as_bytes();
+    if !b.is_empty() && b.iter().all(|&c| plain(c)) {
+        return Ok(Key::from(b));
+    }
+    decode_key_name(key, s).map(Key::from)
 }
 
 fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
@@ -152,13 +162,108 @@ fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(v).map_err(|_| corrupt(key, "not UTF-8"))
 }
 
-/// A key record: the header line, then the value bytes.
-fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
-    let nl = value
-        .iter()
-        .position(|&b| b == b'\n')
-        .ok_or_else(|| corrupt(key, "missing header line"))?;
-    let header = utf8(key, &value[..nl])?;
+/// The encoder's exact form read byte by byte: the common case of a
+/// restore, one pass and no splitting (text parsing was half of a
+/// restore's time). Anything else (None) goes to the field-by-field
+/// reader, which accepts the same and names what is wrong.
+struct Scan<'a>(&'a [u8]);
+
+impl Scan<'_> {
+    fn lit(&mut self, s: &[u8]) -> Option<()> {
+        self.0 = self.0.strip_prefix(s)?;
+        Some(())
+    }
+
+    /// An optional '-' then 1 to 18 digits, as `num` reads them.
+    fn dec(&mut self) -> Option<i64> {
+        let neg = self.0.first() == Some(&b'-');
+        let b = &self.0[usize::from(neg)..];
+        let n = b.iter().take(19).take_while(|c| c.is_ascii_digit()).count();
+        if n == 0 || n > 18 {
+            return None;
+        }
+        let v = b[..n]
+            .iter()
+            .fold(0i64, |v, c| v * 10 + i64::from(c - b'0'));
+        self.0 = &b[n..];
+        Some(if neg { -v } else { v })
+    }
+
+    /// 16 lowercase hex digits.
+    fn hex16(&mut self) -> Option<u64> {
+        let (digits, rest) = self.0.split_first_chunk::<16>()?;
+        let mut v = 0u64;
+        for &c in digits {
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                _ => return None,
+            };
+            v = v << 4 | u64::from(d);
+        }
+        self.0 = rest;
+        Some(v)
+    }
+}
+
+/// A lease record in the encoder's form: (ttl, deadline, remaining).
+pub(super) fn lease_fast(value: &[u8]) -> Option<(i64, Option<i64>, i64)> {
+    let mut s = Scan(value);
+    s.lit(b"ttl=")?;
+    let ttl = s.dec()?;
+    s.lit(b" deadline=")?;
+    let deadline = if s.lit(b"none").is_some() {
+        None
+    } else {
+        Some(s.dec()?)
+    };
+    s.lit(b" remaining=")?;
+    let remaining = s.dec()?;
+    s.0.is_empty().then_some((ttl, deadline, remaining))
+}
+
+/// A key record's header line in the encoder's form: (create, mod,
+/// version, lease, text, sub).
+pub(super) type Header = (i64, i64, i64, LeaseId, bool, u32);
+
+pub(super) fn header_fast(h: &[u8]) -> Option<Header> {
+    let mut s = Scan(h);
+    s.lit(b"create=")?;
+    let c = s.dec()?;
+    s.lit(b" mod=")?;
+    let m = s.dec()?;
+    s.lit(b" version=")?;
+    let ver = s.dec()?;
+    s.lit(b" lease=")?;
+    let lease = s.hex16()? as i64;
+    s.lit(b" text=")?;
+    let text = match s.0.split_first()? {
+        (b'0', rest) => (false, rest),
+        (b'1', rest) => (true, rest),
+        _ => return None,
+    };
+    s.0 = text.1;
+    let sub = if s.0.is_empty() {
+        0
+    } else {
+        s.lit(b" sub=")?;
+        // As `parse_sub` takes it: above 0, no leading zero or sign.
+        if !matches!(s.0.first(), Some(b'1'..=b'9')) {
+            return None;
+        }
+        let n = s.dec()?;
+        if !s.0.is_empty() {
+            return None;
+        }
+        u32::try_from(n).ok()?
+    };
+    Some((c, m, ver, lease, text.0, sub))
+}
+
+/// A key record's header line, field by field (`header_fast` reads the
+/// encoder's form; this names what is wrong with anything else).
+pub(super) fn header_fields(key: &str, header: &[u8]) -> Result<Header> {
+    let header = utf8(key, header)?;
     // " sub=<n>" ends the line when the change was not its revision's first.
     let (c, m, ver, lease, text, sub) = if header.split(' ').count() == 6 {
         let [c, m, ver, lease, text, sub] = fields(
@@ -177,14 +282,34 @@ fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
         "1" => true,
         _ => return Err(corrupt(key, "text must be 0 or 1")),
     };
+    Ok((
+        num(key, "create", c)?,
+        num(key, "mod", m)?,
+        num(key, "version", ver)?,
+        parse_hex_id(key, lease)?,
+        text,
+        sub,
+    ))
+}
+
+/// A key record: the header line, then the value bytes.
+fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
+    let nl = value
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| corrupt(key, "missing header line"))?;
+    let (create, m, version, lease, text, sub) = match header_fast(&value[..nl]) {
+        Some(h) => h,
+        None => header_fields(key, &value[..nl])?,
+    };
     let entry = Entry {
         value: value[nl + 1..].into(),
         text,
-        create_revision: num(key, "create", c)?,
-        mod_revision: num(key, "mod", m)?,
-        version: num(key, "version", ver)?,
+        create_revision: create,
+        mod_revision: m,
+        version,
         sub,
-        lease: parse_hex_id(key, lease)?,
+        lease,
     };
     if entry.create_revision < 2
         || entry.mod_revision < entry.create_revision
@@ -197,6 +322,21 @@ fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
         return Err(corrupt(key, "text value is not UTF-8"));
     }
     Ok(entry)
+}
+
+/// A lease record, field by field (`lease_fast` reads the encoder's form).
+pub(super) fn lease_fields(key: &str, value: &[u8]) -> Result<StoredLease> {
+    let [ttl, deadline, remaining] =
+        fields(key, utf8(key, value)?, ["ttl", "deadline", "remaining"])?;
+    let deadline = match deadline {
+        "none" => None,
+        d => Some(num(key, "deadline", d)?),
+    };
+    Ok(StoredLease {
+        ttl: num(key, "ttl", ttl)?,
+        deadline,
+        remaining: num(key, "remaining", remaining)?,
+    })
 }
 
 /// Reads a store back an entry at a time (`add`), then checks the whole
@@ -225,23 +365,20 @@ impl Decoder {
             if id == 0 {
                 return Err(corrupt(key, "lease id 0 is reserved"));
             }
-            let [ttl, deadline, remaining] =
-                fields(key, utf8(key, value)?, ["ttl", "deadline", "remaining"])?;
-            let deadline = match deadline {
-                "none" => None,
-                d => Some(num(key, "deadline", d)?),
-            };
-            let lease = StoredLease {
-                ttl: num(key, "ttl", ttl)?,
-                deadline,
-                remaining: num(key, "remaining", remaining)?,
+            let lease = match lease_fast(value) {
+                Some((ttl, deadline, remaining)) => StoredLease {
+                    ttl,
+                    deadline,
+                    remaining,
+                },
+                None => lease_fields(key, value)?,
             };
             if lease.ttl < 1 || lease.ttl > MAX_LEASE_TTL || lease.remaining < 0 {
                 return Err(corrupt(key, "ttl or remaining out of range"));
             }
             self.snap.leases.push((id, lease));
         } else if let Some(name) = key.strip_prefix(KEY_PREFIX) {
-            let name = decode_key_name(key, name)?;
+            let name = decode_live_name(key, name)?;
             self.snap.keys.push((name, decode_entry(key, value)?));
         } else if let Some(rest) = key.strip_prefix(OLD_PREFIX) {
             let (rev, name) = rest

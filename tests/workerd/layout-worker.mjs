@@ -1,0 +1,98 @@
+// A SQLite-backed object for durable-layout.test.mjs: a DurableLessor in
+// output-gate mode on a clock the test sets, whose stored rows the test can
+// read out and write in (the rows of an older release, kept as fixtures).
+import { DurableLessor } from "../../js/stores/durable-object.mjs";
+
+const PREFIX = "edge-lease/";
+const b64 = (u8) => btoa(String.fromCharCode(...u8));
+const unb64 = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+const plain = (v) => (typeof v === "string" ? v : { bytes: b64(v) });
+
+/** Everything a restore gives back that the stored layout carries. */
+export function stateOf(l) {
+  const leases = l.leases().sort();
+  const history = [];
+  for (let rev = 2; rev <= l.revision; rev++) {
+    try {
+      history.push([rev, l.range({ key: "\0", rangeEnd: "\0", revision: rev }).kvs.map((kv) => [plain(kv.key), plain(kv.value), kv.createRevision, kv.modRevision, kv.version, kv.lease])]);
+    } catch (e) {
+      history.push([rev, e.code]);
+    }
+  }
+  return {
+    revision: l.revision,
+    nextDeadline: l.nextDeadline(),
+    leases: leases.map((id) => [id, l.timeToLive(id, { keys: true })]),
+    keys: l.range("").map((e) => ({ ...e, value: plain(e.value) })),
+    history,
+    host: l.hostEntry("alarms") && plain(l.hostEntry("alarms")),
+  };
+}
+
+/** Writes of every kind, at clock times from `t0`: see durable-layout.test.mjs. */
+export function writeScript(l, clock, t0) {
+  clock.t = t0;
+  const a = l.grant(60, { id: "00000000000000a1" }).id;
+  const b = l.grant(3600, { id: "7fffffffffffff00" }).id;
+  const gone = l.grant(5, { id: "ffffffffffffff05" }).id;
+  l.put("svc/a", "one", { lease: a });
+  l.put("svc/a", "two", { lease: a });
+  l.put("svc/b b%/é", new Uint8Array([0, 255, 10, 13]), { lease: b });
+  l.put("plain", "no lease");
+  l.put("gone/x", "expires", { lease: gone });
+  l.txn({ success: [{ put: { key: "t/1", value: "x", lease: b } }, { put: { key: "t/2", value: "y" } }, { deleteRange: { key: "plain" } }] });
+  l.compact(l.revision - 2);
+  l.put("after/compact", "z");
+  l.setHostEntry("alarms", new Uint8Array([1, 2, 3]));
+  clock.t = t0 + 40_000;
+  l.renew(a);
+  l.checkpoint(b, 1_000_000);
+  clock.t = t0 + 45_000;
+  l.tick();
+}
+
+export class Layout {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.clock = { t: 0 };
+  }
+
+  async open() {
+    this.dl = await DurableLessor.open(this.ctx.storage, { outputGate: true, now: () => this.clock.t });
+  }
+
+  async fetch(request) {
+    const { op, now, args = [] } = await request.json();
+    try {
+      if (now !== undefined) this.clock.t = now;
+      let result = null;
+      if (op === "load") {
+        // Rows as an older release wrote them, before the lessor is opened.
+        for (const [k, v] of args[0]) this.ctx.storage.kv.put(k, unb64(v));
+      } else if (op === "rows") {
+        result = [...this.ctx.storage.kv.list({ prefix: PREFIX })].map(([k, v]) => [k, b64(v)]);
+      } else {
+        if (!this.dl) await this.open();
+        const l = this.dl.lessor;
+        if (op === "script") writeScript(l, this.clock, args[0]);
+        else if (op === "put") l.put(args[0], args[1], args[2]);
+        else if (op === "state") result = stateOf(l);
+        else if (op === "reopen") await this.open();
+        else throw new Error(`op ${op}?`);
+        this.dl.arm();
+      }
+      return Response.json({ result });
+    } catch (e) {
+      return Response.json({ error: e.code ?? "Error", message: e.message });
+    }
+  }
+
+  async alarm() {
+    if (!this.dl) await this.open();
+    await this.dl.alarm();
+  }
+}
+
+export default {
+  fetch: (request, env) => env.LAYOUT.get(env.LAYOUT.idFromName("l")).fetch(request),
+};

@@ -106,32 +106,51 @@ fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Splits `a=1 b=2` into its values, in the order of `names`, exactly.
-/// (Of any length, not generic over it: one copy in the wasm.)
-fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Result<[&'a str; N]> {
-    let mut out = [""; N];
-    fields_into(key, text, &names, &mut out)?;
-    Ok(out)
+/// `name=value` fields separated by single spaces, read in a fixed order,
+/// each as it comes (no split of the whole text first: reading the records
+/// was half of a restore's time).
+struct Fields<'a> {
+    key: &'a str,
+    /// What is left to read; None once the last field is read.
+    rest: Option<&'a str>,
 }
 
-fn fields_into<'a>(key: &str, text: &'a str, names: &[&str], out: &mut [&'a str]) -> Result<()> {
-    let mut parts = text.split(' ');
-    for (i, name) in names.iter().enumerate() {
-        let part = parts
-            .next()
-            .ok_or_else(|| corrupt(key, Text::new("missing field ").s(name)))?;
-        out[i] = part
-            .strip_prefix(name)
+impl<'a> Fields<'a> {
+    fn new(key: &'a str, text: &'a str) -> Fields<'a> {
+        Fields {
+            key,
+            rest: Some(text),
+        }
+    }
+
+    fn next(&mut self, name: &str) -> Result<&'a str> {
+        let text = self
+            .rest
+            .ok_or_else(|| corrupt(self.key, Text::new("missing field ").s(name)))?;
+        let (part, rest) = match text.split_once(' ') {
+            Some((part, rest)) => (part, Some(rest)),
+            None => (text, None),
+        };
+        self.rest = rest;
+        part.strip_prefix(name)
             .and_then(|r| r.strip_prefix('='))
             .ok_or_else(|| {
                 let why = Text::new("expected field ").s(name).s(", found \"");
-                corrupt(key, why.s(part).s("\""))
-            })?;
+                corrupt(self.key, why.s(part).s("\""))
+            })
     }
-    if parts.next().is_some() {
-        return Err(corrupt(key, "unexpected trailing fields"));
+
+    fn num(&mut self, name: &str) -> Result<i64> {
+        let v = self.next(name)?;
+        num(self.key, name, v)
     }
-    Ok(())
+
+    fn end(&self) -> Result<()> {
+        match self.rest {
+            Some(_) => Err(corrupt(self.key, "unexpected trailing fields")),
+            None => Ok(()),
+        }
+    }
 }
 
 fn num(key: &str, name: &str, s: &str) -> Result<i64> {
@@ -162,134 +181,27 @@ fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(v).map_err(|_| corrupt(key, "not UTF-8"))
 }
 
-/// The encoder's exact form read byte by byte: the common case of a
-/// restore, one pass and no splitting (text parsing was half of a
-/// restore's time). Anything else (None) goes to the field-by-field
-/// reader, which accepts the same and names what is wrong.
-struct Scan<'a>(&'a [u8]);
-
-impl Scan<'_> {
-    fn lit(&mut self, s: &[u8]) -> Option<()> {
-        self.0 = self.0.strip_prefix(s)?;
-        Some(())
-    }
-
-    /// An optional '-' then 1 to 18 digits, as `num` reads them.
-    fn dec(&mut self) -> Option<i64> {
-        let neg = self.0.first() == Some(&b'-');
-        let b = &self.0[usize::from(neg)..];
-        let n = b.iter().take(19).take_while(|c| c.is_ascii_digit()).count();
-        if n == 0 || n > 18 {
-            return None;
-        }
-        let v = b[..n]
-            .iter()
-            .fold(0i64, |v, c| v * 10 + i64::from(c - b'0'));
-        self.0 = &b[n..];
-        Some(if neg { -v } else { v })
-    }
-
-    /// 16 lowercase hex digits.
-    fn hex16(&mut self) -> Option<u64> {
-        let (digits, rest) = self.0.split_first_chunk::<16>()?;
-        let mut v = 0u64;
-        for &c in digits {
-            let d = match c {
-                b'0'..=b'9' => c - b'0',
-                b'a'..=b'f' => c - b'a' + 10,
-                _ => return None,
-            };
-            v = v << 4 | u64::from(d);
-        }
-        self.0 = rest;
-        Some(v)
-    }
-}
-
-/// A lease record in the encoder's form: (ttl, deadline, remaining).
-pub(super) fn lease_fast(value: &[u8]) -> Option<(i64, Option<i64>, i64)> {
-    let mut s = Scan(value);
-    s.lit(b"ttl=")?;
-    let ttl = s.dec()?;
-    s.lit(b" deadline=")?;
-    let deadline = if s.lit(b"none").is_some() {
-        None
-    } else {
-        Some(s.dec()?)
-    };
-    s.lit(b" remaining=")?;
-    let remaining = s.dec()?;
-    s.0.is_empty().then_some((ttl, deadline, remaining))
-}
-
-/// A key record's header line in the encoder's form: (create, mod,
-/// version, lease, text, sub).
+/// A key record's header line: (create, mod, version, lease, text, sub);
+/// " sub=<n>" ends it when the change was not its revision's first.
 pub(super) type Header = (i64, i64, i64, LeaseId, bool, u32);
 
-pub(super) fn header_fast(h: &[u8]) -> Option<Header> {
-    let mut s = Scan(h);
-    s.lit(b"create=")?;
-    let c = s.dec()?;
-    s.lit(b" mod=")?;
-    let m = s.dec()?;
-    s.lit(b" version=")?;
-    let ver = s.dec()?;
-    s.lit(b" lease=")?;
-    let lease = s.hex16()? as i64;
-    s.lit(b" text=")?;
-    let text = match s.0.split_first()? {
-        (b'0', rest) => (false, rest),
-        (b'1', rest) => (true, rest),
-        _ => return None,
-    };
-    s.0 = text.1;
-    let sub = if s.0.is_empty() {
-        0
-    } else {
-        s.lit(b" sub=")?;
-        // As `parse_sub` takes it: above 0, no leading zero or sign.
-        if !matches!(s.0.first(), Some(b'1'..=b'9')) {
-            return None;
-        }
-        let n = s.dec()?;
-        if !s.0.is_empty() {
-            return None;
-        }
-        u32::try_from(n).ok()?
-    };
-    Some((c, m, ver, lease, text.0, sub))
-}
-
-/// A key record's header line, field by field (`header_fast` reads the
-/// encoder's form; this names what is wrong with anything else).
 pub(super) fn header_fields(key: &str, header: &[u8]) -> Result<Header> {
-    let header = utf8(key, header)?;
-    // " sub=<n>" ends the line when the change was not its revision's first.
-    let (c, m, ver, lease, text, sub) = if header.split(' ').count() == 6 {
-        let [c, m, ver, lease, text, sub] = fields(
-            key,
-            header,
-            ["create", "mod", "version", "lease", "text", "sub"],
-        )?;
-        (c, m, ver, lease, text, parse_sub(key, sub)?)
-    } else {
-        let [c, m, ver, lease, text] =
-            fields(key, header, ["create", "mod", "version", "lease", "text"])?;
-        (c, m, ver, lease, text, 0)
-    };
-    let text = match text {
+    let mut f = Fields::new(key, utf8(key, header)?);
+    let c = f.num("create")?;
+    let m = f.num("mod")?;
+    let ver = f.num("version")?;
+    let lease = parse_hex_id(key, f.next("lease")?)?;
+    let text = match f.next("text")? {
         "0" => false,
         "1" => true,
         _ => return Err(corrupt(key, "text must be 0 or 1")),
     };
-    Ok((
-        num(key, "create", c)?,
-        num(key, "mod", m)?,
-        num(key, "version", ver)?,
-        parse_hex_id(key, lease)?,
-        text,
-        sub,
-    ))
+    let sub = match f.rest {
+        Some(_) => parse_sub(key, f.next("sub")?)?,
+        None => 0,
+    };
+    f.end()?;
+    Ok((c, m, ver, lease, text, sub))
 }
 
 /// A key record: the header line, then the value bytes.
@@ -298,10 +210,7 @@ fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
         .iter()
         .position(|&b| b == b'\n')
         .ok_or_else(|| corrupt(key, "missing header line"))?;
-    let (create, m, version, lease, text, sub) = match header_fast(&value[..nl]) {
-        Some(h) => h,
-        None => header_fields(key, &value[..nl])?,
-    };
+    let (create, m, version, lease, text, sub) = header_fields(key, &value[..nl])?;
     let entry = Entry {
         value: value[nl + 1..].into(),
         text,
@@ -324,18 +233,20 @@ fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
     Ok(entry)
 }
 
-/// A lease record, field by field (`lease_fast` reads the encoder's form).
+/// A lease record.
 pub(super) fn lease_fields(key: &str, value: &[u8]) -> Result<StoredLease> {
-    let [ttl, deadline, remaining] =
-        fields(key, utf8(key, value)?, ["ttl", "deadline", "remaining"])?;
-    let deadline = match deadline {
+    let mut f = Fields::new(key, utf8(key, value)?);
+    let ttl = f.num("ttl")?;
+    let deadline = match f.next("deadline")? {
         "none" => None,
         d => Some(num(key, "deadline", d)?),
     };
+    let remaining = f.num("remaining")?;
+    f.end()?;
     Ok(StoredLease {
-        ttl: num(key, "ttl", ttl)?,
+        ttl,
         deadline,
-        remaining: num(key, "remaining", remaining)?,
+        remaining,
     })
 }
 
@@ -365,14 +276,7 @@ impl Decoder {
             if id == 0 {
                 return Err(corrupt(key, "lease id 0 is reserved"));
             }
-            let lease = match lease_fast(value) {
-                Some((ttl, deadline, remaining)) => StoredLease {
-                    ttl,
-                    deadline,
-                    remaining,
-                },
-                None => lease_fields(key, value)?,
-            };
+            let lease = lease_fields(key, value)?;
             if lease.ttl < 1 || lease.ttl > MAX_LEASE_TTL || lease.remaining < 0 {
                 return Err(corrupt(key, "ttl or remaining out of range"));
             }

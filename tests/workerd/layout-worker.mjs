@@ -4,7 +4,11 @@
 import { DurableLessor } from "../../js/stores/durable-object.mjs";
 
 const PREFIX = "edge-lease/";
-const b64 = (u8) => btoa(String.fromCharCode(...u8));
+function b64(u8) {
+  let s = "";
+  for (let i = 0; i < u8.length; i += 8192) s += String.fromCharCode(...u8.subarray(i, i + 8192));
+  return btoa(s);
+}
 const unb64 = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 const plain = (v) => (typeof v === "string" ? v : { bytes: b64(v) });
 
@@ -51,14 +55,30 @@ export function writeScript(l, clock, t0) {
   l.tick();
 }
 
+// One operation of durable-layout.test.mjs's sequences.
+function runOp(l, [name, ...a]) {
+  if (name === "grant") return l.grant(a[0], { id: a[1] }).id;
+  if (name === "put") return l.put(a[0], a[1] && a[1].bytes ? unb64(a[1].bytes) : a[1], { lease: a[2] ?? null }).revision;
+  if (name === "big") return l.put(a[0], new Uint8Array(a[1]).fill(7)).revision;
+  if (name === "delete") return l.deleteRange({ key: a[0], rangeEnd: a[1] }).deleted;
+  if (name === "revoke") return l.revoke(a[0]).keys;
+  if (name === "txn") return l.txn({ success: a[0] }).revision;
+  if (name === "compact") return l.compact(a[0]);
+  if (name === "host") return l.setHostEntry(a[0], unb64(a[1]));
+  if (name === "checkpoint") return l.checkpoint(a[0], a[1]);
+  throw new Error(`run ${name}?`);
+}
+
 export class Layout {
   constructor(ctx) {
     this.ctx = ctx;
     this.clock = { t: 0 };
   }
 
-  async open() {
-    this.dl = await DurableLessor.open(this.ctx.storage, { outputGate: true, now: () => this.clock.t });
+  // (`compactRows` comes as "Infinity" through JSON.)
+  async open(options = {}) {
+    const compactRows = options.compactRows === "Infinity" ? Infinity : options.compactRows;
+    this.dl = await DurableLessor.open(this.ctx.storage, { outputGate: true, now: () => this.clock.t, maxValueBytes: 3 << 20, ...options, compactRows });
   }
 
   async fetch(request) {
@@ -68,16 +88,18 @@ export class Layout {
       let result = null;
       if (op === "load") {
         // Rows as an older release wrote them, before the lessor is opened.
-        for (const [k, v] of args[0]) this.ctx.storage.kv.put(k, unb64(v));
+        for (const [k, v] of args[0]) this.ctx.storage.kv.put(k, typeof v === "string" ? unb64(v) : v.s);
       } else if (op === "rows") {
-        result = [...this.ctx.storage.kv.list({ prefix: PREFIX })].map(([k, v]) => [k, b64(v)]);
+        result = [...this.ctx.storage.kv.list({ prefix: PREFIX })].map(([k, v]) => [k, typeof v === "string" ? { s: v } : b64(v)]);
+      } else if (op === "reopen") {
+        await this.open(args[0]);
       } else {
         if (!this.dl) await this.open();
         const l = this.dl.lessor;
         if (op === "script") writeScript(l, this.clock, args[0]);
         else if (op === "put") l.put(args[0], args[1], args[2]);
         else if (op === "state") result = stateOf(l);
-        else if (op === "reopen") await this.open();
+        else if (op === "run") result = runOp(l, args[0]);
         else throw new Error(`op ${op}?`);
         this.dl.arm();
       }

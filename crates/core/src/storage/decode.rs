@@ -38,22 +38,27 @@ fn parse_hex_id(key: &str, s: &str) -> Result<LeaseId> {
     parse_hex(key, "lease id", s)
 }
 
+/// Each byte's value as a lowercase hex digit, 16 for any other byte.
+const HEX_DIGIT: [u8; 256] = {
+    let mut t = [16u8; 256];
+    let mut i = 0;
+    while i < 16 {
+        t[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
 fn parse_hex(key: &str, what: &str, s: &str) -> Result<i64> {
     // Only the form the encoder writes: one number, one name.
     let mut v = 0u64;
+    let mut bad = s.len() != 16;
     for b in s.bytes() {
-        let d = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            _ => 16,
-        };
-        if d == 16 {
-            v = u64::MAX;
-            break;
-        }
-        v = v << 4 | u64::from(d);
+        let d = HEX_DIGIT[usize::from(b)];
+        bad |= d == 16;
+        v = v << 4 | u64::from(d & 15);
     }
-    if s.len() != 16 || (v == u64::MAX && s != "ffffffffffffffff") {
+    if bad {
         let why = Text::new(what)
             .s(" \"")
             .s(s)

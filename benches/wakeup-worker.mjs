@@ -4,7 +4,8 @@
 // time splits into the stages the object goes through: `none` (an object
 // that reads nothing), `read` (every stored row the store gives a restore,
 // read), `decode` (those handed to the engine's decoder, no lessor built),
-// `restore` (the lessor restored: DurableLessor.open), `full` (the real
+// `build` (the lessor built from them, by itself), `restore` (the lessor
+// restored: DurableLessor.open), `full` (the real
 // object: the etcd services and gateway too, answering the range). Timers
 // in workerd do not move while code runs, so the stages are told apart
 // from outside.
@@ -45,7 +46,7 @@ export class LeaseNamespace {
           else if (Array.isArray(item)) bytes += item[0].length + (typeof item[1] === "string" ? item[1].length : item[1].byteLength);
         }
         this.#answer = { stage, items: n, bytes };
-      } else if (stage === "decode") {
+      } else if (stage === "decode" || stage === "build") {
         // As js/binding.js hands them over (a restore's first half).
         const r = new engine.RawRestore();
         let pairs = [];
@@ -62,8 +63,14 @@ export class LeaseNamespace {
           } else if (item.skip.size > 0) r.skip_keys(packEntries([...item.skip].sort().map((k) => [k, new Uint8Array(0)])));
         }
         flush();
-        r.free();
+        if (stage === "build") engine.RawLessor.restore(engine.defaults(), r, Date.now(), undefined).free();
+        else r.free();
         this.#answer = { stage };
+      } else if (stage === "lessor") {
+        // The Lessor alone, as DurableLessor.open makes it (no alarm, no sync).
+        const store = new DurableObjectStore(storage, undefined, { outputGate: true });
+        const l = new Lessor({ ...engineOptions(env, true), autoTick: false, storage: store, restore: await store.entries() });
+        this.#answer = { stage, revision: l.revision };
       } else if (stage === "restore") {
         const dl = await DurableLessor.open(storage, { ...engineOptions(env, sqliteBacked(storage)), outputGate: true, Lessor });
         this.#answer = { stage, revision: dl.lessor.revision };

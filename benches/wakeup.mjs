@@ -17,7 +17,7 @@
 //   reading nothing, reading every row, decoding them, restoring the
 //   lessor, and the whole object tell where the time goes.
 //
-//   node benches/wakeup.mjs [--leases 100000] [--runs 7] [--keep DIR] [--skip-restore] [--skip-wake]
+//   node benches/wakeup.mjs [--leases 100000] [--runs 7] [--keep DIR] [--journal 0,2000] [--skip-restore] [--skip-wake]
 //
 // `--keep DIR`: the filled storage is kept there (and, if DIR holds one
 // already, used as it is: no fill). Exports `restoreStages`, `fillNamespace`
@@ -33,7 +33,7 @@ const CLIENTS = 32;
 const TXN_OPS = 128;
 const b64 = (s) => Buffer.from(s).toString("base64");
 const median = (v) => [...v].sort((a, b) => a - b)[v.length >> 1];
-const STAGES = ["none", "read", "decode", "restore", "full"];
+const STAGES = ["none", "read", "decode", "build", "restore", "full"];
 const WORKER = fileURLToPath(new URL("./wakeup-worker.mjs", import.meta.url));
 
 /** Restore of `n` leases with a key each through the JS API, in stages; medians of `runs`. */
@@ -114,32 +114,48 @@ export async function fillNamespace(url, n, { maxMs = 900_000 } = {}) {
 /**
  * The first answer after an eviction, per stage (median ms of `runs`), on a
  * copy of the storage in `persist` (filled by `fillNamespace` in the
- * namespace "wake"); `worker`: `{ scriptPath, modulesRoot }` of a bundled
- * Worker, else benches/wakeup-worker.mjs is bundled here.
+ * namespace "wake"). The copy is settled first: the real object woken once
+ * (it compacts its rows if they are due), then `journal` more puts, each a
+ * journal row on SQLite-backed objects (the most a wake-up reads beside
+ * the snapshot is the compaction's bound: 2048 rows).
  */
-export async function wakeStages({ persist, runs = 7, stages = STAGES, leaseWorkerOptions, Miniflare }) {
-  const out = {};
-  for (const stage of stages) {
-    const copy = mkdtempSync(join(tmpdir(), "edge-lease-wake-copy-"));
-    cpSync(persist, copy, { recursive: true });
-    const mf = new Miniflare(leaseWorkerOptions({ scriptPath: WORKER, persist: copy, bindings: { WAKE_STAGE: stage } }));
-    try {
-      const url = `${(await mf.ready).origin}/n/wake`;
-      // The first wake of this runtime pays for the module's compile: not counted.
-      await post(url, "/v3/kv/range", { key: b64("w/0") });
-      const ms = [];
-      for (let i = 0; i < runs; i++) {
-        await mf.unsafeEvictDurableObject("", "LeaseNamespace", { name: "wake" });
-        const t0 = performance.now();
-        const r = await post(url, "/v3/kv/range", { key: b64("w/0") });
-        ms.push(performance.now() - t0);
-        if (stage === "full" && r.count !== "1") throw new Error(`w/0 missing after the wake-up: ${JSON.stringify(r).slice(0, 200)}`);
+export async function wakeStages({ persist, runs = 7, stages = STAGES, journal = 0, leaseWorkerOptions, Miniflare }) {
+  const settled = mkdtempSync(join(tmpdir(), "edge-lease-wake-settled-"));
+  cpSync(persist, settled, { recursive: true });
+  let mf = new Miniflare(leaseWorkerOptions({ scriptPath: WORKER, persist: settled }));
+  try {
+    const url = `${(await mf.ready).origin}/n/wake`;
+    await post(url, "/v3/kv/range", { key: b64("w/0") });
+    for (let i = 0; i < journal; i++) await post(url, "/v3/kv/put", { key: b64(`j/${i}`), value: b64("x") });
+  } finally {
+    await mf.dispose();
+  }
+  const out = { journal };
+  try {
+    for (const stage of stages) {
+      const copy = mkdtempSync(join(tmpdir(), "edge-lease-wake-copy-"));
+      cpSync(settled, copy, { recursive: true });
+      mf = new Miniflare(leaseWorkerOptions({ scriptPath: WORKER, persist: copy, bindings: { WAKE_STAGE: stage } }));
+      try {
+        const url = `${(await mf.ready).origin}/n/wake`;
+        // The first wake of this runtime pays for the module's compile: not counted.
+        const first = await post(url, "/v3/kv/range", { key: b64("w/0") });
+        const ms = [];
+        for (let i = 0; i < runs; i++) {
+          await mf.unsafeEvictDurableObject("", "LeaseNamespace", { name: "wake" });
+          const t0 = performance.now();
+          const r = await post(url, "/v3/kv/range", { key: b64("w/0") });
+          ms.push(performance.now() - t0);
+          if (stage === "full" && r.count !== "1") throw new Error(`w/0 missing after the wake-up: ${JSON.stringify(r).slice(0, 200)}`);
+        }
+        out[stage] = { medianMs: median(ms), minMs: Math.min(...ms), runs, ...(stage === "read" ? { read: first } : {}) };
+      } finally {
+        await mf.dispose();
+        rmSync(copy, { recursive: true, force: true });
       }
-      out[stage] = { medianMs: median(ms), minMs: Math.min(...ms), runs };
-    } finally {
-      await mf.dispose();
-      rmSync(copy, { recursive: true, force: true });
     }
+  } finally {
+    rmSync(settled, { recursive: true, force: true });
   }
   return out;
 }
@@ -151,6 +167,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       runs: { type: "string", default: "7" },
       keep: { type: "string" },
       stages: { type: "string", default: STAGES.join(",") },
+      journal: { type: "string", default: "0,2000" },
       "skip-restore": { type: "boolean", default: false },
       "skip-wake": { type: "boolean", default: false },
     },
@@ -174,7 +191,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
         }
       }
       const stages = values.stages.split(",");
-      console.log(JSON.stringify({ wake: await wakeStages({ persist, runs, stages, leaseWorkerOptions, Miniflare }) }));
+      for (const journal of values.journal.split(",").map(Number)) {
+        console.log(JSON.stringify({ wake: await wakeStages({ persist, runs, stages, journal, leaseWorkerOptions, Miniflare }) }));
+      }
     } finally {
       if (!values.keep) rmSync(persist, { recursive: true, force: true });
     }

@@ -306,19 +306,26 @@ export class DurableObjectStore {
     if (this.#inflight > 0 || lessor.pendingWrites > 0) return;
     const p = this.#prefix;
     const kv = this.#kv;
-    const rows = Array.from(joinEntryLists(lessor.snapshotPacked(256), ROW_BYTES), own);
-    const entryRows = this.#entryRows ? [...kv.list({ prefix: p + "v1/" })].map(([k]) => k) : [];
+    // (Keys only: each row's value is let go as it is listed.)
+    const entryRows = [];
+    if (this.#entryRows) for (const [k] of kv.list({ prefix: p + "v1/" })) entryRows.push(k);
+    // Each row is stored as it is made (the state is never in JS whole).
+    let chunks = 0;
+    let bytes = 0;
     this.#storage.transactionSync(() => {
       for (let seq = this.#firstSeq; seq < this.#nextSeq; seq++) kv.delete(p + JOURNAL + hex(seq, 16));
       for (const k of entryRows) kv.delete(k);
-      for (let i = rows.length; i < this.#chunks; i++) kv.delete(p + CHUNK + hex(i, 8));
-      rows.forEach((row, i) => kv.put(p + CHUNK + hex(i, 8), row));
-      kv.put(p + SNAPSHOT, JSON.stringify({ chunks: rows.length }));
+      for (const row of joinEntryLists(lessor.snapshotPacked(256), ROW_BYTES)) {
+        kv.put(p + CHUNK + hex(chunks++, 8), own(row));
+        bytes += row.length;
+      }
+      for (let i = chunks; i < this.#chunks; i++) kv.delete(p + CHUNK + hex(i, 8));
+      kv.put(p + SNAPSHOT, JSON.stringify({ chunks }));
     });
     this.#firstSeq = this.#nextSeq;
     this.#journalBytes = 0;
-    this.#chunks = rows.length;
-    this.#snapshotBytes = rows.reduce((n, r) => n + r.length, 0);
+    this.#chunks = chunks;
+    this.#snapshotBytes = bytes;
     this.#entryRows = false;
   }
 

@@ -12,7 +12,9 @@ import { LeaseError, leaseError } from "./errors.js";
 import { hex8, hexOfI64, high, low } from "./lease-id.js";
 import {
   Batch,
+  packEntries,
   packEntryParts,
+  StoredEntries,
   unpackEntries,
   Reader,
   Writer,
@@ -96,13 +98,32 @@ const RESTORE_PART_BYTES = 1 << 20;
 function restoreRaw(engine, config, { entries, now, write }) {
   const r = new engine.RawRestore();
   try {
-    for (const part of packEntryParts(entries, RESTORE_PART_BYTES)) r.add(part);
+    if (entries instanceof StoredEntries) addStored(r, entries);
+    else for (const part of packEntryParts(entries, RESTORE_PART_BYTES)) r.add(part, false);
   } catch (e) {
     r.free();
     throw e;
   }
   // (The restore is consumed, on success or not.)
   return engine.RawLessor.restore(config, r, now, write && ((bytes) => write(new Batch(bytes))));
+}
+
+// Entry lists a store kept go in as they are (the skipped keys left out by
+// the core); the pairs between them are packed as usual, in order.
+function addStored(r, entries) {
+  if (entries.skip.size > 0) r.skip_keys(packEntries([...entries.skip].sort().map((k) => [k, NO_BYTES])));
+  let pairs = [];
+  const flush = () => {
+    for (const part of packEntryParts(pairs, RESTORE_PART_BYTES)) r.add(part, false);
+    pairs = [];
+  };
+  for (const item of entries.items()) {
+    if (item instanceof Uint8Array) {
+      flush();
+      r.add(item, true);
+    } else if (pairs.push(item) >= 4096) flush();
+  }
+  flush();
 }
 
 /**
@@ -516,6 +537,11 @@ export class Binding {
 
   snapshotNext(cursor, max) {
     return unpackEntries(this.#raw.snapshot_next(cursor, max));
+  }
+
+  /** The same step as one entry list, as the core packed it. */
+  snapshotNextPacked(cursor, max) {
+    return this.#raw.snapshot_next(cursor, max);
   }
 
   free() {

@@ -3,6 +3,7 @@
 // (Lease ids are checked where they are parsed, in ./binding.js.)
 
 import { invalid } from "./errors.js";
+import { StoredEntries } from "./codec.js";
 
 const MAX_EPOCH_MS = 8.64e15;
 // The longest a lease can last (MAX_LEASE_TTL in ms). Bounds promote's
@@ -139,7 +140,9 @@ export function lessorOptions(arg, defaults) {
       if (typeof opts.restore[Symbol.iterator] !== "function") {
         throw invalid("restore must be an iterable of [key, value] entries");
       }
-      restore = checkedEntries(opts.restore);
+      const r = opts.restore;
+      // Entry lists a store kept go to the core as they are (it checks them).
+      restore = r instanceof StoredEntries ? new StoredEntries(() => checkedEntries(r.items(), true), r.skip) : checkedEntries(r);
     }
   }
   return { now, config, autoTick, storage, restore };
@@ -148,8 +151,12 @@ export function lessorOptions(arg, defaults) {
 // A restore's entries, each checked as it is read. Read once, as the
 // binding packs them: not copied, so that a source which lets each entry go
 // once read (the file store's) is never held whole beside the engine.
-function* checkedEntries(entries) {
+function* checkedEntries(entries, lists = false) {
   for (const entry of entries) {
+    if (lists && entry instanceof Uint8Array) {
+      yield entry;
+      continue;
+    }
     if (!Array.isArray(entry) || typeof entry[0] !== "string" ||
         !(typeof entry[1] === "string" || entry[1] instanceof Uint8Array)) {
       throw invalid("restore entries must be [string, Uint8Array | string] pairs");

@@ -209,7 +209,8 @@ export function* packEntryParts(entries, bytes) {
   if (list.length > 0) yield packEntries(list);
 }
 
-function packEntries(list) {
+/** `[key, value]` entries as one entry list. */
+export function packEntries(list) {
   let size = 0;
   for (const [k, v] of list) size += partRoom(k) + partRoom(v);
   const buf = new Uint8Array(size);
@@ -324,6 +325,72 @@ export function unpackEntries(buf, out = []) {
     if (at < 0) throw new LeaseError("Internal", "edge-lease internal error: the core handed over entries that do not parse");
   }
   return out;
+}
+
+/**
+ * Entry lists of whole entries from `lists`, each about `bytes` (more for
+ * one entry larger than that alone): consecutive lists joined, a larger
+ * one cut between its entries. What a store keeps in records of a bounded
+ * size (a Durable Object's snapshot rows).
+ */
+export function* joinEntryLists(lists, bytes) {
+  let held = [];
+  let size = 0;
+  const out = () => {
+    const joined = held.length === 1 ? held[0] : new Uint8Array(size);
+    if (held.length > 1) held.reduce((at, l) => (joined.set(l, at), at + l.length), 0);
+    held = [];
+    size = 0;
+    return joined;
+  };
+  for (const list of lists) {
+    for (let at = 0; at < list.length; ) {
+      // As many whole entries as fit, at least one.
+      let end = at;
+      while (end < list.length && (end === at || size + (end - at) < bytes)) {
+        const next = walk(list, end, 1, true);
+        if (next < 0) throw new LeaseError("Internal", "edge-lease internal error: an entry list that does not parse");
+        if (end > at && size + (next - at) > bytes) break;
+        end = next;
+      }
+      if (size > 0 && size + (end - at) > bytes) yield out();
+      held.push(list.subarray(at, end));
+      size += end - at;
+      at = end;
+      if (size >= bytes) yield out();
+    }
+  }
+  if (size > 0) yield out();
+}
+
+/**
+ * Stored entries of which some are kept packed as entry lists (a Durable
+ * Object's snapshot rows): a restore hands those to the core as they are,
+ * without a JS object per entry, and the core leaves out of them the keys
+ * in `skip` (changed since: the store gives their last state, or nothing,
+ * as pairs). `source()` gives the items, each a `[key, value]` pair or an
+ * entry list (Uint8Array). Iterated, it is the entries as pairs, as any
+ * store's.
+ */
+export class StoredEntries {
+  #source;
+
+  constructor(source, skip = new Set()) {
+    this.#source = source;
+    /** Keys left out of the entry lists. */
+    this.skip = skip;
+  }
+
+  items() {
+    return this.#source();
+  }
+
+  *[Symbol.iterator]() {
+    for (const item of this.#source()) {
+      if (!(item instanceof Uint8Array)) yield item;
+      else for (const e of unpackEntries(item)) if (!this.skip.has(e[0])) yield e;
+    }
+  }
 }
 
 /**

@@ -517,6 +517,13 @@ export class Lessor extends EventTarget {
    * since the first read applied over it in order, it restores the latest state.
    */
   snapshotEntries(step?: number): Generator<[string, Uint8Array], void, undefined>;
+  /**
+   * `snapshotEntries` as entry lists of about `step` entries each, in the
+   * packed layout a restore takes as it is (each entry a u32 little-endian
+   * key length, the key, a u32 value length, the value): for stores that
+   * keep the snapshot in a few large records (a Durable Object's).
+   */
+  snapshotPacked(step?: number): Generator<Uint8Array, void, undefined>;
   /** Resolves when every storage write made so far is durable (not later ones); rejects if one failed. */
   flush(): Promise<void>;
   /** Storage writes made but not yet durable (0 with a synchronous store). */

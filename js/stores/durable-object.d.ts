@@ -14,17 +14,36 @@ export interface DurableObjectStorageLike {
   delete?(keys: string[]): Promise<number>;
   getAlarm(): Promise<number | null>;
   setAlarm(scheduledTime: number | Date): Promise<void>;
-  /** SQLite-backed objects' synchronous API: when present, entries() reads through it lazily. */
-  readonly kv?: { list(options?: { prefix?: string }): Iterable<[string, unknown]> };
+  /** SQLite-backed objects' synchronous API: when present (with `transactionSync`), the state is kept in snapshot and journal rows. */
+  readonly kv?: {
+    list(options?: { prefix?: string; start?: string; end?: string }): Iterable<[string, unknown]>;
+    get(key: string): unknown;
+    put(key: string, value: unknown): void;
+    delete(key: string): boolean;
+  };
+  /** SQLite-backed objects: runs `closure` in one synchronous transaction. */
+  transactionSync?<T>(closure: () => T): T;
 }
 
 /** Each batch is one storage transaction, in calls of at most 128 keys; keys live under `prefix`. */
 export class DurableObjectStore implements Storage {
   /** `outputGate`: issue each batch's calls at once (one atomic write) and return nothing; see `DurableLessorOptions`. */
-  constructor(storage: DurableObjectStorageLike, prefix?: string, options?: { outputGate?: boolean });
-  /** Every stored entry (keys without the prefix), for `restore`: read once; lazily on SQLite-backed objects. */
+  constructor(storage: DurableObjectStorageLike, prefix?: string, options?: { outputGate?: boolean; compactRows?: number });
+  /**
+   * Every stored entry (keys without the prefix), for `restore`: read once;
+   * lazily on SQLite-backed objects, whose snapshot rows go to the engine as
+   * they are.
+   */
   entries(): Promise<Iterable<[string, Uint8Array]>>;
   write(batch: Batch): Promise<void> | void;
+  /** SQLite-backed objects: whether the journal has grown enough to write the snapshot again. */
+  readonly compactionDue: boolean;
+  /**
+   * SQLite-backed objects: writes `lessor`'s state as the snapshot's rows and
+   * removes the journal, in one synchronous transaction; does nothing while
+   * a write is in flight.
+   */
+  compactFrom(lessor: Lessor): void;
   /** Resolves when every write issued so far is confirmed; rejects if one failed. */
   settled(): Promise<void>;
 }
@@ -40,6 +59,12 @@ export interface DurableLessorOptions extends Omit<LessorOptions, "storage" | "r
    * per change, `await sync()` before answering.
    */
   outputGate?: boolean;
+  /**
+   * SQLite-backed objects: write the snapshot again (and drop the journal)
+   * once the journal has this many rows (one per batch), or more bytes than
+   * an eighth of the snapshot. Default 2048; Infinity: never.
+   */
+  compactRows?: number;
   /**
    * The Lessor class to build: by default this package's (the lean engine);
    * edge-lease-etcd's Worker passes its own, whose engine adds etcd's HashKV

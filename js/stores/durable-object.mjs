@@ -38,6 +38,8 @@
 // so the output gate would not wait for it.)
 
 import { Lessor } from "../entries/workerd.mjs";
+import { joinEntryLists, packBatch, readBatch, StoredEntries } from "../codec.js";
+import { LeaseError } from "../errors.js";
 
 // The storage API takes at most 128 keys per put() or delete() call.
 const MAX_KEYS_PER_CALL = 128;
@@ -59,6 +61,66 @@ function checkKvSizes(key, value) {
   if (keyBytes > KV_MAX_KEY_BYTES) throw new RangeError(`a stored key of ${keyBytes} bytes is past the storage's ${KV_MAX_KEY_BYTES}`);
   const size = typeof value === "string" ? utf8.encode(value).length : value.byteLength;
   if (size > KV_MAX_VALUE_BYTES) throw new RangeError(`a stored value of ${size} bytes is past the storage's ${KV_MAX_VALUE_BYTES}`);
+}
+
+// SQLite-backed objects keep the state in a few large rows and what changed
+// since in one row per batch (rows of one entry each were one storage read
+// per entry on every wake-up: most of its time), under the prefix:
+//   ~snapshot               the snapshot's row count, JSON {"chunks": n}
+//   ~snapshot/<8 hex>       the snapshot: entry lists (js/codec.js), in order
+//   ~journal/<16 hex seq>   one batch (js/codec.js), deletes then puts, in
+//                           order after the snapshot
+//   v1/...                  one entry per row: the layout before (read
+//                           forever; a compaction removes them)
+const SNAPSHOT = "~snapshot";
+const CHUNK = "~snapshot/";
+const JOURNAL = "~journal/";
+// A row's bytes, about (SQLite-backed objects take 2 MB of key and value).
+const ROW_BYTES = 1 << 20;
+// A compaction writes the snapshot again once the journal has this many
+// rows, or bytes past an eighth of the snapshot's (at least 256 KiB): a
+// wake-up reads at most that many rows beside the snapshot's, and makes a
+// JS object of each entry in them (not of the snapshot's).
+const COMPACT_ROWS = 2048;
+const COMPACT_MIN_BYTES = 256 << 10;
+const hex = (n, digits) => n.toString(16).padStart(digits, "0");
+// A stored typed array is its whole buffer (structured clone): a view on a
+// larger one is stored as a copy of its own bytes.
+const own = (u8) => (u8.byteOffset === 0 && u8.byteLength === u8.buffer.byteLength ? u8 : u8.slice());
+
+/** The rows a batch is journaled in: itself, or pieces of it (its deletes first) of about ROW_BYTES. */
+function journalRows(batch) {
+  // (packBatch checks the kinds of a plain batch's keys and values.)
+  const bytes = batch.bytes ?? packBatch(batch.put, batch.delete);
+  if (bytes.length <= ROW_BYTES) return [own(bytes)];
+  const rows = [];
+  let put = [];
+  let del = [];
+  let size = 0;
+  const flush = () => {
+    if (put.length + del.length > 0) rows.push(own(packBatch(put, del)));
+    put = [];
+    del = [];
+    size = 0;
+  };
+  for (const k of batch.delete) {
+    if (size + k.length > ROW_BYTES) flush();
+    del.push(k);
+    size += 4 + k.length * 3;
+  }
+  flush();
+  for (const e of batch.put) {
+    const n = 8 + e[0].length * 3 + (typeof e[1] === "string" ? e[1].length * 3 : e[1].length);
+    if (size > 0 && size + n > ROW_BYTES) flush();
+    put.push(e);
+    size += n;
+  }
+  flush();
+  return rows;
+}
+
+function corruptRow(key, why) {
+  return new LeaseError("CorruptEntry", `edge-lease: stored row ${key}: ${why}`, { entry: key });
 }
 
 /**
@@ -98,6 +160,18 @@ export class DurableObjectStore {
   // failure (after which every write is refused).
   #pending = new Set();
   #failed = null;
+  // SQLite-backed: the journal's rows [#firstSeq, #nextSeq) and bytes, the
+  // snapshot's rows and bytes, whether rows of one entry each (the layout
+  // before) are there, and the lessor to compact from (`compactFrom`).
+  #journaled = false;
+  #firstSeq = 0;
+  #nextSeq = 0;
+  #journalBytes = 0;
+  #chunks = 0;
+  #snapshotBytes = 0;
+  #entryRows = false;
+  #compactRows = COMPACT_ROWS;
+  #inflight = 0;
 
   /**
    * `options.outputGate`: issue each batch's calls at once and return
@@ -114,6 +188,8 @@ export class DurableObjectStore {
     // storage.kv: on KV-backed ones workerd has the object, whose calls throw.
     this.#sqlite = sqliteBacked(storage);
     this.#kv = this.#sqlite ? syncKv(storage) : null;
+    this.#journaled = Boolean(this.#kv && typeof storage.transactionSync === "function");
+    if (options.compactRows !== undefined) this.#compactRows = options.compactRows;
   }
 
   /** Resolves when every write issued so far is confirmed; rejects if one failed. */
@@ -124,13 +200,17 @@ export class DurableObjectStore {
 
   /**
    * Every stored entry, without the prefix. SQLite-backed objects have the
-   * synchronous `storage.kv`: its list() is read as the lessor takes each
-   * entry, so a restore never holds the state twice (once in JS, once in
-   * the engine) within the isolate's 128 MB. Otherwise read in pages.
+   * synchronous `storage.kv`: the snapshot's rows go to the engine as they
+   * are (a `StoredEntries`), rows of one entry each as the lessor takes
+   * each one, so a restore never holds the state twice (once in JS, once
+   * in the engine) within the isolate's 128 MB; the journal (bounded by
+   * compaction) is read first, as the last state of each key it names.
+   * Otherwise read in pages.
    */
   async entries() {
     const prefix = this.#prefix;
     const kv = this.#kv;
+    if (this.#journaled) return this.#stored();
     if (kv) {
       return {
         *[Symbol.iterator]() {
@@ -148,9 +228,127 @@ export class DurableObjectStore {
     }
   }
 
+  #stored() {
+    const p = this.#prefix;
+    const kv = this.#kv;
+    // The journal, applied in order: each key's last state (null: deleted).
+    const last = new Map();
+    let rows = 0;
+    let bytes = 0;
+    let next = 0;
+    for (const [k, v] of kv.list({ prefix: p + JOURNAL })) {
+      const seq = k.slice(p.length + JOURNAL.length);
+      const batch = /^[0-9a-f]{16}$/.test(seq) && v instanceof Uint8Array ? readBatch(v) : null;
+      if (!batch) throw corruptRow(k, "not a journal row");
+      if (rows === 0) this.#firstSeq = parseInt(seq, 16);
+      next = parseInt(seq, 16) + 1;
+      for (const d of batch.delete) last.set(d, null);
+      for (const [pk, pv] of batch.put) last.set(pk, pv);
+      rows++;
+      bytes += v.length;
+    }
+    if (rows === 0) this.#firstSeq = 0;
+    this.#nextSeq = rows === 0 ? 0 : next;
+    this.#journalBytes = bytes;
+    const meta = kv.get(p + SNAPSHOT);
+    let chunks = 0;
+    if (meta !== undefined) {
+      chunks = typeof meta === "string" ? JSON.parse(meta).chunks : NaN;
+      if (!Number.isSafeInteger(chunks) || chunks < 0) throw corruptRow(p + SNAPSHOT, "not a snapshot's row count");
+    }
+    this.#chunks = chunks;
+    const store = this;
+    const skip = new Set(last.keys());
+    return new StoredEntries(function* () {
+      let i = 0;
+      let size = 0;
+      if (meta !== undefined) {
+        for (const [k, v] of kv.list({ prefix: p + CHUNK })) {
+          if (k !== p + CHUNK + hex(i, 8) || !(v instanceof Uint8Array)) throw corruptRow(k, "not the snapshot's next row");
+          i++;
+          size += v.length;
+          yield v;
+        }
+        if (i !== chunks) throw corruptRow(p + CHUNK + hex(i, 8), "missing");
+      }
+      store.#snapshotBytes = size;
+      // Rows of one entry each (and anything else under the prefix, which
+      // the restore names as corrupt).
+      let entryRows = false;
+      for (const [k, v] of kv.list({ prefix: p, end: p + "~" })) {
+        entryRows = true;
+        const key = k.slice(p.length);
+        if (!last.has(key)) yield [key, v];
+      }
+      store.#entryRows = entryRows;
+      for (const [k, v] of last) if (v !== null) yield [k, v];
+    }, skip);
+  }
+
+  /**
+   * SQLite-backed objects: whether the journal has grown enough for a
+   * compaction (`compactFrom`), or rows of one entry each are still there.
+   */
+  get compactionDue() {
+    if (!this.#journaled || this.#inflight > 0 || this.#compactRows === Infinity) return false;
+    const rows = this.#nextSeq - this.#firstSeq;
+    return this.#entryRows || rows >= this.#compactRows || (rows > 0 && this.#journalBytes >= Math.max(COMPACT_MIN_BYTES, this.#snapshotBytes / 8));
+  }
+
+  /**
+   * SQLite-backed objects: writes `lessor`'s state as the snapshot's rows
+   * and removes the journal and any rows of one entry each, in one
+   * synchronous transaction (all or nothing). Only while every write is
+   * stored (no write in flight): the lessor's state is then the stored one.
+   */
+  compactFrom(lessor) {
+    if (!this.#journaled || this.#failed) return;
+    if (this.#inflight > 0 || lessor.pendingWrites > 0) return;
+    const p = this.#prefix;
+    const kv = this.#kv;
+    // (Keys only: each row's value is let go as it is listed.)
+    const entryRows = [];
+    if (this.#entryRows) for (const [k] of kv.list({ prefix: p + "v1/" })) entryRows.push(k);
+    // Each row is stored as it is made (the state is never in JS whole).
+    let chunks = 0;
+    let bytes = 0;
+    this.#storage.transactionSync(() => {
+      for (let seq = this.#firstSeq; seq < this.#nextSeq; seq++) kv.delete(p + JOURNAL + hex(seq, 16));
+      for (const k of entryRows) kv.delete(k);
+      for (const row of joinEntryLists(lessor.snapshotPacked(256), ROW_BYTES)) {
+        kv.put(p + CHUNK + hex(chunks++, 8), own(row));
+        bytes += row.length;
+      }
+      for (let i = chunks; i < this.#chunks; i++) kv.delete(p + CHUNK + hex(i, 8));
+      kv.put(p + SNAPSHOT, JSON.stringify({ chunks }));
+    });
+    this.#firstSeq = this.#nextSeq;
+    this.#journalBytes = 0;
+    this.#chunks = chunks;
+    this.#snapshotBytes = bytes;
+    this.#entryRows = false;
+  }
+
   write(batch) {
     const p = this.#prefix;
     if (this.#gated) return this.#issue(batch);
+    if (this.#journaled) {
+      const rows = journalRows(batch);
+      const first = this.#nextSeq;
+      this.#nextSeq += rows.length;
+      this.#journalBytes += rows.reduce((n, r) => n + r.length, 0);
+      this.#inflight++;
+      const done = () => this.#inflight--;
+      return this.#storage
+        .transaction(async (txn) => {
+          for (let i = 0; i < rows.length; i += MAX_KEYS_PER_CALL) {
+            const chunk = {};
+            rows.slice(i, i + MAX_KEYS_PER_CALL).forEach((row, j) => (chunk[p + JOURNAL + hex(first + i + j, 16)] = row));
+            await txn.put(chunk);
+          }
+        })
+        .finally(done);
+    }
     return this.#storage.transaction(async (txn) => {
       for (let i = 0; i < batch.delete.length; i += MAX_KEYS_PER_CALL) {
         await txn.delete(batch.delete.slice(i, i + MAX_KEYS_PER_CALL).map((k) => p + k));
@@ -174,11 +372,12 @@ export class DurableObjectStore {
     const s = this.#storage;
     const p = this.#prefix;
     const kv = this.#kv;
-    if (kv && typeof s.transactionSync === "function") {
-      s.transactionSync(() => {
-        for (const k of batch.delete) kv.delete(p + k);
-        for (const [k, v] of batch.put) kv.put(p + k, v);
-      });
+    if (this.#journaled) {
+      const rows = journalRows(batch);
+      const first = this.#nextSeq;
+      s.transactionSync(() => rows.forEach((row, i) => kv.put(p + JOURNAL + hex(first + i, 16), row)));
+      this.#nextSeq += rows.length;
+      this.#journalBytes += rows.reduce((n, r) => n + r.length, 0);
       return;
     }
     if (!this.#sqlite) for (const [k, v] of batch.put) checkKvSizes(p + k, v);
@@ -212,6 +411,7 @@ export class DurableLessor {
   #store = null;
   /** The alarm time this object has set, or null. */
   #alarmAt = null;
+  #compactFailed = false;
 
   /**
    * Loads the lessor from `storage` (`ctx.storage`). `options` are the
@@ -223,8 +423,8 @@ export class DurableLessor {
    * package's.
    */
   static async open(storage, options = {}) {
-    const { prefix, outputGate, Lessor: LessorClass = Lessor, ...rest } = options;
-    const store = new DurableObjectStore(storage, prefix, { outputGate });
+    const { prefix, outputGate, compactRows, Lessor: LessorClass = Lessor, ...rest } = options;
+    const store = new DurableObjectStore(storage, prefix, { outputGate, compactRows });
     const lessor = new LessorClass({
       maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
       ...(sqliteBacked(storage) ? {} : { maxKeyBytes: KV_MAX_ENGINE_KEY_BYTES }),
@@ -256,6 +456,7 @@ export class DurableLessor {
   async sync() {
     await this.lessor.flush();
     await this.#store?.settled();
+    this.#compact();
     const next = this.lessor.nextDeadline();
     if (next !== null && (this.#alarmAt === null || next < this.#alarmAt)) {
       await this.#storage.setAlarm(next);
@@ -269,12 +470,27 @@ export class DurableLessor {
    * output gate holds the answer until the alarm is stored too.
    */
   arm() {
+    this.#compact();
     const next = this.lessor.nextDeadline();
     if (next !== null && (this.#alarmAt === null || next < this.#alarmAt)) {
       this.#alarmAt = next;
       this.#storage.setAlarm(next).catch(() => {
         // The output gate is broken and the object reset: nothing to keep.
       });
+    }
+  }
+
+  // SQLite-backed objects: the snapshot written again when the journal has
+  // grown (or the rows are in the layout before). A compaction that fails
+  // changes nothing; it is not tried again by this instance (the journal
+  // goes on, read back as well, only slower).
+  #compact() {
+    const store = this.#store;
+    if (!store || this.#compactFailed || !store.compactionDue) return;
+    try {
+      store.compactFrom(this.lessor);
+    } catch (e) {
+      this.#compactFailed = true;
     }
   }
 

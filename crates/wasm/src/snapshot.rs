@@ -17,10 +17,16 @@ use crate::storage::JsStorage;
 #[wasm_bindgen]
 pub struct RawSnapshot(SnapshotCursor);
 
-/// A restore's stored entries, handed over in pieces (`Restore`).
+/// A restore's stored entries, handed over in pieces (`Restore`), and the
+/// stored keys to leave out of pieces a store kept as they were packed (a
+/// Durable Object's snapshot rows, whose later changes come after them).
 #[wasm_bindgen]
 #[derive(Default)]
-pub struct RawRestore(Restore);
+pub struct RawRestore {
+    restore: Restore,
+    /// Sorted: looked up by binary search (no hash set's code in the wasm).
+    skip: Vec<String>,
+}
 
 #[wasm_bindgen]
 impl RawRestore {
@@ -30,11 +36,27 @@ impl RawRestore {
     }
 
     /// Entries packed in one buffer by the JS half (`packEntryParts` in
-    /// js/codec.js: one copy in, instead of two JS calls per entry).
-    pub fn add(&mut self, packed: &[u8]) -> Result<(), JsValue> {
+    /// js/codec.js: one copy in, instead of two JS calls per entry), or as
+    /// a store kept them; with `skip`, those whose key `skip_keys` named are
+    /// left out.
+    pub fn add(&mut self, packed: &[u8], skip: bool) -> Result<(), JsValue> {
         for (k, v) in packed::entries(packed).map_err(|e| js_error(&e))? {
-            self.0.add(k, v).map_err(|e| js_error(&e))?;
+            if skip && self.skip.binary_search_by(|s| s.as_str().cmp(k)).is_ok() {
+                continue;
+            }
+            self.restore.add(k, v).map_err(|e| js_error(&e))?;
         }
+        Ok(())
+    }
+
+    /// The keys `add` leaves out when asked: an entry list's keys (values
+    /// ignored), in byte order, each once.
+    pub fn skip_keys(&mut self, packed: &[u8]) -> Result<(), JsValue> {
+        let keys = packed::entries(packed).map_err(|e| js_error(&e))?;
+        if !keys.windows(2).all(|w| w[0].0 < w[1].0) {
+            return Err(js_error(&crate::codec::bad()));
+        }
+        self.skip = keys.into_iter().map(|(k, _)| String::from(k)).collect();
         Ok(())
     }
 }
@@ -51,7 +73,7 @@ impl RawLessor {
     ) -> Result<RawLessor, JsValue> {
         let storage = write.map(|write| Box::new(JsStorage::new(write)) as Box<dyn Storage>);
         let inner = restore
-            .0
+            .restore
             .finish(config_of(config), now as i64, storage)
             .map_err(|e| js_error(&e))?;
         Ok(RawLessor::wrap(inner))

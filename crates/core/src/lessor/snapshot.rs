@@ -4,7 +4,6 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::kv::Bound;
 use crate::lease::{slack_ms, Lease, NOT_STORED};
 use crate::lessor::Lessor;
 use crate::storage::{codec, decode, Storage, Store};
@@ -70,30 +69,35 @@ impl Lessor {
                 return Err(corrupt(codec::lease_key(id), "duplicate entry"));
             }
         }
-        let mut live = Vec::with_capacity(snap.keys.len());
-        for (key, entry) in snap.keys {
+        // Each key attaches to its lease as it comes, in the store's order
+        // (key order: at the end of its lease's sorted list), not in a
+        // second pass over the keyspace with a lookup per key. Of the keys
+        // whose lease is not stored, the first in key order is named, once
+        // no key is duplicated (as the keyspace's own order would).
+        let mut missing: Option<(&Key, LeaseId)> = None;
+        for (key, entry) in &snap.keys {
             // The entry's stored name only on error: formatting it for every
             // key was a tenth of a restore.
             if entry.mod_revision > snap.revision {
                 return Err(corrupt(
-                    codec::key_key(&key),
+                    codec::key_key(key),
                     "mod revision is above the stored revision",
                 ));
             }
-            live.push((Key::from(key), entry));
+            if entry.lease != 0
+                && !l.leases.attach(entry.lease, key)
+                && missing.is_none_or(|(m, _)| key < m)
+            {
+                missing = Some((key, entry.lease));
+            }
         }
-        if let Err(key) = l.kv.load_live(live) {
+        let missing = missing.map(|(key, lease)| (key.clone(), lease));
+        if let Err(key) = l.kv.load_live(snap.keys) {
             return Err(corrupt(codec::key_key(&key), "duplicate entry"));
         }
-        // In key order (the keyspace's), each key attaches at the end of its
-        // lease's sorted list: no sort needed. A lease not stored fails here.
-        for (key, entry) in l.kv.range(&[], Bound::Unbounded) {
-            if entry.lease != 0 && !l.leases.attach(entry.lease, key) {
-                let why = Text::new("lease ")
-                    .hex(entry.lease as u64)
-                    .s(" is not stored");
-                return Err(corrupt(codec::key_key(key), why));
-            }
+        if let Some((key, lease)) = missing {
+            let why = Text::new("lease ").hex(lease as u64).s(" is not stored");
+            return Err(corrupt(codec::key_key(&key), why));
         }
         // History may name leases long gone: it is not checked against them.
         for (rev, sub, key, entry) in snap.old {

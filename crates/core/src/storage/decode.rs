@@ -8,14 +8,14 @@ use super::codec::{
 };
 use crate::error::{Error, Result};
 use crate::text::Text;
-use crate::types::{Entry, LeaseId, MAX_HOST_ENTRIES, MAX_HOST_VALUE, MAX_LEASE_TTL};
+use crate::types::{Entry, Key, LeaseId, MAX_HOST_ENTRIES, MAX_HOST_VALUE, MAX_LEASE_TTL};
 
 /// Everything decoded from a store.
 #[derive(Debug, Default)]
 pub struct Snapshot {
     pub revision: i64,
     pub leases: Vec<(LeaseId, StoredLease)>,
-    pub keys: Vec<(Vec<u8>, Entry)>,
+    pub keys: Vec<(Key, Entry)>,
     /// Superseded versions: (revision, sub-revision, key, entry or None for
     /// a delete).
     pub old: Vec<(i64, u32, Vec<u8>, Option<Entry>)>,
@@ -38,22 +38,27 @@ fn parse_hex_id(key: &str, s: &str) -> Result<LeaseId> {
     parse_hex(key, "lease id", s)
 }
 
+/// Each byte's value as a lowercase hex digit, 16 for any other byte.
+const HEX_DIGIT: [u8; 256] = {
+    let mut t = [16u8; 256];
+    let mut i = 0;
+    while i < 16 {
+        t[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
 fn parse_hex(key: &str, what: &str, s: &str) -> Result<i64> {
     // Only the form the encoder writes: one number, one name.
     let mut v = 0u64;
+    let mut bad = s.len() != 16;
     for b in s.bytes() {
-        let d = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            _ => 16,
-        };
-        if d == 16 {
-            v = u64::MAX;
-            break;
-        }
-        v = v << 4 | u64::from(d);
+        let d = HEX_DIGIT[usize::from(b)];
+        bad |= d == 16;
+        v = v << 4 | u64::from(d & 15);
     }
-    if s.len() != 16 || (v == u64::MAX && s != "ffffffffffffffff") {
+    if bad {
         let why = Text::new(what)
             .s(" \"")
             .s(s)
@@ -61,6 +66,16 @@ fn parse_hex(key: &str, what: &str, s: &str) -> Result<i64> {
         return Err(corrupt(key, why));
     }
     Ok(v as i64)
+}
+
+/// A live key's name: as it is when no byte is escaped (most names), one
+/// allocation; else through `decode_key_name`.
+fn decode_live_name(key: &str, s: &str) -> Result<Key> {
+    let b = s.as_bytes();
+    if !b.is_empty() && b.iter().all(|&c| plain(c)) {
+        return Ok(Key::from(b));
+    }
+    decode_key_name(key, s).map(Key::from)
 }
 
 fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
@@ -96,32 +111,51 @@ fn decode_key_name(key: &str, s: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Splits `a=1 b=2` into its values, in the order of `names`, exactly.
-/// (Of any length, not generic over it: one copy in the wasm.)
-fn fields<'a, const N: usize>(key: &str, text: &'a str, names: [&str; N]) -> Result<[&'a str; N]> {
-    let mut out = [""; N];
-    fields_into(key, text, &names, &mut out)?;
-    Ok(out)
+/// `name=value` fields separated by single spaces, read in a fixed order,
+/// each as it comes (no split of the whole text first: reading the records
+/// was half of a restore's time).
+struct Fields<'a> {
+    key: &'a str,
+    /// What is left to read; None once the last field is read.
+    rest: Option<&'a str>,
 }
 
-fn fields_into<'a>(key: &str, text: &'a str, names: &[&str], out: &mut [&'a str]) -> Result<()> {
-    let mut parts = text.split(' ');
-    for (i, name) in names.iter().enumerate() {
-        let part = parts
-            .next()
-            .ok_or_else(|| corrupt(key, Text::new("missing field ").s(name)))?;
-        out[i] = part
-            .strip_prefix(name)
+impl<'a> Fields<'a> {
+    fn new(key: &'a str, text: &'a str) -> Fields<'a> {
+        Fields {
+            key,
+            rest: Some(text),
+        }
+    }
+
+    fn next(&mut self, name: &str) -> Result<&'a str> {
+        let text = self
+            .rest
+            .ok_or_else(|| corrupt(self.key, Text::new("missing field ").s(name)))?;
+        let (part, rest) = match text.split_once(' ') {
+            Some((part, rest)) => (part, Some(rest)),
+            None => (text, None),
+        };
+        self.rest = rest;
+        part.strip_prefix(name)
             .and_then(|r| r.strip_prefix('='))
             .ok_or_else(|| {
                 let why = Text::new("expected field ").s(name).s(", found \"");
-                corrupt(key, why.s(part).s("\""))
-            })?;
+                corrupt(self.key, why.s(part).s("\""))
+            })
     }
-    if parts.next().is_some() {
-        return Err(corrupt(key, "unexpected trailing fields"));
+
+    fn num(&mut self, name: &str) -> Result<i64> {
+        let v = self.next(name)?;
+        num(self.key, name, v)
     }
-    Ok(())
+
+    fn end(&self) -> Result<()> {
+        match self.rest {
+            Some(_) => Err(corrupt(self.key, "unexpected trailing fields")),
+            None => Ok(()),
+        }
+    }
 }
 
 fn num(key: &str, name: &str, s: &str) -> Result<i64> {
@@ -152,39 +186,44 @@ fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(v).map_err(|_| corrupt(key, "not UTF-8"))
 }
 
+/// A key record's header line: (create, mod, version, lease, text, sub);
+/// " sub=<n>" ends it when the change was not its revision's first.
+pub(super) type Header = (i64, i64, i64, LeaseId, bool, u32);
+
+pub(super) fn header_fields(key: &str, header: &[u8]) -> Result<Header> {
+    let mut f = Fields::new(key, utf8(key, header)?);
+    let c = f.num("create")?;
+    let m = f.num("mod")?;
+    let ver = f.num("version")?;
+    let lease = parse_hex_id(key, f.next("lease")?)?;
+    let text = match f.next("text")? {
+        "0" => false,
+        "1" => true,
+        _ => return Err(corrupt(key, "text must be 0 or 1")),
+    };
+    let sub = match f.rest {
+        Some(_) => parse_sub(key, f.next("sub")?)?,
+        None => 0,
+    };
+    f.end()?;
+    Ok((c, m, ver, lease, text, sub))
+}
+
 /// A key record: the header line, then the value bytes.
 fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
     let nl = value
         .iter()
         .position(|&b| b == b'\n')
         .ok_or_else(|| corrupt(key, "missing header line"))?;
-    let header = utf8(key, &value[..nl])?;
-    // " sub=<n>" ends the line when the change was not its revision's first.
-    let (c, m, ver, lease, text, sub) = if header.split(' ').count() == 6 {
-        let [c, m, ver, lease, text, sub] = fields(
-            key,
-            header,
-            ["create", "mod", "version", "lease", "text", "sub"],
-        )?;
-        (c, m, ver, lease, text, parse_sub(key, sub)?)
-    } else {
-        let [c, m, ver, lease, text] =
-            fields(key, header, ["create", "mod", "version", "lease", "text"])?;
-        (c, m, ver, lease, text, 0)
-    };
-    let text = match text {
-        "0" => false,
-        "1" => true,
-        _ => return Err(corrupt(key, "text must be 0 or 1")),
-    };
+    let (create, m, version, lease, text, sub) = header_fields(key, &value[..nl])?;
     let entry = Entry {
         value: value[nl + 1..].into(),
         text,
-        create_revision: num(key, "create", c)?,
-        mod_revision: num(key, "mod", m)?,
-        version: num(key, "version", ver)?,
+        create_revision: create,
+        mod_revision: m,
+        version,
         sub,
-        lease: parse_hex_id(key, lease)?,
+        lease,
     };
     if entry.create_revision < 2
         || entry.mod_revision < entry.create_revision
@@ -197,6 +236,23 @@ fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
         return Err(corrupt(key, "text value is not UTF-8"));
     }
     Ok(entry)
+}
+
+/// A lease record.
+pub(super) fn lease_fields(key: &str, value: &[u8]) -> Result<StoredLease> {
+    let mut f = Fields::new(key, utf8(key, value)?);
+    let ttl = f.num("ttl")?;
+    let deadline = match f.next("deadline")? {
+        "none" => None,
+        d => Some(num(key, "deadline", d)?),
+    };
+    let remaining = f.num("remaining")?;
+    f.end()?;
+    Ok(StoredLease {
+        ttl,
+        deadline,
+        remaining,
+    })
 }
 
 /// Reads a store back an entry at a time (`add`), then checks the whole
@@ -225,23 +281,13 @@ impl Decoder {
             if id == 0 {
                 return Err(corrupt(key, "lease id 0 is reserved"));
             }
-            let [ttl, deadline, remaining] =
-                fields(key, utf8(key, value)?, ["ttl", "deadline", "remaining"])?;
-            let deadline = match deadline {
-                "none" => None,
-                d => Some(num(key, "deadline", d)?),
-            };
-            let lease = StoredLease {
-                ttl: num(key, "ttl", ttl)?,
-                deadline,
-                remaining: num(key, "remaining", remaining)?,
-            };
+            let lease = lease_fields(key, value)?;
             if lease.ttl < 1 || lease.ttl > MAX_LEASE_TTL || lease.remaining < 0 {
                 return Err(corrupt(key, "ttl or remaining out of range"));
             }
             self.snap.leases.push((id, lease));
         } else if let Some(name) = key.strip_prefix(KEY_PREFIX) {
-            let name = decode_key_name(key, name)?;
+            let name = decode_live_name(key, name)?;
             self.snap.keys.push((name, decode_entry(key, value)?));
         } else if let Some(rest) = key.strip_prefix(OLD_PREFIX) {
             let (rev, name) = rest

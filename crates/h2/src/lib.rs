@@ -42,23 +42,16 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-/// A call asks its sender to wait once this many of its messages, or this
-/// many bytes, wait for flow control (counted after h2 took what the window
-/// allows), or this many bytes of all its connection's calls together. As
-/// etcd's watch streams, which buffer 128 responses: a watcher told to wait
-/// restarts later from where it was (its events read back from history,
-/// in the engine), its events then batched, where etcd would still have
-/// sent them one response each. The bytes are small so that what waits
-/// for a window waits outside this module, whose memory never shrinks
-/// (with 16 MiB a connection, 100 streams that never read held 16 MiB a
-/// connection, all in the one module); not smaller, as each wait costs a
-/// catching-up watcher a read of its history again (a call's mark at 64
-/// KiB stalled others for seconds while 20 streams caught up on 64 KiB
-/// values). A sender told to wait may have crossed the mark with one
-/// message.
+/// A call asks its sender to wait once this many of its messages wait for
+/// flow control (counted after h2 took what the window allows), or this
+/// many bytes of all its connection's calls together. As etcd's watch
+/// streams, which buffer 128 responses: a watcher told to wait restarts
+/// later from where it was, its events then batched, where etcd would
+/// still have sent them one response each. The bytes were a call's own
+/// mark, and 1000 streams a connection that do not read could each hold
+/// it, all in the one module.
 const HIGH_WATER_MESSAGES: usize = 128;
-const CALL_HIGH_WATER_BYTES: usize = 1 << 20;
-const HIGH_WATER_BYTES: usize = 1 << 20;
+const HIGH_WATER_BYTES: usize = 16 << 20;
 /// Bytes waiting for the socket past which h2 is held back, once the host
 /// says the socket is full.
 const OUT_BUDGET: usize = 256 * 1024;
@@ -331,14 +324,6 @@ impl Conn {
     /// (what its connection's calls may still add); 0: wait now, an
     /// Event::Drain follows (as after `send` said false).
     pub fn room(&mut self, id: u32) -> usize {
-        // What was queued since the last pump may not wait at all: h2
-        // takes what the windows allow first, so a call whose client reads
-        // is not told to wait at a window's worth (its watchers would stop
-        // and read their history again for each).
-        let full = self.calls.get(&id).is_some_and(|c| !c.blocked && c.full());
-        if self.queued && (full || self.over()) {
-            self.pump();
-        }
         let connection = if self.pipe.borrow().stuck() {
             0
         } else {
@@ -350,7 +335,7 @@ impl Conn {
         let room = if call.blocked || call.full() {
             0
         } else {
-            connection.min(CALL_HIGH_WATER_BYTES - call.queued)
+            connection
         };
         if room == 0 && !call.gone {
             call.blocked = true;
@@ -590,7 +575,7 @@ impl Call {
 
     /// More waits for flow control than a sender should add to.
     fn full(&self) -> bool {
-        self.queue.len() >= HIGH_WATER_MESSAGES || self.queued >= CALL_HIGH_WATER_BYTES
+        self.queue.len() >= HIGH_WATER_MESSAGES
     }
 
     /// Sends the response headers if not yet sent; false if the stream is gone.

@@ -1,100 +1,207 @@
-// Memory under issue 31's attacks, before, during and after: the process's
-// RSS and the h2 module's linear memory (which never shrinks) and what its
-// allocator holds. The server (the gRPC transport and services over the
-// etcd engine) and the attackers share this process; the attackers hold
-// little (they read nothing, or send small blocks). Figures, not assertions:
-//   node --expose-gc benches/attack-memory.mjs [hpack|zero-window|replay ...]
-import { Lessor } from "../server/engine.mjs";
-import { createServices } from "../etcd/services/index.mjs";
-import { loadRoot } from "../etcd/proto/load.mjs";
-import { h2Stats } from "../server/h2.mjs";
-import { grpcOnLoopback } from "../tests/server/loopback.mjs";
-import { PREFACE, settings, bombFrames, attacker, zeroWindowWatches, sleep } from "../tests/server/h2-attacks.mjs";
+// Memory under issue 31's attacks, before, at the peak and after: the
+// server process's RSS (VmRSS of /proc/<pid>/status) and the h2 module's
+// linear memory (which never shrinks) and what its allocator holds. Three
+// processes, so each figure is the server's alone: the server (the gRPC
+// transport and services over the etcd engine), and a client process with
+// the attackers and a victim (a grpc-js client with a Watch open and a
+// Range every 5 ms throughout, so "after" is measured while it stays
+// connected), driven from this one. Figures, not assertions:
+//   node benches/attack-memory.mjs [hpack|zero-window|replay ...]
+import { fork } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
+const SELF = fileURLToPath(import.meta.url);
 const MiB = 2 ** 20;
-const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
-const root = loadRoot();
-const WatchReq = root.lookupType("etcdserverpb.WatchRequest");
-const WatchRes = root.lookupType("etcdserverpb.WatchResponse");
 const VALUE = "v".repeat(64 * 1024);
-
-function sample() {
-  globalThis.gc?.();
-  const h = h2Stats();
-  return { rss: process.memoryUsage().rss, module: h.memory, live: h.live ?? 0 };
-}
+const HISTORY = 320; // the replay's puts of 64 KiB before the baseline (~20 MiB)
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const mib = (n) => Math.round((n / MiB) * 10) / 10;
 
-// Each attack: (port, lessor, scope) -> its connections; bounded in count and time.
-const attacks = {
-  // 8 connections, each sending 64 writes of 64 KiB of HPACK bombs (GOAWAY past their CPU share).
-  async hpack(port, _lessor, scope) {
-    const blocks = Math.floor((64 * 1024) / 178);
-    const conns = [];
-    for (let c = 0; c < 8; c++) {
-      const a = attacker(scope, port);
-      await a.connected;
-      conns.push(a);
+// A child's answers, by request id, over IPC.
+function rpc(child) {
+  let next = 0;
+  const waiting = new Map();
+  child.on("message", (m) => {
+    waiting.get(m.id)?.(m);
+    waiting.delete(m.id);
+  });
+  return (cmd, arg, ms = 120_000) =>
+    new Promise((ok, no) => {
+      const id = next++;
+      const timer = setTimeout(() => no(new Error(`${cmd}: no answer in ${ms} ms`)), ms);
+      waiting.set(id, (m) => (clearTimeout(timer), m.error ? no(new Error(m.error)) : ok(m.value)));
+      child.send({ id, cmd, arg });
+    });
+}
+
+// Answers the parent's requests with `handlers[cmd](arg)`.
+function serve(handlers) {
+  process.on("message", async ({ id, cmd, arg }) => {
+    try {
+      process.send({ id, value: await handlers[cmd](arg) });
+    } catch (e) {
+      process.send({ id, error: String(e?.stack ?? e) });
     }
-    await Promise.all(
-      conns.map(async (a) => {
-        await a.send(Buffer.concat([PREFACE, settings()]));
-        for (let w = 0, id = 1; w < 64 && !a.closed; w++, id += 2 * blocks) await a.send(bombFrames(blocks, id));
-      }),
-    );
-    return conns;
-  },
-  // 4 connections of 100 Watch streams with shut windows while 200 puts of 64 KiB go on.
-  async "zero-window"(port, lessor, scope) {
-    const create = WatchReq.encode({ create_request: { key: Buffer.from("z/"), range_end: Buffer.from("z0") } }).finish();
-    const conns = [];
-    for (let c = 0; c < 4; c++) conns.push(await zeroWindowWatches(scope, port, 100, create, WatchRes));
-    for (let i = 0; i < 200; i++) {
-      lessor.put(`z/${i % 16}`, VALUE);
-      if (i % 20 === 0) await sleep(5);
-    }
-    return conns;
-  },
-  // 3 connections of 100 Watch streams replaying ~20 MiB of history (put before the baseline) from revision 1, windows shut.
-  async replay(port, lessor, scope) {
-    const create = WatchReq.encode({ create_request: { key: Buffer.from("r/"), range_end: Buffer.from("r0"), start_revision: 1 } }).finish();
-    const conns = [];
-    for (let c = 0; c < 3; c++) conns.push(await zeroWindowWatches(scope, port, 100, create, WatchRes));
-    return conns;
-  },
+  });
+}
+
+const scope = () => {
+  const cleanups = [];
+  return { after: (f) => cleanups.push(f), close: () => cleanups.forEach((f) => f()) };
 };
 
-const which = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(attacks);
-for (const name of which) {
-  const cleanups = [];
-  const scope = { after: (f) => cleanups.push(f) };
+// The server process: the transport over a fresh engine on a loopback port.
+async function server() {
+  const { Lessor } = await import("../server/engine.mjs");
+  const { createServices } = await import("../etcd/services/index.mjs");
+  const { h2Stats } = await import("../server/h2.mjs");
+  const { grpcOnLoopback } = await import("../tests/server/loopback.mjs");
+  const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
   const lessor = new Lessor({ autoTick: false });
-  const grpc = await grpcOnLoopback(scope, createServices({ lessor, member }));
-  const port = Number(new URL(grpc.url).port);
-  if (name === "replay") for (let i = 0; i < 320; i++) lessor.put(`r/${i % 16}`, VALUE);
-  // The baseline: the module made (by a first connection, gone again) and the keyspace in place.
-  const first = attacker(scope, port);
-  await first.connected;
-  await first.send(Buffer.concat([PREFACE, settings()]));
-  first.destroy();
-  await sleep(300);
-  const before = sample();
-  let peak = before;
-  const watch = setInterval(() => {
-    const s = sample();
-    peak = { rss: Math.max(peak.rss, s.rss), module: Math.max(peak.module, s.module), live: Math.max(peak.live, s.live) };
-  }, 100);
-  const conns = await attacks[name](port, lessor, scope);
-  await sleep(1000);
-  const during = sample();
-  clearInterval(watch);
-  for (const a of conns) a.destroy();
-  // Bounded: until the module holds what it did before, or 5 s.
-  for (let i = 0; i < 50 && h2Stats().live > before.live + MiB; i++) await sleep(100);
-  await sleep(500);
-  const after = sample();
-  const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live) });
-  console.log(JSON.stringify({ attack: name, connections: conns.length, before: row(before), peak: row({ ...peak, rss: Math.max(peak.rss, during.rss) }), during: row(during), after: row(after), rssAfterVsBefore: Math.round((after.rss / before.rss) * 100) / 100 }));
-  for (const f of cleanups) f();
-  lessor.close();
+  const grpc = await grpcOnLoopback(scope(), createServices({ lessor, member }));
+  serve({
+    url: () => grpc.url,
+    // gc first for the baseline and the after (not at the peaks).
+    stats: (gc) => {
+      if (gc) globalThis.gc();
+      const h = h2Stats();
+      return { module: h.memory, live: h.live ?? 0, failures: h.failures };
+    },
+  });
 }
+
+// The client process: the victim, and each attack as (port, client) ->
+// its connections; bounded in count and time.
+async function client() {
+  const { connect } = await import("../tests/etcd/grpc-client.mjs");
+  const { loadRoot } = await import("../etcd/proto/load.mjs");
+  const h2a = await import("../tests/server/h2-attacks.mjs");
+  const { PREFACE, settings, bombFrames, attacker, zeroWindowWatches, startVictim } = h2a;
+  const root = loadRoot();
+  const WatchReq = root.lookupType("etcdserverpb.WatchRequest");
+  const WatchRes = root.lookupType("etcdserverpb.WatchResponse");
+  const puts = async (c, prefix, n) => {
+    for (let i = 0; i < n; i++) {
+      const r = await c.kv("Put", { key: Buffer.from(`${prefix}${i % 16}`), value: Buffer.from(VALUE) });
+      if (r.code !== undefined) throw new Error(`put: ${r.details}`);
+    }
+  };
+  const attacks = {
+    // 8 connections, each sending 64 writes of 64 KiB of HPACK bombs (GOAWAY past their CPU share).
+    async hpack(port, _c, s) {
+      const blocks = Math.floor((64 * 1024) / 178);
+      const conns = [];
+      for (let i = 0; i < 8; i++) {
+        const a = attacker(s, port);
+        await a.connected;
+        conns.push(a);
+      }
+      await Promise.all(
+        conns.map(async (a) => {
+          await a.send(Buffer.concat([PREFACE, settings()]));
+          for (let w = 0, id = 1; w < 64 && !a.closed; w++, id += 2 * blocks) await a.send(bombFrames(blocks, id));
+        }),
+      );
+      return conns;
+    },
+    // 4 connections of 100 Watch streams with shut windows while 200 puts of 64 KiB go on.
+    async "zero-window"(port, c, s) {
+      const create = WatchReq.encode({ create_request: { key: Buffer.from("z/"), range_end: Buffer.from("z0") } }).finish();
+      const conns = [];
+      for (let i = 0; i < 4; i++) conns.push(await zeroWindowWatches(s, port, 100, create, WatchRes));
+      await puts(c, "z/", 200);
+      return conns;
+    },
+    // 3 connections of 100 Watch streams replaying the history (put before the baseline) from revision 1, windows shut.
+    async replay(port, _c, s) {
+      const create = WatchReq.encode({ create_request: { key: Buffer.from("r/"), range_end: Buffer.from("r0"), start_revision: 1 } }).finish();
+      const conns = [];
+      for (let i = 0; i < 3; i++) conns.push(await zeroWindowWatches(s, port, 100, create, WatchRes));
+      return conns;
+    },
+  };
+  let url, c, victim, conns;
+  const s = scope();
+  serve({
+    async start(u) {
+      url = u;
+      c = connect(s, url);
+      victim = await startVictim(s, url);
+    },
+    history: () => puts(c, "r/", HISTORY),
+    async attack(name) {
+      conns = await attacks[name](Number(new URL(url).port), c, s);
+      return conns.length;
+    },
+    leave: () => {
+      for (const a of conns) a.destroy();
+    },
+    async finish() {
+      const v = await victim.finish();
+      s.close();
+      setImmediate(() => process.exit(0));
+      return v;
+    },
+  });
+}
+
+const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
+
+async function main() {
+  const which = process.argv.slice(2).length ? process.argv.slice(2) : ["hpack", "zero-window", "replay"];
+  for (const name of which) {
+    const srv = fork(SELF, ["--server"], { execArgv: ["--expose-gc"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    const cli = fork(SELF, ["--client"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const [toServer, toClient] = [rpc(srv), rpc(cli)];
+    try {
+      const sample = async (gc) => ({ rss: rss(srv.pid), ...(await toServer("stats", gc)) });
+      await toClient("start", await toServer("url"));
+      if (name === "replay") await toClient("history");
+      await sleep(500);
+      const before = await sample(true);
+      let peak = before;
+      let sampling = true;
+      // Peaks: every 100 ms while the attack goes on (no gc).
+      const peaks = (async () => {
+        while (sampling) {
+          const s = await sample(false);
+          peak = { rss: Math.max(peak.rss, s.rss), module: Math.max(peak.module, s.module), live: Math.max(peak.live, s.live) };
+          await sleep(100);
+        }
+      })();
+      const connections = await toClient("attack", name);
+      await sleep(1000);
+      sampling = false;
+      await peaks;
+      const during = await sample(false);
+      peak = { rss: Math.max(peak.rss, during.rss), module: Math.max(peak.module, during.module), live: Math.max(peak.live, during.live) };
+      await toClient("leave");
+      // Bounded: until the module holds what it did before, or 5 s.
+      for (let i = 0; i < 50 && (await sample(false)).live > before.live + MiB; i++) await sleep(100);
+      await sleep(1000);
+      const after = await sample(true);
+      const victim = await toClient("finish");
+      const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live) });
+      console.log(
+        JSON.stringify({
+          attack: name,
+          connections,
+          before: row(before),
+          peak: row(peak),
+          after: row(after),
+          rssAfterVsBefore: Math.round((after.rss / before.rss) * 100) / 100,
+          moduleFailures: after.failures - before.failures,
+          victim: { calls: victim.calls, p50: victim.p50, p99: victim.p99, max: victim.max, errors: victim.errors.length, watch: victim.watch },
+        }),
+      );
+    } finally {
+      srv.kill("SIGKILL");
+      cli.kill("SIGKILL");
+    }
+  }
+}
+
+if (process.argv[2] === "--server") await server();
+else if (process.argv[2] === "--client") await client();
+else await main();

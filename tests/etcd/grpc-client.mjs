@@ -195,8 +195,8 @@ export function byWatcher(messages) {
   return out;
 }
 
-/** Waits (bounded) until no stream of `streams` got anything for `quietMs`. */
-export async function settle(streams, quietMs = 250, maxMs = 5000) {
+/** Waits (bounded) until `until()` holds and no stream of `streams` got anything for `quietMs`. */
+export async function settle(streams, quietMs = 250, maxMs = 5000, { until = () => true } = {}) {
   const count = () => streams.reduce((n, s) => n + s.messages.length, 0);
   let last = count();
   let since = Date.now();
@@ -205,6 +205,7 @@ export async function settle(streams, quietMs = 250, maxMs = 5000) {
     await sleep(20);
     const n = count();
     if (n !== last) [last, since] = [n, Date.now()];
-    else if (Date.now() - since >= quietMs) return;
+    // (A server may start sending only later: quiet counts once `until` holds.)
+    else if (Date.now() - since >= quietMs && until()) return;
   }
 }

@@ -1401,10 +1401,10 @@ test("entries(): long values are read from the files as they are handed over; a 
 });
 
 test("groupCommit: a round of megabytes is appended a part per turn before its fsync; files copied midway open without it; close or a compaction midway finish it", async (t) => {
-  const big = "v".repeat(3 << 20); // one record of three steps
+  const big = "v".repeat(12 << 20); // one record of four steps
   const bigStore = (dir) => {
     const store = FileStore.open(dir, { groupCommit: true });
-    const lessor = new Lessor({ storage: store, restore: store.entries(), now: () => T0, autoTick: false, maxValueBytes: 4 << 20 });
+    const lessor = new Lessor({ storage: store, restore: store.entries(), now: () => T0, autoTick: false, maxValueBytes: 16 << 20 });
     return { store, lessor };
   };
   const turn = () => new Promise((r) => setImmediate(r));

@@ -13,9 +13,11 @@ const LOOP_SYNC_MAX_MS = 2;
 
 // A round of records larger than this is appended in parts of about this
 // many bytes, one part per turn of the event loop, before its fsync: the
-// record of a revoke of 100k keys is megabytes, whose checksum and write in
-// one go held every other client (issue 31).
-const APPEND_STEP = 1 << 20;
+// record of a revoke of 100k keys is megabytes (18.8 MB), whose checksum
+// and write in one go held every other client (issue 31). A part is a few
+// milliseconds of writing (page cache), so that the round's fsync does not
+// wait behind many turns of other work either.
+const APPEND_STEP = 4 << 20;
 // Checksumming is cheaper than writing: a part checksums this many times
 // the bytes it would write.
 const CRC_PER_WRITE = 4;

@@ -332,7 +332,7 @@ class Session {
     this.#stats.events += events.length;
     st.next = events[events.length - 1].kv.modRevision + 1;
     if (st.progress !== undefined) st.progress = false;
-    if (events.length > TURN_EVENTS && this.#lessor.pendingWrites > 0) this.#prepare(id, st, revision, events, size);
+    if (events.length > TURN_EVENTS) this.#prepare(id, st, revision, events, size);
     else {
       const resp = { header: this.#head(revision), watch_id: id, events: events.map(eventOut) };
       if (!st.fragment) this.#out(resp, size);
@@ -343,11 +343,11 @@ class Session {
     if (this.#turnEvents >= TURN_EVENTS && !this.#pausedForTurn) this.#pauseForTurn();
   }
 
-  // A response of many events (a revoke of a lease with many keys) that
-  // waits for the store's fsync anyway: made ready for the wire
-  // TURN_EVENTS events a turn meanwhile, in its place in the outbox, so
-  // that making it holds no turn for all of it. Still one response (or
-  // etcd's fragments), sent once durable.
+  // A response of many events (a revoke of a lease with many keys): made
+  // ready for the wire TURN_EVENTS events a turn (while the store's fsync
+  // is awaited, mostly), in its place in the outbox, so that making it
+  // holds no turn for all of it. Still one response (or etcd's fragments),
+  // sent once durable.
   #prepare(id, st, revision, events, size) {
     const p = new Preparing();
     const head = this.#head(revision);

@@ -559,8 +559,9 @@ export function readTxn(r, lease) {
 }
 
 /**
- * `[{ id, compactRevision, revision, events }]`; a delete's kv has only key
- * and modRevision. An event several watchers get is one object, shared.
+ * `[{ id, compactRevision, revision, events, partial }]`; a delete's kv
+ * has only key and modRevision. An event several watchers get is one
+ * object, shared. `partial`: the batch goes on at the next poll.
  */
 export function readWatchBatches(r, lease) {
   const events = new Array(r.uint());
@@ -582,9 +583,10 @@ export function readWatchBatches(r, lease) {
     const id = r.int();
     const compactRevision = r.int();
     const revision = r.int();
+    const partial = r.byte() === 1;
     const mine = new Array(r.uint());
     for (let j = 0; j < mine.length; j++) mine[j] = events[r.uint()];
-    out[i] = { id, compactRevision, revision, events: mine };
+    out[i] = { id, compactRevision, revision, events: mine, partial };
   }
   return out;
 }

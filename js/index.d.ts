@@ -487,6 +487,9 @@ export class Lessor extends EventTarget {
    * don't change them. A watcher from far back gets the history about
    * 5,000 events per turn of the event loop (on timers), so that other
    * work runs in between; changes made meanwhile come after it, in order.
+   * So do the changes of one write of more than 5,000 (a revoke of a lease
+   * with many keys): from the next turn on, gathered over turns, then
+   * handed in one call.
    */
   watch(request: WatchRequest, listener: (batch: WatchBatch) => void): Watcher;
   delete(key: string, options?: { prevKv?: boolean }): DeleteResult;

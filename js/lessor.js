@@ -87,6 +87,10 @@ export class Lessor extends EventTarget {
   #create = null;
   // Watchers by id, and whether their changes are being handed out.
   #watchers = new Map();
+  // The parts of a batch the core hands out over several polls (a revision
+  // of many changes), by watcher id, until its last part: a listener gets
+  // a revision's changes in one call, as etcd sends them in one response.
+  #parts = new Map();
   #delivering = false;
   #deliverTimer = null;
 
@@ -189,7 +193,7 @@ export class Lessor extends EventTarget {
     this.#enterWrite();
     const r = this.#b.revoke(this.#time(), id);
     this.#events.emit("revoke", { lease: r.id, keys: r.keys, revision: r.revision });
-    this.#deliver();
+    this.#deliverAfter(r.keys.length);
     return r;
   }
 
@@ -261,7 +265,7 @@ export class Lessor extends EventTarget {
   deleteRange(req) {
     this.#enterWrite();
     const r = this.#b.deleteRange(this.#time(), deleteRequest(req, this.#maxKey));
-    this.#deliver();
+    this.#deliverAfter(r.deleted);
     return r;
   }
 
@@ -457,7 +461,9 @@ export class Lessor extends EventTarget {
    * Watches a key or range from `startRevision` (default: after the current
    * one). `listener({ events, compactRevision, revision })` gets each
    * revision's changes once, in order, right after the write that made
-   * them (history from a past start comes in a microtask); a start before
+   * them (history from a past start comes in a microtask; the changes of a
+   * write of more than 5,000 over the next turns of the event loop, in one
+   * call); a start before
    * the compaction point gets one call with `compactRevision` set, and the
    * watcher ends. Returns `{ id, cancel(), pause(), resume(), caughtUp }`:
    * a paused watcher gets nothing more until resumed (a batch already
@@ -478,6 +484,7 @@ export class Lessor extends EventTarget {
     return {
       id,
       cancel: () => {
+        this.#parts.delete(id);
         if (this.#watchers.delete(id) && !this.#closed) this.#b.cancelWatch(id);
       },
       pause: () => {
@@ -498,7 +505,8 @@ export class Lessor extends EventTarget {
   // is not re-entered: its changes are picked up by the loop. A watcher
   // catching up on a long history gets it a turn of the event loop at a
   // time (about DELIVER_TURN_EVENTS events, or DELIVER_TURN_ROUNDS rounds
-  // of up to 1000 revisions each), so that other work runs in between.
+  // of up to 1000 revisions each), so that other work runs in between; so
+  // does one revision of many changes, whose parts are joined (#parts).
   #deliver() {
     if (this.#delivering || this.#watchers.size === 0 || this.#closed) return;
     this.#delivering = true;
@@ -511,8 +519,21 @@ export class Lessor extends EventTarget {
           if (b.compactRevision !== 0) this.#watchers.delete(b.id);
           if (!listener) continue;
           handed += b.events.length;
+          let events = b.events;
+          const parts = this.#parts.get(b.id);
+          if (b.partial) {
+            if (parts) parts.push(events);
+            else this.#parts.set(b.id, [events]);
+            continue;
+          }
+          if (parts) {
+            this.#parts.delete(b.id);
+            // (A compaction ends the watcher: what it had not been given is gone.)
+            events = b.compactRevision !== 0 ? events : parts.concat([events]).flat();
+          }
+          if (events.length === 0 && b.compactRevision === 0) continue;
           try {
-            listener({ events: b.events, compactRevision: b.compactRevision, revision: b.revision });
+            listener({ events, compactRevision: b.compactRevision, revision: b.revision });
           } catch (e) {
             this.#events.error(e);
           }
@@ -531,6 +552,20 @@ export class Lessor extends EventTarget {
     }
   }
 
+  // After a write of `changes` changes: a small one's are handed out now; a
+  // large one's (a revoke or DeleteRange of many keys) in a later turn of
+  // the event loop, so that the write and its hand-out are two turns, not
+  // one that holds every other client for both (issue 31). Still in order:
+  // a write meanwhile hands them out first.
+  #deliverAfter(changes) {
+    if (changes <= DELIVER_TURN_EVENTS) return this.#deliver();
+    if (this.#watchers.size === 0 || this.#closed) return;
+    this.#deliverTimer ??= setTimeout(() => {
+      this.#deliverTimer = null;
+      this.#deliver();
+    }, 0);
+  }
+
   /** Deletes a key. Returns `{ deleted, revision, prev? }`. */
   delete(key, opts) {
     this.#enterWrite();
@@ -547,7 +582,7 @@ export class Lessor extends EventTarget {
     this.#enterWrite();
     const { expired, error } = this.#b.tick(this.#time());
     for (const e of expired) this.#events.emit("expire", { lease: e.id, keys: e.keys, revision: e.revision });
-    this.#deliver();
+    this.#deliverAfter(expired.reduce((n, e) => n + e.keys.length, 0));
     if (error) {
       // Storage stopped the tick part-way: what did expire is on the error.
       // Arming the timer at the (overdue) deadline would retry at once, in

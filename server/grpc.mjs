@@ -160,6 +160,10 @@ function codec(root, typeName, maxMessage = MAX_MESSAGE_BYTES) {
   // etcd's own messages are refused as its gogo-generated Unmarshal refuses them.
   const refusal = utf8Checked ? null : unmarshalChecker(typeName);
   return {
+    // A WatchResponse's events encoded ahead (the watch service, a turn's
+    // worth at a time, while a big response waits for the store's fsync):
+    // encode then takes their bytes as they are.
+    prepare: ev ? (events) => void events.forEach((e) => sharedBytes(ev.resolvedType, e)) : null,
     encode: !H
       ? plain
       : (obj) => {
@@ -461,6 +465,7 @@ function session(m) {
     const s = m.handler.open((msg) => (closed ? false : call.send(m.res.encode(msg))), {
       token: call.token,
       room: () => (closed ? 0 : call.room()),
+      prepare: m.res.prepare,
     });
     stopTimer = deadline(call, m.expired, close);
     call.onDrain = () => s.drain?.();

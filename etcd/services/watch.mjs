@@ -97,6 +97,12 @@ function fragments(resp, limit = FRAGMENT_BYTES) {
   }
 }
 
+// A response being made ready in steps (#prepare) in its place in the
+// outbox: `msgs` once it is.
+class Preparing {
+  msgs = null;
+}
+
 class Session {
   #lessor;
   #stats;
@@ -117,13 +123,18 @@ class Session {
   #pausedForTurn = false;
   #closed = false;
   #timer = null;
-  #outbox = []; // [message, about its size]
+  #outbox = []; // [message or Preparing, about its size]
   #outboxBytes = 0;
   #flushing = false;
+  // Outbox entries the store's flushes have released (sent once ready).
+  #released = 0;
+  // The transport's own preparation of events for the wire (optional).
+  #prepareWire;
   // The caller's auth for each create: etcd's cancel reason, or null.
   #refusal;
 
-  constructor({ lessor, header, progressIntervalMs, fragmentBytes, stats }, send, refusal, room = null) {
+  constructor({ lessor, header, progressIntervalMs, fragmentBytes, stats }, send, refusal, room = null, prepare = null) {
+    this.#prepareWire = prepare;
     this.#refusal = refusal;
     this.#lessor = lessor;
     this.#fragmentBytes = fragmentBytes;
@@ -152,25 +163,39 @@ class Session {
 
   #flush() {
     this.#flushing = true;
-    const n = this.#outbox.length;
+    const n = this.#outbox.length - this.#released;
     this.#lessor.flush().then(
       () => {
         this.#flushing = false;
-        for (const [msg, size] of this.#outbox.splice(0, n)) {
-          this.#outboxBytes -= size;
-          this.#emit(msg);
-        }
-        if (this.#outbox.length > 0) this.#flush();
-        else if (this.#waitOutbox) {
-          // What waited for it is out: the watchers go on if the transport has room.
-          this.#waitOutbox = false;
-          if (!this.#blocked && !this.#pausedForTurn) this.#restart();
-        }
+        this.#released += n;
+        this.#sendReleased();
       },
       // The store failed: the server refuses everything now; this stream
       // sends nothing more it could not stand behind.
       () => this.close(),
     );
+  }
+
+  // Sends what the flushes released, in order, up to a response still
+  // being made ready (which calls this again once it is).
+  #sendReleased() {
+    while (this.#released > 0 && !this.#closed) {
+      const [msg, size] = this.#outbox[0];
+      if (msg instanceof Preparing && msg.msgs === null) return;
+      this.#outbox.shift();
+      this.#released--;
+      this.#outboxBytes -= size;
+      if (msg instanceof Preparing) for (const m of msg.msgs) this.#emit(m);
+      else this.#emit(msg);
+    }
+    if (this.#closed) return;
+    if (this.#outbox.length > 0) {
+      if (!this.#flushing) this.#flush();
+    } else if (this.#waitOutbox) {
+      // What waited for it is out: the watchers go on if the transport has room.
+      this.#waitOutbox = false;
+      if (!this.#blocked && !this.#pausedForTurn) this.#restart();
+    }
   }
 
   #emit(msg) {
@@ -307,12 +332,41 @@ class Session {
     this.#stats.events += events.length;
     st.next = events[events.length - 1].kv.modRevision + 1;
     if (st.progress !== undefined) st.progress = false;
-    const resp = { header: this.#head(revision), watch_id: id, events: events.map(eventOut) };
-    if (!st.fragment) this.#out(resp, size);
-    else for (const r of fragments(resp, this.#fragmentBytes)) this.#out(r, size);
+    if (events.length > TURN_EVENTS) this.#prepare(id, st, revision, events, size);
+    else {
+      const resp = { header: this.#head(revision), watch_id: id, events: events.map(eventOut) };
+      if (!st.fragment) this.#out(resp, size);
+      else for (const r of fragments(resp, this.#fragmentBytes)) this.#out(r, size);
+    }
     if (this.#turnEvents === 0) nextTurn(() => (this.#turnEvents = 0));
     this.#turnEvents += events.length;
     if (this.#turnEvents >= TURN_EVENTS && !this.#pausedForTurn) this.#pauseForTurn();
+  }
+
+  // A response of many events (a revoke of a lease with many keys): made
+  // ready for the wire TURN_EVENTS events a turn (while the store's fsync
+  // is awaited, mostly), in its place in the outbox, so that making it
+  // holds no turn for all of it. Still one response (or etcd's fragments),
+  // sent once durable.
+  #prepare(id, st, revision, events, size) {
+    const p = new Preparing();
+    const head = this.#head(revision);
+    const wire = new Array(events.length);
+    let i = 0;
+    const step = () => {
+      if (this.#closed) return;
+      const from = i;
+      for (const end = Math.min(i + TURN_EVENTS, events.length); i < end; i++) wire[i] = eventOut(events[i]);
+      this.#prepareWire?.(wire.slice(from, i));
+      if (i < events.length) return void nextTurn(step);
+      const resp = { header: head, watch_id: id, events: wire };
+      p.msgs = st.fragment ? fragments(resp, this.#fragmentBytes) : [resp];
+      this.#sendReleased();
+    };
+    this.#outbox.push([p, size]);
+    this.#outboxBytes += size;
+    if (!this.#flushing) this.#flush();
+    nextTurn(step);
   }
 
   // Pauses the engine watchers where they are (a catch-up's search for
@@ -429,7 +483,8 @@ export function watchService({ lessor, header, auth, progressIntervalMs = PROGRE
     Watch: {
       // `call.token`: the stream's token, read at each create (etcd/methods.mjs);
       // `call.room()`: the bytes the transport can take now (optional).
-      open: (send, call) => new Session(ctx, send, (creq) => watchRefusal(auth, call?.token, creq), call?.room ?? null),
+      // `call.prepare(events)`: the transport's own work on events before they are sent (optional).
+      open: (send, call) => new Session(ctx, send, (creq) => watchRefusal(auth, call?.token, creq), call?.room ?? null, call?.prepare ?? null),
     },
   };
 }

@@ -9,7 +9,7 @@ import { isBatch } from "../codec.js";
 import { LeaseError } from "../errors.js";
 import { compactionDue, startGeneration, writeSnapshot } from "./file/compaction.mjs";
 import { createFile, fsyncDir } from "./file/durable-fs.mjs";
-import { BATCH, batchRecord, FILE_HEADER, fileHeader, gens, JOURNAL, record } from "./file/format.mjs";
+import { BATCH, batchRecord, FILE_HEADER, fileHeader, gens, JOURNAL } from "./file/format.mjs";
 import { handOver } from "./file/hand-over.mjs";
 import { LiveJournal } from "./file/journal.mjs";
 import { acquireLock, releaseLock } from "./file/lock.mjs";
@@ -144,12 +144,10 @@ export class FileStore {
   write(batch) {
     this.#check();
     // A batch handed over packed (as the core hands its own) is appended as
-    // it is, once it checks out.
+    // it is, once it checks out: the journal frames it as it writes it, with
+    // no copy (the core's buffer is this batch's own).
     const packed = batch.bytes;
-    const rec =
-      packed instanceof Uint8Array && isBatch(packed)
-        ? record(BATCH, packed.length, (buf, o) => buf.set(packed, o))
-        : batchRecord(batch.put, batch.delete);
+    const rec = packed instanceof Uint8Array && isBatch(packed) ? { type: BATCH, payload: packed } : batchRecord(batch.put, batch.delete);
     return this.#journal.write(rec);
   }
 

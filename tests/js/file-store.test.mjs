@@ -1399,3 +1399,72 @@ test("entries(): long values are read from the files as they are handed over; a 
   assert.equal(held(changedDir), 1, "a failed read lets the files go");
   await g.close();
 });
+
+test("groupCommit: a round of megabytes is appended a part per turn before its fsync; files copied midway open without it; close or a compaction midway finish it", async (t) => {
+  const big = "v".repeat(12 << 20); // one record of four steps
+  const bigStore = (dir) => {
+    const store = FileStore.open(dir, { groupCommit: true });
+    const lessor = new Lessor({ storage: store, restore: store.entries(), now: () => T0, autoTick: false, maxValueBytes: 16 << 20 });
+    return { store, lessor };
+  };
+  const turn = () => new Promise((r) => setImmediate(r));
+  const reopened = (dir) => {
+    const { store, lessor } = bigStore(dir);
+    const got = { small: lessor.get("small")?.value, big: lessor.get("big")?.value?.length };
+    lessor.close();
+    return store.close().then(() => got);
+  };
+
+  // Turns of the event loop pass while it is appended; a copy of the files
+  // after the first part (a crash there) has the writes before it, not it.
+  const dir = tempDir(t);
+  let { store, lessor } = bigStore(dir);
+  lessor.put("small", "1");
+  await lessor.flush();
+  lessor.put("big", big);
+  let turns = 0;
+  let done = false;
+  const count = () => {
+    turns++;
+    if (!done) setImmediate(count);
+  };
+  setImmediate(count);
+  const flushed = lessor.flush().then(() => (done = true));
+  await turn();
+  assert.equal(lessor.pendingWrites, 1);
+  const copy = tempDir(t);
+  for (const n of readdirSync(dir)) if (n.startsWith("journal-")) copyFileSync(join(dir, n), join(copy, n));
+  assert.deepEqual(await reopened(copy), { small: "1", big: undefined });
+  await flushed;
+  assert.ok(turns >= 3, `the append took ${turns} turns`);
+  lessor.close();
+  await store.close();
+  assert.deepEqual(await reopened(dir), { small: "1", big: big.length });
+
+  // close() midway makes it durable first.
+  ({ store, lessor } = bigStore(dir));
+  lessor.delete("big");
+  lessor.put("big", big);
+  const closedFlush = lessor.flush();
+  await turn();
+  assert.ok(lessor.pendingWrites > 0);
+  lessor.close();
+  await store.close();
+  await closedFlush;
+  assert.deepEqual(await reopened(dir), { small: "1", big: big.length });
+
+  // So does a compaction that seals the journal midway; a write after it
+  // goes to the new journal.
+  ({ store, lessor } = bigStore(dir));
+  lessor.delete("big");
+  lessor.put("big", big + "2");
+  const sealedFlush = lessor.flush();
+  await turn();
+  assert.ok(lessor.pendingWrites > 0);
+  const compacted = store.compactFrom(lessor, { force: true });
+  lessor.put("small", "2");
+  await Promise.all([sealedFlush, compacted, lessor.flush()]);
+  lessor.close();
+  await store.close();
+  assert.deepEqual(await reopened(dir), { small: "2", big: big.length + 1 });
+});

@@ -72,3 +72,28 @@ test("pause() holds a watcher where it is, and the history it needs; resume() go
   w.cancel();
   assert.equal(w.caughtUp, false);
 });
+
+const text = (k) => (typeof k === "string" ? k : new TextDecoder().decode(k));
+
+test("a revoke of a lease with many keys returns before its deletes are handed out; they come over turns, in one call, before later writes", async (t) => {
+  const n = 20_000;
+  const lessor = new Lessor({ maxKeysPerLease: n });
+  t.after(() => lessor.close());
+  const g = lessor.grant(60);
+  for (let i = 0; i < n; i++) lessor.put(`k/${String(i).padStart(5, "0")}`, "v", { lease: g.id });
+  const calls = [];
+  lessor.watch({ key: "k/", rangeEnd: "k0" }, (b) => calls.push(b.events.map((e) => [e.type, text(e.kv.key), e.kv.modRevision])));
+  await Promise.resolve();
+  const { revision } = lessor.revoke(g.id);
+  assert.equal(calls.length, 0, "handed out inside revoke()");
+  // Timers set now run while the deletes are still being gathered.
+  let timersBefore = 0;
+  for (let i = 0; i < 3; i++) setTimeout(() => calls.length === 0 && timersBefore++, 0);
+  for (const end = Date.now() + 10_000; calls.length === 0 && Date.now() < end; ) await new Promise((ok) => setTimeout(ok, 0));
+  assert.ok(timersBefore > 0, "no timer ran before the deletes were handed out");
+  const after = lessor.put("k/after", "v").revision;
+  assert.deepEqual(calls, [
+    Array.from({ length: n }, (_, i) => ["delete", `k/${String(i).padStart(5, "0")}`, revision]),
+    [["put", "k/after", after]],
+  ]);
+});

@@ -140,3 +140,40 @@ test("with the transport's room: a batch goes in whole revisions as far as the r
   const end = sent.at(-1);
   assert.ok(end.canceled && Number(end.compact_revision) === lessor.compactRevision, JSON.stringify(end));
 });
+
+test("a revision of many events waiting for the store's fsync is made ready a turn's worth at a time, the transport's prepare given each part, then sent as one response once durable", async (t) => {
+  // A store whose writes are durable when the test says so.
+  const held = [];
+  const storage = { pipelined: true, write: () => new Promise((ok) => held.push(ok)) };
+  const lessor = new Lessor({ autoTick: false, storage, maxKeysPerLease: 10_000 });
+  t.after(() => lessor.close());
+  const g = lessor.grant(60);
+  const n = 5 * TURN_EVENTS;
+  for (let i = 0; i < n; i++) lessor.put(`k/${String(i).padStart(5, "0")}`, "v", { lease: g.id });
+  for (const ok of held.splice(0)) ok();
+  await lessor.flush();
+  const sent = [];
+  const parts = [];
+  const session = createServices({ lessor, member })
+    .get("etcdserverpb.Watch/Watch")
+    .open((m) => (sent.push(m), true), { prepare: (events) => parts.push(events) });
+  t.after(() => session.close());
+  session.request({ create_request: { key: key("k/"), range_end: key("k0") } });
+  await turn();
+  const { revision } = lessor.revoke(g.id);
+  for (const end = Date.now() + 10_000; parts.reduce((s, p) => s + p.length, 0) < n && Date.now() < end; ) await turn();
+  // In parts of a turn's worth, nothing sent before the revoke is durable.
+  assert.ok(parts.length >= 5 && parts.every((p) => p.length <= TURN_EVENTS), `parts of ${parts.map((p) => p.length)}`);
+  assert.equal(sent.filter((m) => m.events?.length).length, 0);
+  for (const ok of held.splice(0)) ok();
+  for (const end = Date.now() + 10_000; !sent.some((m) => m.events?.length) && Date.now() < end; ) await turn();
+  const withEvents = sent.filter((m) => m.events?.length);
+  assert.equal(withEvents.length, 1);
+  assert.equal(Number(withEvents[0].header.revision), revision);
+  assert.deepEqual(
+    withEvents[0].events.map((e) => [e.type, new TextDecoder().decode(e.kv.key), Number(e.kv.mod_revision)]),
+    Array.from({ length: n }, (_, i) => ["DELETE", `k/${String(i).padStart(5, "0")}`, revision]),
+  );
+  // The parts are the response's own event objects (so the transport's work on them is reused).
+  assert.deepEqual(new Set(parts.flat()), new Set(withEvents[0].events));
+});

@@ -55,6 +55,10 @@ pub struct WatchEvents {
     pub compact_revision: i64,
     /// The store's revision at the poll.
     pub revision: i64,
+    /// The batch goes on at the next poll: its last revision had more
+    /// events than a poll hands one watcher (PART_EVENTS). The host joins
+    /// the parts (a revision's events are one batch, as etcd sends them).
+    pub partial: bool,
 }
 
 /// At most this many revisions with changes in a watcher's range per poll:
@@ -71,6 +75,11 @@ const SCAN_CHANGES: usize = 4096;
 /// watchers.
 const SHARED_CHANGES: usize = 4096;
 
+/// At most about this many events per watcher per poll: a revision with
+/// more (a revoke of a lease with 100k keys) is handed out in parts, so
+/// that no one poll holds the host for all of it.
+const PART_EVENTS: usize = 4096;
+
 struct Watcher {
     req: WatchRequest,
     /// The next revision to report.
@@ -81,6 +90,10 @@ struct Watcher {
     /// Left out of polls until resumed (its host cannot take more now);
     /// where it is, its search included, is kept.
     paused: bool,
+    /// Set when a part of a batch was handed out (`WatchEvents::partial`):
+    /// the sub-revision of `next` to go on from, and the revisions the
+    /// batch counted so far.
+    part: Option<(u32, usize)>,
 }
 
 /// How far a batch has been found: read up to `from`, `revs` revisions
@@ -156,6 +169,7 @@ impl Watchers {
                 next,
                 scan: None,
                 paused: false,
+                part: None,
             },
         ));
         Ok(id)
@@ -216,6 +230,7 @@ impl Watchers {
                     events: Vec::new(),
                     compact_revision: compacted,
                     revision: rev,
+                    partial: false,
                 });
                 continue;
             }
@@ -224,17 +239,24 @@ impl Watchers {
             // SCAN_CHANGES changes this poll; if that is not enough, the
             // search goes on at the next poll.
             let found_before = w.scan.take().filter(|s| s.compacted == compacted);
+            // A batch handed out in parts goes on where its last part ended.
+            let part = w.part.take();
+            let (skip, revs) = part.unwrap_or((0, 0));
             let mut scan = found_before.unwrap_or(Scan {
                 compacted,
                 from: w.next,
-                revs: 0,
-                last: 0,
+                revs,
+                last: if skip > 0 { w.next } else { 0 },
                 wanted: Vec::new(),
             });
             let mut found = Vec::new();
             let mut upto = Some(rev + 1);
+            let mut partial = false;
             let (mut read, mut last_read) = (0, 0);
             for (pos, at, sub, key) in kv.changes_from(scan.from) {
+                if at == w.next && sub < skip {
+                    continue;
+                }
                 read += 1;
                 if read > SCAN_CHANGES && at != last_read {
                     scan.from = at;
@@ -252,6 +274,12 @@ impl Watchers {
                     }
                     scan.revs += 1;
                     scan.last = at;
+                } else if found.len() + scan.wanted.len() >= PART_EVENTS {
+                    // Inside a revision: the rest of it at the next poll.
+                    w.part = Some((sub, scan.revs));
+                    upto = Some(at);
+                    partial = true;
+                    break;
                 }
                 found.push((Some(pos), at, sub, key));
             }
@@ -262,6 +290,8 @@ impl Watchers {
                     .map(|(_, at, sub, key)| (at, sub, key.clone()));
                 scan.wanted.extend(more);
                 w.scan = Some(scan);
+                // (Should the search start again, it starts where the part ended.)
+                w.part = part;
                 continue;
             };
             // The batch's events: those found at earlier polls (no position:
@@ -314,12 +344,14 @@ impl Watchers {
                 };
                 counts.ranges += events.iter().filter(|i| !creates(i)).count() as u64;
             }
-            if !events.is_empty() {
+            // A batch's last part is handed out even with no event, to end it.
+            if !events.is_empty() || partial || part.is_some() {
                 out.batches.push(WatchEvents {
                     id,
                     events,
                     compact_revision: 0,
                     revision: rev,
+                    partial,
                 });
             }
         }

@@ -356,7 +356,7 @@ impl Writer {
 
     /// A poll: its events (kind: 0 put, 1 delete; the entry for a put,
     /// the key and revision for a delete; then prev), then its batches: id,
-    /// compact revision, revision and the indexes of their events. An event
+    /// compact revision, revision, partial (0/1) and the indexes of their events. An event
     /// many watchers get is written once.
     pub fn watch_events(&mut self, polled: &Polled) {
         self.u64(polled.events.len() as u64);
@@ -379,6 +379,7 @@ impl Writer {
             self.i64(b.id);
             self.i64(b.compact_revision);
             self.i64(b.revision);
+            self.byte(b.partial as u8);
             self.u64(b.events.len() as u64);
             for &i in &b.events {
                 self.u64(i as u64);

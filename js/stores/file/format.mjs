@@ -85,11 +85,15 @@ for (let n = 0; n < 256; n++) {
   CRC_TABLE[n] = c;
 }
 
-/** CRC-32 (IEEE, as zlib): zlib's own where Node has it (>= 20.15), else computed here. */
-export const crc32 = zlib.crc32 ? (bytes) => zlib.crc32(bytes) : crc32js;
+/**
+ * CRC-32 (IEEE, as zlib): zlib's own where Node has it (>= 20.15), else
+ * computed here. `prev`: the CRC of the bytes before these (a buffer
+ * checked in parts).
+ */
+export const crc32 = zlib.crc32 ? (bytes, prev = 0) => zlib.crc32(bytes, prev) : crc32js;
 
-function crc32js(bytes) {
-  let c = -1;
+function crc32js(bytes, prev = 0) {
+  let c = prev ^ -1;
   for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
   return (c ^ -1) >>> 0;
 }
@@ -116,10 +120,19 @@ export function gens(names, prefix) {
 // The header of a record of `type` written into the first REC_HEADER bytes
 // of `buf`, whose payload follows them.
 function frame(type, buf) {
+  return recordHeader(type, buf.length - REC_HEADER, crc32(buf.subarray(REC_HEADER)), buf);
+}
+
+/**
+ * A record's header alone, for a payload of `size` bytes whose CRC-32 is
+ * `payloadCrc` (the journal writes a large payload in place, in parts,
+ * and its header once the whole payload is written).
+ */
+export function recordHeader(type, size, payloadCrc, buf = Buffer.allocUnsafe(REC_HEADER)) {
   buf.writeUInt32LE(REC_MAGIC, 0);
   buf.writeUInt32LE(type, 4);
-  buf.writeUInt32LE(buf.length - REC_HEADER, 8);
-  buf.writeUInt32LE(crc32(buf.subarray(REC_HEADER)), 12);
+  buf.writeUInt32LE(size, 8);
+  buf.writeUInt32LE(payloadCrc, 12);
   buf.writeUInt32LE(crc32(buf.subarray(0, 16)), 16);
   return buf;
 }

@@ -6,10 +6,29 @@
 import { closeSync, fdatasync as fdatasyncCallback, fdatasyncSync, fsyncSync, ftruncateSync } from "node:fs";
 import { LeaseError } from "../../errors.js";
 import { writeAll } from "./durable-fs.mjs";
-import { JOURNAL_STEP, record, SEAL } from "./format.mjs";
+import { crc32, JOURNAL_STEP, REC_HEADER, record, recordHeader, SEAL } from "./format.mjs";
 
 // The longest fsync that may run on the event loop (LiveJournal.#sync).
 const LOOP_SYNC_MAX_MS = 2;
+
+// A round of records larger than this is appended in parts of about this
+// many bytes, one part per turn of the event loop, before its fsync: the
+// record of a revoke of 100k keys is megabytes (18.8 MB), whose checksum
+// and write in one go held every other client (issue 31). A part is a few
+// milliseconds of writing (page cache), so that the round's fsync does not
+// wait behind many turns of other work either.
+const APPEND_STEP = 4 << 20;
+// Checksumming is cheaper than writing: a part checksums this many times
+// the bytes it would write.
+const CRC_PER_WRITE = 4;
+
+// A record as the buffers that go to the file: a framed record as it is,
+// a `{ type, payload }` one with its header made now.
+function framed(rec) {
+  return rec instanceof Uint8Array ? rec : Buffer.concat([recordHeader(rec.type, rec.payload.length, crc32(rec.payload)), rec.payload]);
+}
+
+const sizeOf = (rec) => (rec instanceof Uint8Array ? rec.length : REC_HEADER + rec.payload.length);
 
 export class LiveJournal {
   #fd;
@@ -35,8 +54,11 @@ export class LiveJournal {
   #written = 0; // bytes appended since open
   // Records written and not yet appended (this turn's), and who waits.
   #pending = [];
+  #pendingBytes = 0;
   #waiting = [];
   #retired = [];
+  // A round being appended in parts (#syncInSteps), or null.
+  #steps = null;
 
   /** journal-<gen>, open on `fd`, whose records (all durable) end at `bytes`. */
   constructor(fd, gen, bytes, { groupCommit = false, loopSyncMaxMs = LOOP_SYNC_MAX_MS, onSync = null } = {}) {
@@ -78,11 +100,14 @@ export class LiveJournal {
 
   /**
    * Appends `rec` and syncs; with groupCommit, queues it and returns a
-   * promise that resolves once an fsync has covered it.
+   * promise that resolves once an fsync has covered it. `rec`: a framed
+   * record, or `{ type, payload }`, framed as it is written (a payload the
+   * caller no longer changes: it is kept, not copied).
    */
   write(rec) {
-    if (!this.#group) return this.#append(rec);
+    if (!this.#group) return this.#append(framed(rec));
     this.#pending.push(rec);
+    this.#pendingBytes += sizeOf(rec);
     return this.#nextRound();
   }
 
@@ -121,6 +146,7 @@ export class LiveJournal {
   // stall the loop (keepalives, reads, the expiry timer), so after a sync
   // slower than loopSyncMaxMs they all go to the pool until one is fast again.
   #sync() {
+    if (this.#pendingBytes > APPEND_STEP) return this.#syncInSteps();
     if (!this.#appendPending()) return;
     const round = this.#waiting;
     this.#waiting = [];
@@ -144,6 +170,116 @@ export class LiveJournal {
       this.#timed(start);
       this.#synced(round, err, covers);
     });
+  }
+
+  // #sync for a large round: its records checksummed and appended a part
+  // per turn (other clients are served in between), then one fsync as any
+  // round. A crash meanwhile leaves what a write cut short leaves: a torn
+  // tail (nothing of the round was acknowledged).
+  #syncInSteps() {
+    const job = { recs: this.#pending, i: 0, crcOff: 0, crc: 0, off: 0, start: this.#bytes, pos: this.#bytes, round: this.#waiting };
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.#waiting = [];
+    this.#lastRound = job.round.length;
+    this.#syncing = true;
+    this.#steps = job;
+    const step = () => {
+      if (this.#steps !== job) return; // finished meanwhile (seal, close)
+      if (!this.#stepAppend(job, APPEND_STEP)) return;
+      if (job.i < job.recs.length) return void setImmediate(step);
+      this.#steps = null;
+      const start = performance.now();
+      const covers = { gen: this.#gen, bytes: this.#bytes };
+      fdatasyncCallback(this.#fd, (err) => {
+        this.#syncing = false;
+        this.#timed(start);
+        this.#synced(job.round, err, covers);
+      });
+    };
+    step();
+  }
+
+  // Appends about `budget` bytes more of a stepped round (all of it once
+  // its records are all written: the headers too); false if it failed,
+  // which fails the store as a failed append does.
+  #stepAppend(job, budget) {
+    try {
+      this.#reserve(job.start + job.recs.reduce((n, r) => n + sizeOf(r), 0));
+      while (job.i < job.recs.length && budget > 0) {
+        const rec = job.recs[job.i];
+        if (rec instanceof Uint8Array) {
+          writeAll(this.#fd, rec, job.pos);
+          job.pos += rec.length;
+          budget -= rec.length;
+          job.i++;
+          continue;
+        }
+        // Its checksum first, in parts, then its header (so a crash midway
+        // leaves a whole header before a payload with zero blocks: a torn
+        // tail, as a write cut short), then the payload, in parts.
+        if (job.crcOff < rec.payload.length) {
+          const part = rec.payload.subarray(job.crcOff, job.crcOff + budget * CRC_PER_WRITE);
+          job.crc = crc32(part, job.crc);
+          job.crcOff += part.length;
+          budget -= Math.ceil(part.length / CRC_PER_WRITE);
+          continue;
+        }
+        if (job.off === 0) {
+          writeAll(this.#fd, recordHeader(rec.type, rec.payload.length, job.crc), job.pos);
+          job.pos += REC_HEADER;
+        }
+        const part = rec.payload.subarray(job.off, job.off + budget);
+        writeAll(this.#fd, part, job.pos);
+        job.pos += part.length;
+        job.off += part.length;
+        budget -= part.length;
+        if (job.off === rec.payload.length) {
+          job.off = 0;
+          job.crcOff = 0;
+          job.crc = 0;
+          job.i++;
+        }
+      }
+      if (job.i < job.recs.length) return true;
+      this.#written += job.pos - job.start;
+      this.#bytes = job.pos;
+      return true;
+    } catch (e) {
+      this.#steps = null;
+      this.#syncing = false;
+      try {
+        ftruncateSync(this.#fd, job.start);
+        this.#allocated = job.start;
+        fsyncSync(this.#fd);
+      } catch {
+        // (broken below either way)
+      }
+      this.#broken ??= e;
+      for (const w of [...job.round, ...this.#waiting.splice(0)]) w.reject(e);
+      return false;
+    }
+  }
+
+  // A stepped round still being appended is finished now, synchronously,
+  // and made durable (before the journal is sealed or closed); false if
+  // that failed.
+  #finishSteps() {
+    const job = this.#steps;
+    if (job === null) return true;
+    if (!this.#stepAppend(job, Infinity)) return false;
+    this.#steps = null;
+    this.#syncing = false;
+    try {
+      this.#syncNow();
+    } catch (e) {
+      this.#broken ??= e;
+      for (const w of job.round) w.reject(e);
+      return false;
+    }
+    this.#durableBytes = this.#bytes;
+    for (const w of job.round) w.resolve();
+    return true;
   }
 
   // The journal synced on the event loop, its time told to onSync.
@@ -184,6 +320,7 @@ export class LiveJournal {
   // The records appended but not yet covered by an fsync are made durable
   // now, synchronously (before the journal is sealed or closed).
   #syncWaiting() {
+    this.#finishSteps();
     if (this.#waiting.length === 0 || !this.#appendPending()) return;
     const round = this.#waiting.splice(0);
     this.#lastRound = round.length;
@@ -203,8 +340,9 @@ export class LiveJournal {
   // and every write waiting; returns whether they were appended.
   #appendPending() {
     if (this.#pending.length === 0) return true;
-    const recs = this.#pending.length === 1 ? this.#pending[0] : Buffer.concat(this.#pending);
+    const recs = this.#pending.length === 1 ? framed(this.#pending[0]) : Buffer.concat(this.#pending.map(framed));
     this.#pending = [];
+    this.#pendingBytes = 0;
     try {
       this.#append(recs, false);
       return true;
@@ -217,13 +355,7 @@ export class LiveJournal {
 
   #append(rec, sync = true) {
     try {
-      const end = this.#bytes + rec.length;
-      if (end > this.#allocated) {
-        // The next sync covers the new size (fdatasync syncs a size change).
-        const size = Math.ceil((end + 1) / JOURNAL_STEP) * JOURNAL_STEP;
-        ftruncateSync(this.#fd, size);
-        this.#allocated = size;
-      }
+      this.#reserve(this.#bytes + rec.length);
       writeAll(this.#fd, rec, this.#bytes);
       this.#written += rec.length;
       if (sync) this.#syncNow();
@@ -245,6 +377,15 @@ export class LiveJournal {
     if (sync) this.#durableBytes = this.#bytes;
   }
 
+  // The file extended to hold records up to `end`, and a reserve after
+  // them. The next sync covers the new size (fdatasync syncs a size change).
+  #reserve(end) {
+    if (end <= this.#allocated) return;
+    const size = Math.ceil((end + 1) / JOURNAL_STEP) * JOURNAL_STEP;
+    ftruncateSync(this.#fd, size);
+    this.#allocated = size;
+  }
+
   // Gives back the space reserved after the records. Best effort: zeros
   // after the records (or a SEAL) read as the journal's end.
   #trim() {
@@ -262,7 +403,7 @@ export class LiveJournal {
    * it), then trims it; throws, having sealed nothing, if that fails.
    */
   seal() {
-    if (!this.#appendPending()) throw this.#broken;
+    if (!this.#finishSteps() || !this.#appendPending()) throw this.#broken;
     this.#append(record(SEAL, 0));
     for (const w of this.#waiting.splice(0)) w.resolve();
     this.#trim(); // the sealed journal then ends at its SEAL

@@ -7,7 +7,7 @@ import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, 
 import { join } from "node:path";
 import { isBatch } from "../codec.js";
 import { LeaseError } from "../errors.js";
-import { compactionDue, startGeneration, writeSnapshot } from "./file/compaction.mjs";
+import { compactionDue, prepareGeneration, startGeneration, writeSnapshot } from "./file/compaction.mjs";
 import { createFile, fsyncDir } from "./file/durable-fs.mjs";
 import { BATCH, batchRecord, FILE_HEADER, fileHeader, gens, JOURNAL } from "./file/format.mjs";
 import { handOver } from "./file/hand-over.mjs";
@@ -36,6 +36,11 @@ export class FileStore {
   #closed = false;
   // The snapshot writes in progress (a promise), or null.
   #compacting = null;
+  // The next journal being made ahead (a promise), or null; and the
+  // generation of the one made, until a compaction takes it.
+  #preparing = null;
+  #prepared = 0;
+  #released = false;
 
   /**
    * Opens (creating if needed) the store in `dir` and takes its lock,
@@ -58,9 +63,15 @@ export class FileStore {
       this.#open(options);
     } catch (e) {
       this.#closeHanding();
-      releaseLock(this.#lock);
+      this.#release();
       throw e;
     }
+  }
+
+  #release() {
+    if (this.#released) return;
+    this.#released = true;
+    releaseLock(this.#lock);
   }
 
   #open(options) {
@@ -226,7 +237,8 @@ export class FileStore {
       this.#dropOpened();
       if (typeof entries?.[Symbol.iterator] !== "function") throw new TypeError("compact(entries): entries must be an array or an iterable");
       list = entries;
-      startGeneration(this.#dir, this.#journal, gen);
+      startGeneration(this.#dir, this.#journal, gen, { prepared: this.#prepared === gen });
+      this.#prepared = 0;
     } catch (e) {
       return Promise.reject(e);
     }
@@ -245,7 +257,7 @@ export class FileStore {
       .then(() => writeSnapshot(this.#dir, gen, list, steps))
       .finally(() => {
         if (this.#compacting === run) this.#compacting = null;
-        if (this.#closed && this.#compacting === null) releaseLock(this.#lock);
+        if (this.#closed && this.#compacting === null && this.#preparing === null) this.#release();
       });
     this.#compacting = run;
     return run;
@@ -266,10 +278,31 @@ export class FileStore {
       compactFactor: this.#compactFactor,
       maxJournalBytes: this.#maxJournalBytes,
     });
-    if (!force && (this.#compacting || !due)) return false;
+    if (!force && (this.#compacting || this.#preparing || !due)) return false;
+    await this.#prepare();
     // Read as it is written: a large snapshot does not stop the server.
     await this.compact(typeof lessor.snapshotEntries === "function" ? lessor.snapshotEntries() : lessor.snapshot());
     return true;
+  }
+
+  // Makes the next journal off the event loop, so that the compaction's
+  // switch to it does not create and sync a file on the loop. Best effort:
+  // on failure compact() creates it as before.
+  async #prepare() {
+    const gen = this.#journal.gen + 1;
+    if (this.#prepared === gen || this.#preparing || this.#closed) return;
+    const stillNext = () => !this.#closed && this.#journal.gen + 1 === gen;
+    const run = prepareGeneration(this.#dir, gen, stillNext)
+      .then((placed) => {
+        if (placed && stillNext()) this.#prepared = gen;
+      })
+      .catch(() => {})
+      .finally(() => {
+        this.#preparing = null;
+        if (this.#closed && this.#compacting === null) this.#release();
+      });
+    this.#preparing = run;
+    await run;
   }
 
   /**
@@ -278,13 +311,14 @@ export class FileStore {
    * stopped (the store it leaves restores to the same data).
    */
   close() {
-    if (this.#closed) return this.#compacting ?? Promise.resolve();
+    const busy = () => [this.#compacting, this.#preparing].filter(Boolean).map((p) => p.catch(() => {}));
+    if (this.#closed) return Promise.all(busy()).then(() => {});
     this.#closed = true;
     this.#opened = null;
     this.#closeHanding();
     this.#journal.close();
-    if (this.#compacting) return this.#compacting.catch(() => {});
-    releaseLock(this.#lock);
+    if (this.#compacting || this.#preparing) return Promise.all(busy()).then(() => {});
+    this.#release();
     return Promise.resolve();
   }
 

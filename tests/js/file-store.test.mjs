@@ -633,6 +633,77 @@ test("compaction yields to the event loop, and writes made meanwhile survive", a
   b.store.close();
 });
 
+test("compactFrom: the next journal is made off the event loop, so the switch to it syncs no file on the loop; the snapshot is synced as it is written", async (t) => {
+  const dir = tempDir(t);
+  // fsyncSync is what creating a file whole on the loop takes (the file,
+  // then its directory): the event loop waits for the disk meanwhile.
+  const realFsync = fs.fsyncSync;
+  const onLoop = [];
+  fs.fsyncSync = (fd) => (onLoop.push(fd), realFsync(fd));
+  syncBuiltinESMExports();
+  // The snapshot's syncs while it is written (FileHandle.datasync, off the loop).
+  const probe = await fsp.open(join(dir, "probe"), "w");
+  const FileHandle = Object.getPrototypeOf(probe);
+  await probe.close();
+  unlinkSync(join(dir, "probe"));
+  const realDatasync = FileHandle.datasync;
+  let datasyncs = 0;
+  FileHandle.datasync = function () {
+    datasyncs++;
+    return realDatasync.call(this);
+  };
+  t.after(() => {
+    fs.fsyncSync = realFsync;
+    syncBuiltinESMExports();
+    FileHandle.datasync = realDatasync;
+  });
+  const a = open(dir, undefined, { groupCommit: true });
+  const value = new Uint8Array(16 << 10).fill(3);
+  for (let i = 0; i < 640; i++) a.lessor.put(`k${i}`, value); // 10 MiB: more than one of the snapshot's syncs
+  await a.lessor.flush();
+  const gen = a.store.generation;
+  onLoop.length = 0;
+  const running = a.store.compactFrom(a.lessor, { force: true });
+  let writes = 0;
+  let done = false;
+  running.then(() => (done = true));
+  while (!done) {
+    a.lessor.put(`during${writes++}`, "x");
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.equal(await running, true);
+  assert.equal(a.store.generation, gen + 1);
+  assert.deepEqual(onLoop, [], "files created and synced on the event loop during the compaction");
+  // ~10 MiB of snapshot: synced at least twice before its last sync.
+  assert.ok(datasyncs >= 2, `the snapshot was synced ${datasyncs} times as it was written`);
+  await a.lessor.flush();
+  const want = state(a.lessor);
+  await a.store.close();
+  a.lessor.close();
+  assert.deepEqual(readdirSync(dir).filter((n) => /^(journal|snapshot)-/.test(n)).sort(), [`journal-${gen + 1}`, `snapshot-${gen + 1}`]);
+  const b = open(dir);
+  assert.deepEqual(state(b.lessor), want);
+  await b.store.close();
+  b.lessor.close();
+});
+
+test("close() while the next journal is being made releases the lock once that is done; the store reopens with every write", async (t) => {
+  const dir = tempDir(t);
+  const a = open(dir, undefined, { groupCommit: true });
+  for (let i = 0; i < 100; i++) a.lessor.put(`k${i}`, "v");
+  await a.lessor.flush();
+  const running = a.store.compactFrom(a.lessor, { force: true });
+  const want = state(a.lessor);
+  await a.store.close();
+  // The compaction gives up (the store closed) or finishes; either way the data is there.
+  await running.catch((e) => assert.equal(e.code, "Closed"));
+  a.lessor.close();
+  const b = open(dir);
+  assert.deepEqual(state(b.lessor), want);
+  await b.store.close();
+  b.lessor.close();
+});
+
 test("compactFrom reads the lessor in steps: changes made meanwhile before and after where it has got to all survive", async (t) => {
   const dir = tempDir(t);
   const clock = { t: T0 };

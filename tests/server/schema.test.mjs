@@ -43,3 +43,36 @@ test("encodedSize is the size proto3 puts on the wire: no field at its default b
   // A 64-bit id past 2^53, as a decimal string: a 10-byte varint for a negative one.
   assert.equal(size("etcdserverpb.LeaseRevokeRequest", { ID: "-1" }), 1 + 10);
 });
+
+test("the gRPC server's codecs are generated ahead, a few types per turn, and encode and decode as those made on first use do", async () => {
+  const { loadRoot } = await import("../../etcd/proto/load.mjs");
+  const { prepareCodecs } = await import("../../server/grpc.mjs");
+  const ahead = loadRoot();
+  const lazy = loadRoot();
+  // protobufjs makes a type's codec on its first use (an own `decode`
+  // then replaces the prototype's setup stub): none is made yet.
+  const types = (root) => {
+    const out = [];
+    const walk = (ns) => ns.nestedArray?.forEach((o) => (o.fieldsArray && out.push(o), walk(o)));
+    walk(root);
+    return out;
+  };
+  assert.ok(types(ahead).every((T) => !Object.hasOwn(T, "decode")));
+  let turns = 0;
+  let counting = true;
+  const count = () => counting && (turns++, setImmediate(count));
+  setImmediate(count);
+  await prepareCodecs(ahead);
+  counting = false;
+  const missing = types(ahead).filter((T) => !Object.hasOwn(T, "decode") || !Object.hasOwn(T, "encode")).map((T) => T.fullName);
+  assert.deepEqual(missing, []);
+  assert.ok(turns >= 2, `other work got ${turns} turns while the codecs were made`);
+  // The same bytes and objects as codecs made on first use.
+  const enc = new TextEncoder();
+  const txn = { compare: [{ key: enc.encode("k"), target: 1, create_revision: 0 }], success: [{ request_put: { key: enc.encode("k"), value: enc.encode("v"), lease: 7 } }, { request_range: { key: enc.encode("k/"), range_end: enc.encode("k0"), limit: 1, sort_target: 1 } }] };
+  const A = ahead.lookupType("etcdserverpb.TxnRequest");
+  const L = lazy.lookupType("etcdserverpb.TxnRequest");
+  const a = A.encode(A.fromObject(txn)).finish();
+  assert.deepEqual([...a], [...L.encode(L.fromObject(txn)).finish()]);
+  assert.deepEqual(A.toObject(A.decode(a), { longs: String, enums: String }), L.toObject(L.decode(a), { longs: String, enums: String }));
+});

@@ -3,7 +3,7 @@
 // unlinks.
 
 import { closeSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
-import { open as openAsync } from "node:fs/promises";
+import { open as openAsync, unlink as unlinkAsync } from "node:fs/promises";
 import { join } from "node:path";
 
 export function fsyncDir(dir) {
@@ -57,4 +57,27 @@ export function createFile(dir, name, buf) {
   }
   renameSync(tmp, join(dir, name));
   fsyncDir(dir);
+}
+
+/**
+ * Writes `tmp` whole off the event loop (write, fsync), then, if `place()`
+ * still says so, renames it to `name` (on the loop, so that the check and
+ * the rename are one step) and fsyncs the directory; returns whether it did.
+ * Otherwise the temp file is removed.
+ */
+export async function createFileAsync(dir, tmp, name, buf, place = () => true) {
+  const fh = await openAsync(join(dir, tmp), "w");
+  try {
+    await fh.write(buf, 0, buf.length, 0);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  if (!place()) {
+    await unlinkAsync(join(dir, tmp)).catch(() => {});
+    return false;
+  }
+  renameSync(join(dir, tmp), join(dir, name));
+  await fsyncDirAsync(dir);
+  return true;
 }

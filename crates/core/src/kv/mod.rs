@@ -297,11 +297,15 @@ impl Keyspace {
     /// The keys after `after` (all with None) in key order, live or with
     /// history: each with its live entry and its superseded versions as
     /// (revision, sub-revision, entry or None), oldest first (those the
-    /// compaction point left unreadable left out, swept or not).
+    /// compaction point left unreadable left out, swept or not). `resume`
+    /// (key, revision, sub-revision): that key's versions start after that
+    /// one, found by binary search (a snapshot resuming inside one key's
+    /// long history).
     #[allow(clippy::type_complexity)]
     pub fn keys_after<'a>(
         &'a self,
         after: Option<&[u8]>,
+        resume: Option<(Key, i64, u32)>,
     ) -> impl Iterator<
         Item = (
             &'a Key,
@@ -313,9 +317,13 @@ impl Keyspace {
         let from = after.map_or(Unbounded, Excluded);
         self.index
             .range::<[u8], _>((from, Unbounded))
-            .map(|(k, past)| {
-                let stale = self.droppable(k, past);
-                let versions = past[stale..]
+            .map(move |(k, past)| {
+                let mut start = self.droppable(k, past);
+                if let Some((_, rev, sub)) = resume.as_ref().filter(|r| r.0 == *k) {
+                    let done = past.partition_point(|v| (v.revision, v.sub) <= (*rev, *sub));
+                    start = start.max(done);
+                }
+                let versions = past[start..]
                     .iter()
                     .map(|v| (v.revision, v.sub, v.entry.as_ref()));
                 (k, self.live.get(&**k), versions)

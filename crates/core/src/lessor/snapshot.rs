@@ -149,6 +149,7 @@ impl Lessor {
             leases: self.leases.iter().map(|(id, _)| id).collect(),
             at: 0,
             after: None,
+            part: None,
         }
     }
 
@@ -205,17 +206,38 @@ impl Lessor {
                     }
                 }
                 Stage::Keys => {
-                    let mut keys = self.kv.keys_after(c.after.as_deref());
-                    while out.len() < end {
+                    let mut keys = self.kv.keys_after(c.after.as_deref(), c.part.clone());
+                    'keys: while out.len() < end {
                         let Some((k, live, versions)) = keys.next() else {
                             c.stage = Stage::Compacted;
                             break;
                         };
-                        if let Some(e) = live.filter(|e| kept(e.lease)) {
-                            out.push((codec::key_key(k), codec::encode_entry(e)));
+                        // A key the last step stopped inside: only its
+                        // versions after the last one given (a key created
+                        // before it meanwhile comes first, whole).
+                        let from = match c.part.take() {
+                            Some((pk, rev, sub)) if pk == *k => Some((rev, sub)),
+                            Some(p) if *p.0 > **k => {
+                                c.part = Some(p);
+                                None
+                            }
+                            _ => None,
+                        };
+                        let mut last = from.unwrap_or((i64::MIN, 0));
+                        if from.is_none() {
+                            if let Some(e) = live.filter(|e| kept(e.lease)) {
+                                out.push((codec::key_key(k), codec::encode_entry(e)));
+                            }
                         }
+                        // A key's versions are split over steps too: one
+                        // key changed a million times is not one step.
                         for (rev, sub, e) in versions {
+                            if out.len() >= end {
+                                c.part = Some((k.clone(), last.0, last.1));
+                                break 'keys;
+                            }
                             out.push((codec::old_key(rev, sub, k), codec::encode_old(e)));
+                            last = (rev, sub);
                         }
                         c.after = Some(k.clone());
                     }
@@ -277,6 +299,9 @@ pub struct SnapshotCursor {
     at: usize,
     /// The last key done.
     after: Option<Key>,
+    /// The key after it, if a step stopped inside its versions, and the
+    /// last version given (revision, sub-revision; `i64::MIN`: none yet).
+    part: Option<(Key, i64, u32)>,
 }
 
 #[derive(Clone, Copy)]

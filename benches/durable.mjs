@@ -23,6 +23,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { fillNamespace } from "./wakeup.mjs";
 
 const CLIENTS = 32;
 const TXN_OPS = 128;
@@ -65,32 +66,6 @@ function workerdRss() {
   return total;
 }
 
-/** `n` grants from CLIENTS clients, then a key per lease, TXN_OPS to a Txn. */
-async function fillLeases(url, n, deadline) {
-  const ids = new Array(n);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      for (let i = next++; i < n; i = next++) {
-        if (Date.now() > deadline) throw new Error(`fill: ${i} of ${n} leases granted before the time bound`);
-        ids[i] = (await post(url, "/v3/lease/grant", { TTL: 3600 })).ID;
-      }
-    }),
-  );
-  let batch = 0;
-  const batches = Math.ceil(n / TXN_OPS);
-  await Promise.all(
-    Array.from({ length: 8 }, async () => {
-      for (let b = batch++; b < batches; b = batch++) {
-        if (Date.now() > deadline) throw new Error(`fill: keys of ${b * TXN_OPS} of ${n} leases put before the time bound`);
-        const success = [];
-        for (let i = b * TXN_OPS; i < Math.min(n, (b + 1) * TXN_OPS); i++) success.push({ request_put: { key: b64(`w/${i}`), value: b64("x"), lease: ids[i] } });
-        await post(url, "/v3/kv/txn", { success });
-      }
-    }),
-  );
-}
-
 /** ms to the first answer of a one-key range on `url`, checked. */
 async function firstAnswer(url) {
   const t0 = performance.now();
@@ -113,7 +88,7 @@ export async function durableWakeUp({ quick = false } = {}) {
     const origin = (await mf.ready).origin;
     const url = `${origin}/n/wake`;
     const t0 = performance.now();
-    await fillLeases(url, leases, Date.now() + (quick ? 60_000 : 900_000));
+    await fillNamespace(url, leases, { maxMs: quick ? 60_000 : 900_000 });
     const fillSeconds = (performance.now() - t0) / 1000;
     const status = await post(url, "/v3/maintenance/status", {});
     // Evicted object, runtime up; an empty namespace's the same way as the baseline.

@@ -78,7 +78,8 @@ export async function restoreStages({ n = 100_000, runs = 7 } = {}) {
 }
 
 async function post(url, path, body) {
-  const r = await fetch(url + path, { method: "POST", body: JSON.stringify(body) });
+  // Bounded: a runtime that died leaves a fetch hanging otherwise.
+  const r = await fetch(url + path, { method: "POST", body: JSON.stringify(body), signal: AbortSignal.timeout(60_000) });
   const text = await r.text();
   if (r.status !== 200) throw new Error(`${path}: ${r.status} ${text.slice(0, 200)}`);
   return JSON.parse(text);

@@ -63,10 +63,11 @@ async function server() {
   serve({
     url: () => grpc.url,
     // gc first for the baseline and the after (not at the peaks).
-    stats: (gc) => {
+    stats: async (gc) => {
       if (gc) globalThis.gc();
       const h = h2Stats();
-      return { module: h.memory, live: h.live ?? 0, failures: h.failures };
+      if (process.env.H2DEBUG) console.error(JSON.stringify((await import("../server/h2.mjs")).h2Debug()));
+      return { module: h.memory, live: h.live ?? 0, kept: h.kept, engine: lessor.memoryBytes(), heap: process.memoryUsage().heapUsed, ab: process.memoryUsage().arrayBuffers, failures: h.failures };
     },
   });
 }
@@ -146,6 +147,7 @@ async function client() {
   });
 }
 
+const maxOf = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, Math.max(a[k], b[k])]));
 const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 
 async function main() {
@@ -160,13 +162,14 @@ async function main() {
       if (name === "replay") await toClient("history");
       await sleep(500);
       const before = await sample(true);
+      if (process.env.H2DEBUG) globalThis.smapsBefore = (await import("/tmp/smaps.mjs")).smaps(srv.pid);
       let peak = before;
       let sampling = true;
       // Peaks: every 100 ms while the attack goes on (no gc).
       const peaks = (async () => {
         while (sampling) {
           const s = await sample(false);
-          peak = { rss: Math.max(peak.rss, s.rss), module: Math.max(peak.module, s.module), live: Math.max(peak.live, s.live) };
+          peak = maxOf(peak, s);
           await sleep(100);
         }
       })();
@@ -175,14 +178,16 @@ async function main() {
       sampling = false;
       await peaks;
       const during = await sample(false);
-      peak = { rss: Math.max(peak.rss, during.rss), module: Math.max(peak.module, during.module), live: Math.max(peak.live, during.live) };
+      peak = maxOf(peak, during);
       await toClient("leave");
       // Bounded: until the module holds what it did before, or 5 s.
       for (let i = 0; i < 50 && (await sample(false)).live > before.live + MiB; i++) await sleep(100);
       await sleep(1000);
+      if (process.env.SETTLE) for (let i = 0; i < +process.env.SETTLE; i++) { await sleep(1000); console.error("settle", i, mib(rss(srv.pid))); }
       const after = await sample(true);
+      if (process.env.H2DEBUG) console.error("before", JSON.stringify(globalThis.smapsBefore), "after", JSON.stringify((await import("/tmp/smaps.mjs")).smaps(srv.pid)));
       const victim = await toClient("finish");
-      const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live) });
+      const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live), keptMiB: mib(s.kept), engineMiB: mib(s.engine), heapMiB: mib(s.heap), abMiB: mib(s.ab) });
       console.log(
         JSON.stringify({
           attack: name,

@@ -25,6 +25,23 @@ const SLOW_SLICE_MS = 1;
 
 const EV_CALL = 1, EV_MESSAGE = 2, EV_END = 3, EV_CANCEL = 4, EV_TOO_LARGE = 5, EV_DRAIN = 6, EV_CLOSED = 7;
 
+// What h2_send_part says became of a message (crates/h2's Sent): past SENT the
+// module's call is blocked (its requests wait too) until a Drain event;
+// KEPT: the module did not take it.
+const GONE = 0, SENT = 1, FULL = 2, OVER = 3, KEPT = 4;
+// A call's sender waits once this many of its messages, or this many bytes
+// of its connection's, wait for the client: etcd's watch stream buffers 128
+// responses. The module holds 1 MiB of a connection's (its MODULE_BYTES);
+// the rest wait here, in memory that is given back once they go (the
+// module's never shrinks).
+const HIGH_WATER_MESSAGES = 128;
+const HIGH_WATER_BYTES = 16 * 2 ** 20;
+// A message longer than this goes to the module in parts of it, as the
+// module drains (a catch-up's one response can be many MiB).
+const PART = 256 * 1024;
+// h2_send_part's "the next part of the message".
+const NEXT_PART = 0xffffffff;
+
 let compiled = null;
 let current = null;
 let failures = 0;
@@ -37,29 +54,38 @@ let failures = 0;
 // what it holds.
 let memoryHigh = 2 ** 31;
 let guarding = false;
+// The same for the messages connections keep outside the module: each holds
+// at most HIGH_WATER_BYTES and a message, and many together at most this.
+let keptHigh = 2 ** 31;
+let kept = 0;
 
-/** Sets the memory guard's bound, in bytes (tests lower it). */
-export function setH2MemoryHigh(bytes) {
+/** Sets the memory guard's bounds, in bytes (tests lower them). */
+export function setH2MemoryHigh(bytes, keptBytes = keptHigh) {
   memoryHigh = bytes;
+  keptHigh = keptBytes;
 }
 
 const MiB = (n) => (n / 2 ** 20).toFixed(1);
 
 // Closes the connections holding most, while the module holds more than
-// memoryHigh (each close frees its buffers at once).
+// memoryHigh or the connections keep more than keptHigh outside it (each
+// close frees its buffers at once).
 function guard(inst) {
   if (guarding || inst.failed || !inst.x.h2_live_bytes) return;
   guarding = true;
   try {
-    for (let live = inst.x.h2_live_bytes() >>> 0; live > memoryHigh; live = inst.x.h2_live_bytes() >>> 0) {
+    const live = () => inst.x.h2_live_bytes() >>> 0;
+    for (let module = live(); module > memoryHigh || kept > keptHigh; module = live()) {
+      const inModule = module > memoryHigh;
       let worst = null;
       let most = 0;
       for (const s of inst.sessions) {
-        const held = s.held();
+        const held = inModule ? s.held() : s.kept;
         if (held > most) [worst, most] = [s, held];
       }
       if (!worst) return;
-      console.error(`edge-lease: the HTTP/2 module holds ${MiB(live)} MiB, past ${MiB(memoryHigh)}: closing the connection that holds most (${MiB(most)} MiB)`);
+      const what = inModule ? `the HTTP/2 module holds ${MiB(module)} MiB, past ${MiB(memoryHigh)}` : `HTTP/2 connections keep ${MiB(kept)} MiB of answers, past ${MiB(keptHigh)}`;
+      console.error(`edge-lease: ${what}: closing the connection that holds most (${MiB(most)} MiB)`);
       worst.calm();
     }
   } catch (e) {
@@ -133,7 +159,8 @@ function fail(inst, e) {
  * The shared module's state (tests read it): `memory`, its linear memory's
  * size in bytes (wasm memory grows and never shrinks); `live`, the bytes
  * its allocator has handed out and not had back (null where the build does
- * not count them); `connections`; `failures`, instances that trapped.
+ * not count them); `connections`; `kept`, the bytes of answers connections
+ * keep outside it for their clients; `failures`, instances that trapped.
  */
 export function h2Stats() {
   const ok = current && !current.failed;
@@ -141,11 +168,19 @@ export function h2Stats() {
     memory: current?.memory.buffer.byteLength ?? 0,
     live: ok && current.x.h2_live_bytes ? current.x.h2_live_bytes() >>> 0 : null,
     connections: ok ? current.sessions.size : 0,
+    kept,
     failures,
   };
 }
 
 const encoder = new TextEncoder();
+
+// The bytes of kept parts [from, to).
+const bytesOf = (kept, from, to) => {
+  let n = 0;
+  for (let i = from; i < to; i++) n += kept[i][0].length;
+  return n;
+};
 
 // Copies `bytes` into the module's scratch buffer; returns their length.
 // (Pointers the module returns are i32, signed in JS: `>>> 0` makes one past
@@ -207,13 +242,19 @@ export class H2Call {
      * counted here.
      */
     this.counts = null;
+    // Messages the module may not hold yet (it said FULL or OVER): they go
+    // to it at its Drain, in order, and so does the call's end (`last`).
+    this.kept = null;
+    this.last = null;
+    // send() said wait: onDrain is owed once the kept messages went.
+    this.told = false;
   }
 
   /** Queues a response message; false if the caller should wait for onDrain. */
   send(bytes) {
     if (this.done) return false;
     this.#sent(bytes);
-    return this.session.command((x, mem) => x.h2_send(this.session.handle, this.id, toScratch(x, mem, bytes)) === 1, false);
+    return this.#queue(bytes);
   }
 
   /**
@@ -221,21 +262,118 @@ export class H2Call {
    * onDrain follows (as after send() said false).
    */
   room() {
-    if (this.done) return 0;
-    return this.session.command((x) => x.h2_room(this.session.handle, this.id) >>> 0, 0);
+    if (this.done || this.told) return 0;
+    const s = this.session;
+    // (0 from the module: it blocked the call, and says Drain later.)
+    const module = this.kept ? null : s.command((x) => x.h2_room(s.handle, this.id) >>> 0, 0);
+    if (module === 0) {
+      this.told = true;
+      return 0;
+    }
+    const room = HIGH_WATER_BYTES - s.kept - s.command((x) => x.h2_waiting(s.handle) >>> 0, HIGH_WATER_BYTES);
+    if (room > 0) return room;
+    if (this.kept) {
+      // (A call with messages kept is blocked in the module.)
+      this.told = true;
+      return 0;
+    }
+    // Other calls keep the connection's bytes: one message, then wait.
+    return 1;
   }
 
   /** Answers with one message and status OK (a unary call's answer). */
   reply(bytes) {
     if (!this.#end(0)) return;
     this.#sent(bytes);
+    if (this.kept || bytes.length > PART) {
+      this.#queue(bytes);
+      return this.#last((x, mem) => x.h2_finish(this.session.handle, this.id, 0, 0));
+    }
     this.session.command((x, mem) => x.h2_reply(this.session.handle, this.id, toScratch(x, mem, bytes)));
   }
 
   /** Ends the call with a gRPC status once what it queued is sent. */
   finish(code, message = "") {
     if (!this.#end(code)) return;
-    this.session.command((x, mem) => x.h2_finish(this.session.handle, this.id, code, textToScratch(x, mem, message)));
+    this.#last((x, mem) => x.h2_finish(this.session.handle, this.id, code, textToScratch(x, mem, message)));
+  }
+
+  // The call's end goes to the module after its kept messages.
+  #last(fn) {
+    if (this.kept) this.last = fn;
+    else this.session.command(fn);
+  }
+
+  // Gives the module `bytes`, in parts if long, as far as it takes them;
+  // keeps the rest. False if the sender should wait for onDrain.
+  #queue(bytes) {
+    const parts = [];
+    for (let at = 0; at < bytes.length || at === 0; at += PART) parts.push(bytes.subarray(at, at + PART));
+    let at = 0;
+    if (!this.kept) {
+      for (; at < parts.length; at++) {
+        const sent = this.#give(parts[at], at === 0 ? bytes.length : NEXT_PART);
+        if (sent === SENT) continue;
+        if (sent === GONE) return false;
+        this.#holding([]);
+        if (sent === FULL) this.told = true;
+        if (sent !== KEPT) at++;
+        break;
+      }
+    }
+    if (at === parts.length) return !this.told;
+    for (let i = at; i < parts.length; i++) {
+      this.kept.push([parts[i], i === 0 ? bytes.length : NEXT_PART]);
+      this.session.keep(parts[i].length);
+    }
+    if (this.kept.length >= HIGH_WATER_MESSAGES || this.session.kept >= HIGH_WATER_BYTES) this.told = true;
+    return !this.told;
+  }
+
+  #give(part, message) {
+    return this.session.command((x, mem) => x.h2_send_part(this.session.handle, this.id, toScratch(x, mem, part), message), GONE);
+  }
+
+  // Starts (a list) or ends (null) keeping messages outside the module.
+  #holding(kept) {
+    this.kept = kept;
+    if (kept) this.session.keeping.set(this.id, this);
+    else this.session.keeping.delete(this.id);
+  }
+
+  /**
+   * The module's Drain: the kept messages go to it until it says wait
+   * again; once none is left, the call's end or the sender's onDrain.
+   */
+  drained() {
+    const kept = this.kept;
+    if (kept) {
+      let at = 0;
+      let sent = SENT;
+      while (at < kept.length && sent === SENT) {
+        sent = this.#give(...kept[at]);
+        if (sent !== KEPT) at++;
+      }
+      if (sent === GONE) return this.drop();
+      this.session.keep(-bytesOf(kept, 0, at));
+      // Blocked again: the next Drain goes on from here.
+      if (sent !== SENT) return void (this.kept = kept.slice(at));
+      this.#holding(null);
+      const last = this.last;
+      this.last = null;
+      if (last) return void this.session.command(last);
+    }
+    if (this.done) return;
+    this.told = false;
+    this.onDrain?.();
+  }
+
+  /** Drops what the call keeps (it, or its connection, is gone). */
+  drop() {
+    if (!this.kept) return;
+    this.session.keep(-bytesOf(this.kept, 0, this.kept.length));
+    this.#holding(null);
+    this.last = null;
   }
 
   #sent(bytes) {
@@ -277,6 +415,8 @@ export class H2Session {
     this.slice = MIN_SLICE; // bytes handed to the module at once (input)
     this.backlog = null; // input read but not yet handed to the module (a copy)
     this.eofHeld = false; // the client's EOF, behind the backlog
+    this.keeping = new Map(); // calls keeping messages the module may not hold yet, by id
+    this.kept = 0; // their bytes
     this.handle = this.command((x) => x.h2_open(maxConcurrentStreams >>> 0, maxMessage >>> 0), -1);
     if (this.handle < 0) return;
     socket.on("end", () => this.eof());
@@ -391,6 +531,12 @@ export class H2Session {
     return this.closed || this.handle < 0 ? 0 : this.inst.x.h2_held(this.handle) >>> 0;
   }
 
+  /** Counts `n` more bytes kept outside the module (less, if negative). */
+  keep(n) {
+    this.kept += n;
+    kept += n;
+  }
+
   /** GOAWAY ENHANCE_YOUR_CALM, and the end: it holds more than it may. */
   calm() {
     this.command((x) => x.h2_calm(this.handle));
@@ -451,17 +597,19 @@ export class H2Session {
         this.onCall(call);
         continue;
       }
-      const call = this.calls.get(id);
+      // (A call that ended while it kept messages is still theirs.)
+      const call = this.calls.get(id) ?? (kind === EV_DRAIN || kind === EV_CANCEL ? this.keeping.get(id) : undefined);
       if (!call) continue;
       if (kind === EV_MESSAGE) call.onMessage?.(body.subarray(1), body[0] !== 0);
       else if (kind === EV_END) call.onEnd?.();
-      else if (kind === EV_DRAIN) call.onDrain?.();
+      else if (kind === EV_DRAIN) call.drained();
       else if (kind === EV_TOO_LARGE) call.onTooLarge?.(body.readUInt32LE(0));
       else if (kind === EV_CANCEL) this.cancel(call);
     }
   }
 
   cancel(call) {
+    call.drop();
     if (call.done) return;
     call.done = true;
     if (call.counts) call.counts.handled[call.counts.cancelled]++;
@@ -494,7 +642,7 @@ export class H2Session {
     if (this.closed) return;
     this.closed = true;
     this.inst.sessions.delete(this);
-    for (const call of [...this.calls.values()]) this.cancel(call);
+    for (const call of [...this.calls.values(), ...this.keeping.values()]) this.cancel(call);
     if (!this.inst.failed && this.handle >= 0) {
       try {
         this.inst.x.h2_free(this.handle);

@@ -22,7 +22,8 @@ function exitOf(cmd, args, env = {}) {
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));
     const timer = setTimeout(() => (child.kill("SIGKILL"), reject(new Error(`${cmd} did not exit in 15 s:\n${out.slice(-2000)}`))), 15_000);
-    child.on("exit", (code) => (clearTimeout(timer), resolve({ code, out })));
+    // ("close", not "exit": what it wrote may still be in the pipes at its exit.)
+    child.on("close", (code) => (clearTimeout(timer), resolve({ code, out })));
   });
 }
 

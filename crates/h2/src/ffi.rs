@@ -109,14 +109,25 @@ pub extern "C" fn h2_eof(h: u32) {
     with_conn(h, |c, _| c.eof());
 }
 
-/// Sends the first `len` scratch bytes as a message on call `id`; 1 if the
-/// call can take more now, 0 if it should wait for a Drain event (or is gone).
+/// Sends the first `len` scratch bytes on call `id` as part of a message:
+/// its first (or all of it), `message` being the whole message's length,
+/// or (`message` = u32::MAX) the next. Says what became of it (`Sent`: 0
+/// gone, 1 ok, 2 full, 3 over, 4 kept: not queued); past 1 a Drain event
+/// follows.
 #[no_mangle]
-pub extern "C" fn h2_send(h: u32, id: u32, len: u32) -> u32 {
+pub extern "C" fn h2_send_part(h: u32, id: u32, len: u32, message: u32) -> u32 {
     with_conn(h, |c, scratch| {
-        c.send(id, &scratch[..(len as usize).min(scratch.len())]) as u32
+        let part = &scratch[..(len as usize).min(scratch.len())];
+        let message = (message != u32::MAX).then_some(message as usize);
+        c.send_part(id, part, message) as u32
     })
     .unwrap_or(0)
+}
+
+/// Bytes connection `h`'s calls have waiting in the module.
+#[no_mangle]
+pub extern "C" fn h2_waiting(h: u32) -> u32 {
+    with_conn(h, |c, _| c.waiting().min(u32::MAX as usize) as u32).unwrap_or(0)
 }
 
 /// Bytes call `id` may queue before its sender would be told to wait; 0:

@@ -52,6 +52,12 @@ use std::time::Instant;
 /// it, all in the one module.
 const HIGH_WATER_MESSAGES: usize = 128;
 const HIGH_WATER_BYTES: usize = 16 << 20;
+/// Of those bytes, what the module itself holds: past this a send says
+/// "the connection is over" (`Sent::Over`) and the host keeps the rest of
+/// the call's messages (server/h2.mjs), handing them over at its Drain.
+/// wasm memory never shrinks, and the host's is given back once freed: a
+/// client that stops reading costs the module at most this a connection.
+const MODULE_BYTES: usize = 1 << 20;
 /// Bytes waiting for the socket past which h2 is held back, once the host
 /// says the socket is full.
 const OUT_BUDGET: usize = 256 * 1024;
@@ -164,6 +170,24 @@ enum State {
     Handshake(Handshake<Io, Bytes>),
     Open(Connection<Io, Bytes>),
     Closed,
+}
+
+/// What became of a message queued with `Conn::send`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// The call or the connection is gone: nothing was queued.
+    Gone = 0,
+    /// Queued; the call may send more.
+    Ok = 1,
+    /// Queued, and the call holds HIGH_WATER_MESSAGES waiting for flow
+    /// control: its sender should wait for Event::Drain.
+    Full = 2,
+    /// Queued, and the module holds MODULE_BYTES of the connection's
+    /// messages: the host keeps the call's next ones until Event::Drain.
+    Over = 3,
+    /// Not queued: the module held MODULE_BYTES of the connection's
+    /// messages already. The host keeps this one too.
+    Kept = 4,
 }
 
 /// Limits a connection is opened with.
@@ -280,30 +304,49 @@ impl Conn {
         self.pump();
     }
 
-    /// The connection's calls have more waiting than they may, or its
-    /// client does not read: no call should add to it.
+    /// The module holds as much of its connection's calls' messages as it
+    /// may, or the client does not read: no call should add to it.
     fn over(&self) -> bool {
-        self.waiting >= HIGH_WATER_BYTES || self.pipe.borrow().stuck()
+        self.waiting >= MODULE_BYTES || self.pipe.borrow().stuck()
     }
 
-    /// Queues one response message on call `id`; false once the call (or
-    /// the connection) holds more than it can send now (an Event::Drain
-    /// follows) or is gone.
-    pub fn send(&mut self, id: u32, message: &[u8]) -> bool {
+    /// Bytes the connection's calls have waiting here.
+    pub fn waiting(&self) -> usize {
+        self.waiting
+    }
+
+    /// Queues one response message on call `id`. Past Sent::Ok the call is
+    /// blocked: its requests wait too (back-pressure) until Event::Drain.
+    pub fn send(&mut self, id: u32, message: &[u8]) -> Sent {
+        self.send_part(id, message, Some(message.len()))
+    }
+
+    /// Queues part of a response message on call `id`: its first, with the
+    /// message's whole length (`Some`), or the next (`None`), as `send`
+    /// does a whole one. The host sends a large message in parts, so the
+    /// module never holds much more than MODULE_BYTES of it.
+    pub fn send_part(&mut self, id: u32, part: &[u8], message: Option<usize>) -> Sent {
+        let over = self.over();
         let Some(call) = self.calls.get_mut(&id) else {
-            return false;
+            return Sent::Gone;
         };
+        if over && !call.finished && !call.gone {
+            // Each of a connection's thousand calls adding one message past
+            // the mark would make it a thousand messages.
+            call.blocked = true;
+            return Sent::Kept;
+        }
         let before = call.queued;
-        if !call.send(message) {
-            return false;
+        if !call.send(part, message) {
+            return Sent::Gone;
         }
         self.waiting += call.queued - before;
         self.queued = true;
         if call.blocked {
-            return false;
+            return if call.full() { Sent::Full } else { Sent::Over };
         }
         if !call.full() && !self.over() {
-            return true;
+            return Sent::Ok;
         }
         // Messages wait for the take, so one turn's sends can fill the queue
         // while the window has room: h2 takes what it can before the sender
@@ -313,10 +356,14 @@ impl Conn {
         match self.calls.get_mut(&id) {
             Some(call) if call.full() || over => {
                 call.blocked = true;
-                false
+                if call.full() {
+                    Sent::Full
+                } else {
+                    Sent::Over
+                }
             }
-            Some(call) => !call.gone,
-            None => false,
+            Some(call) if !call.gone => Sent::Ok,
+            _ => Sent::Gone,
         }
     }
 
@@ -324,6 +371,7 @@ impl Conn {
     /// (what its connection's calls may still add); 0: wait now, an
     /// Event::Drain follows (as after `send` said false).
     pub fn room(&mut self, id: u32) -> usize {
+        // (The host keeps what the module may not, up to HIGH_WATER_BYTES.)
         let connection = if self.pipe.borrow().stuck() {
             0
         } else {
@@ -348,7 +396,7 @@ impl Conn {
     pub fn reply(&mut self, id: u32, message: &[u8]) {
         if let Some(call) = self.calls.get_mut(&id) {
             let before = call.queued;
-            call.send(message);
+            call.send(message, Some(message.len()));
             call.finish(0, "");
             self.waiting += call.queued - before;
             self.queued = true;
@@ -559,15 +607,20 @@ impl Call {
         }
     }
 
-    /// Queues one message; false if the call is over (nothing queued).
-    fn send(&mut self, message: &[u8]) -> bool {
+    /// Queues a message, or a part of one (the first, with the message's
+    /// length, has the gRPC header); false if the call is over (nothing
+    /// queued).
+    fn send(&mut self, part: &[u8], message: Option<usize>) -> bool {
         if self.finished || self.gone || !self.start() {
             return false;
         }
-        let mut framed = BytesMut::with_capacity(5 + message.len());
-        framed.put_u8(0);
-        framed.put_u32(message.len() as u32);
-        framed.extend_from_slice(message);
+        let header = if message.is_some() { 5 } else { 0 };
+        let mut framed = BytesMut::with_capacity(header + part.len());
+        if let Some(len) = message {
+            framed.put_u8(0);
+            framed.put_u32(len as u32);
+        }
+        framed.extend_from_slice(part);
         self.queued += framed.len();
         self.queue.push_back(framed.freeze());
         true

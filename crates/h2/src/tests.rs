@@ -84,7 +84,7 @@ fn messages_queued_in_one_turn_go_out_together_at_the_take() {
     let (mut events, mut output) = (Vec::new(), Vec::new());
     let messages: [&[u8]; 4] = [b"one", b"two", b"three", b"four"];
     for (i, m) in messages.iter().enumerate() {
-        assert!(conn.send(if i % 2 == 0 { 1 } else { 3 }, m));
+        assert_eq!(conn.send(if i % 2 == 0 { 1 } else { 3 }, m), Sent::Ok);
     }
     conn.swap(&mut events, &mut output);
     // Each message in a DATA frame of its call, in the order sent.
@@ -121,7 +121,7 @@ fn a_turn_past_the_high_water_mark_waits_only_when_the_window_is_shut() {
     let (mut events, mut output) = (Vec::new(), Vec::new());
     let sent: Vec<Vec<u8>> = (0..300).map(|i| format!("m{i}").into_bytes()).collect();
     for m in &sent {
-        assert!(conn.send(1, m));
+        assert_eq!(conn.send(1, m), Sent::Ok);
     }
     conn.swap(&mut events, &mut output);
     assert!(events.is_empty());
@@ -132,13 +132,14 @@ fn a_turn_past_the_high_water_mark_waits_only_when_the_window_is_shut() {
     // wait at the mark, and every message queued is kept.
     let mut conn = two_calls(&[0, 4, 0, 0, 0, 0]);
     for i in 0..HIGH_WATER_MESSAGES {
-        assert_eq!(
-            conn.send(3, b"x"),
-            i + 1 < HIGH_WATER_MESSAGES,
-            "message {i}"
-        );
+        let told = if i + 1 < HIGH_WATER_MESSAGES {
+            Sent::Ok
+        } else {
+            Sent::Full
+        };
+        assert_eq!(conn.send(3, b"x"), told, "message {i}");
     }
-    assert!(!conn.send(3, b"y"));
+    assert_eq!(conn.send(3, b"y"), Sent::Full);
     conn.swap(&mut events, &mut output);
     assert!(data_frames(&output).is_empty());
     assert_eq!(conn.calls[&3].queue.len(), HIGH_WATER_MESSAGES + 1);
@@ -180,7 +181,7 @@ fn requests_on_a_call_whose_answers_wait_keep_their_window_until_read() {
     for _ in 0..HIGH_WATER_MESSAGES {
         conn.send(3, b"answer");
     }
-    assert!(!conn.send(3, b"answer"));
+    assert_eq!(conn.send(3, b"answer"), Sent::Full);
     conn.swap(&mut events, &mut output);
 
     // It sends a whole stream window (65,535 bytes: the server's settings
@@ -359,47 +360,109 @@ fn a_message_is_given_room_as_its_bytes_come_not_as_announced() {
 }
 
 #[test]
-fn the_connection_s_calls_together_wait_past_its_mark() {
-    // Windows shut: whatever is sent waits. Four calls queue 4 MiB each:
-    // the fourth is told to wait, and the fifth finds no room.
+fn the_module_holds_a_connection_s_messages_up_to_its_mark() {
+    // Windows shut: whatever is sent waits. Three calls queue 320 KiB each;
+    // the fourth's message passes MODULE_BYTES: it is kept, and the call is
+    // told the module is over (the host keeps its next ones), as is any
+    // call that sends after it.
     let mut conn = calls(&[0, 4, 0, 0, 0, 0], 5);
     let (mut events, mut output) = (Vec::new(), Vec::new());
-    let big = vec![7u8; (4 << 20) - 5];
+    let big = vec![7u8; (320 << 10) - 5];
     assert_eq!(conn.room(1), HIGH_WATER_BYTES);
-    assert!(conn.send(1, &big) && conn.send(3, &big) && conn.send(5, &big));
-    assert_eq!(conn.room(7), 4 << 20);
-    assert!(!conn.send(7, &big), "the connection is full: told to wait");
-    for id in [1, 3, 5, 7, 9] {
-        assert_eq!(conn.room(id), 0, "call {id}");
+    for id in [1, 3, 5] {
+        assert_eq!(conn.send(id, &big), Sent::Ok, "call {id}");
     }
+    assert_eq!(conn.send(7, &big), Sent::Over);
+    assert_eq!(conn.waiting(), 4 * (320 << 10));
+    // The room the host may still fill, past what the module holds.
+    assert_eq!(conn.room(9), HIGH_WATER_BYTES - 4 * (320 << 10));
+    // Past the mark nothing more is queued here: each call's message is
+    // the host's to keep until its Drain.
+    assert_eq!(conn.send(9, b"small"), Sent::Kept);
+    assert_eq!(conn.send(9, b"small"), Sent::Kept);
+    assert_eq!(conn.waiting(), 4 * (320 << 10));
+    assert_eq!(conn.room(7), 0);
+    assert_eq!(conn.room(9), 0);
     conn.swap(&mut events, &mut output);
     assert_eq!(count(&events, Event::Drain), 0);
 
     // Call 1's client reads (its window and the connection's open): its
-    // answer goes, a take at a time (at most 1 MiB each).
+    // answer goes and the module is under its mark again.
     let mut input = Vec::new();
     frame(&mut input, 8, 0, 0, &(1u32 << 30).to_be_bytes());
     frame(&mut input, 8, 0, 1, &(1u32 << 30).to_be_bytes());
     conn.input(&input);
     let (mut sent, mut drains) = (0, 0);
-    for _ in 0..16 {
+    for _ in 0..4 {
         let more = conn.swap(&mut events, &mut output);
-        assert!(
-            output.len() <= OUT_TURN + 64 * 1024,
-            "one take: {}",
-            output.len()
-        );
         sent += data_len(&output);
         drains += count(&events, Event::Drain);
         if !more {
             break;
         }
     }
-    // Drains for call 1, whose answer went, and call 9, which had nothing
-    // waiting; 3, 5 and 7 still wait for their windows.
-    assert_eq!((sent, drains), (4 << 20, 2));
-    assert!(conn.room(1) > 0 && conn.room(9) > 0);
-    assert_eq!(conn.room(3), 0);
+    // Call 9, blocked with nothing queued, may go on; 7 still waits.
+    assert_eq!((sent, drains), (320 << 10, 1));
+    assert_eq!(conn.waiting(), 3 * (320 << 10));
+    assert_eq!(conn.send(1, b"more"), Sent::Ok, "under the mark again");
+
+    // Call 7's client reads: its queue empties and it is told to go on.
+    let mut input = Vec::new();
+    frame(&mut input, 8, 0, 7, &(1u32 << 30).to_be_bytes());
+    conn.input(&input);
+    let mut drains = Vec::new();
+    for _ in 0..4 {
+        let more = conn.swap(&mut events, &mut output);
+        let mut at = 0;
+        while at < events.len() {
+            let len = u32::from_le_bytes(events[at + 5..at + 9].try_into().unwrap()) as usize;
+            if events[at] == Event::Drain as u8 {
+                drains.push(u32::from_le_bytes(
+                    events[at + 1..at + 5].try_into().unwrap(),
+                ));
+            }
+            at += 9 + len;
+        }
+        if !more {
+            break;
+        }
+    }
+    assert_eq!(drains, vec![7]);
+    assert_eq!(conn.room(7), HIGH_WATER_BYTES - conn.waiting());
+}
+
+#[test]
+fn a_message_sent_in_parts_goes_out_as_one() {
+    // Its first part carries the gRPC header with the whole length; the
+    // client sees one message, between the call's others.
+    let mut conn = two_calls(&[]);
+    let (mut events, mut output) = (Vec::new(), Vec::new());
+    let big: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+    assert_eq!(conn.send(1, b"before"), Sent::Ok);
+    assert_eq!(conn.send_part(1, &big[..1000], Some(3000)), Sent::Ok);
+    assert_eq!(conn.send_part(1, &big[1000..2500], None), Sent::Ok);
+    assert_eq!(conn.send_part(1, &big[2500..], None), Sent::Ok);
+    assert_eq!(conn.send(1, b"after"), Sent::Ok);
+    conn.swap(&mut events, &mut output);
+    // The stream's DATA, however it is framed, read as gRPC messages.
+    let mut data = Vec::new();
+    let mut at = 0;
+    while at + 9 <= output.len() {
+        let len = u32::from_be_bytes([0, output[at], output[at + 1], output[at + 2]]) as usize;
+        if output[at + 3] == 0 && output[at + 5..at + 9] == 1u32.to_be_bytes() {
+            data.extend_from_slice(&output[at + 9..at + 9 + len]);
+        }
+        at += 9 + len;
+    }
+    let mut got = Vec::new();
+    let mut at = 0;
+    while at + 5 <= data.len() {
+        let len = u32::from_be_bytes(data[at + 1..at + 5].try_into().unwrap()) as usize;
+        got.push(data[at + 5..at + 5 + len].to_vec());
+        at += 5 + len;
+    }
+    assert_eq!(at, data.len());
+    assert_eq!(got, vec![b"before".to_vec(), big, b"after".to_vec()]);
 }
 
 /// The DATA payload bytes in `output`.

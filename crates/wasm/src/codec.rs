@@ -359,6 +359,23 @@ impl Writer {
     /// compact revision, revision, partial (0/1) and the indexes of their events. An event
     /// many watchers get is written once.
     pub fn watch_events(&mut self, polled: &Polled) {
+        // Room for all of it at once: a catch-up's batch can be many MiB,
+        // and a buffer grown by doubling needs half as much again while it
+        // moves (the engine's memory keeps its highest mark).
+        let kv = |key: &[u8], e: &Entry| 2 * 10 + key.len() + e.value.len() + 4 * 10 + 1;
+        let events: usize = (polled.events.iter())
+            .map(|ev| {
+                let this = ev
+                    .entry
+                    .as_ref()
+                    .map_or(10 + ev.key.len() + 10, |e| kv(&ev.key, e));
+                2 + this + ev.prev.as_ref().map_or(0, |e| kv(&ev.key, e))
+            })
+            .sum();
+        let batches: usize = (polled.batches.iter())
+            .map(|b| 41 + 10 * b.events.len())
+            .sum();
+        self.0.reserve_exact(20 + events + batches);
         self.u64(polled.events.len() as u64);
         for ev in &polled.events {
             match &ev.entry {

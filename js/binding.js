@@ -268,7 +268,9 @@ export class Binding {
 
   /** `[{ id, compactRevision, revision, events }]`. */
   pollWatches() {
-    return readWatchBatches(new Reader(this.#raw.poll_watches()), hexOfI64);
+    const chunks = [];
+    const rest = this.#raw.poll_watches((chunk) => void chunks.push(chunk));
+    return readWatchBatches(new Reader(rest), hexOfI64, chunks);
   }
 
   watchesPending() {

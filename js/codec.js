@@ -133,6 +133,11 @@ export class Reader {
     this.#at += n;
     return b;
   }
+
+  /** Whether bytes are left. */
+  more() {
+    return this.#at < this.#buf.length;
+  }
 }
 
 // ---- storage entries and batches ---------------------------------------------
@@ -563,21 +568,32 @@ export function readTxn(r, lease) {
  * has only key and modRevision. An event several watchers get is one
  * object, shared. `partial`: the batch goes on at the next poll.
  */
-export function readWatchBatches(r, lease) {
-  const events = new Array(r.uint());
-  for (let j = 0; j < events.length; j++) {
-    let ev;
-    if (r.byte() === 0) {
-      ev = { type: "put", kv: readKv(r, lease) };
-    } else {
-      const key = r.bytes();
-      const modRevision = r.int();
-      ev = { type: "delete", kv: { key, value: new Uint8Array(0), createRevision: 0, modRevision, version: 0, lease: null } };
-    }
-    const prevKv = readPrev(r, lease);
-    if (prevKv) ev.prevKv = prevKv;
-    events[j] = ev;
+function readWatchEvent(r, lease) {
+  let ev;
+  if (r.byte() === 0) {
+    ev = { type: "put", kv: readKv(r, lease) };
+  } else {
+    const key = r.bytes();
+    const modRevision = r.int();
+    ev = { type: "delete", kv: { key, value: new Uint8Array(0), createRevision: 0, modRevision, version: 0, lease: null } };
   }
+  const prevKv = readPrev(r, lease);
+  if (prevKv) ev.prevKv = prevKv;
+  return ev;
+}
+
+/**
+ * A poll's batches (crates/wasm's poll_watches): its events are those of
+ * `chunks` (each a run of events, handed out while the poll went on), then
+ * `r`'s, then its batches.
+ */
+export function readWatchBatches(r, lease, chunks = []) {
+  const events = [];
+  for (const chunk of chunks) {
+    const c = new Reader(chunk);
+    while (c.more()) events.push(readWatchEvent(c, lease));
+  }
+  for (let n = r.uint(); n > 0; n--) events.push(readWatchEvent(r, lease));
   const out = new Array(r.uint());
   for (let i = 0; i < out.length; i++) {
     const id = r.int();

@@ -198,9 +198,24 @@ impl Watchers {
     /// `Lessor::poll_watches`, reading the keyspace's log; counts the
     /// previous versions it reads as etcd's watch stream does.
     pub fn poll(&mut self, kv: &Keyspace, counts: &mut Counts) -> Polled {
+        let mut events = Vec::new();
+        let batches = self.poll_into(kv, counts, &mut |ev| events.push(ev));
+        Polled { events, batches }
+    }
+
+    /// `Lessor::poll_watches_into`: as `poll`, each event handed to `sink`
+    /// as it is made (numbered from 0 in that order), none kept here.
+    pub fn poll_into(
+        &mut self,
+        kv: &Keyspace,
+        counts: &mut Counts,
+        sink: &mut dyn FnMut(Event),
+    ) -> Vec<WatchEvents> {
         let rev = kv.revision();
         let compacted = kv.compacted();
-        let mut out = Polled::default();
+        let mut out = Vec::new();
+        // Of each event handed out: whether it is a put, and a create.
+        let mut made_kinds: Vec<(bool, bool)> = Vec::new();
         let mut cancelled = Vec::new();
         // The event of each change, without and with prev_kv, once made
         // (watchers of one change share it): by log position from `base`,
@@ -225,7 +240,7 @@ impl Watchers {
             }
             if w.next < compacted {
                 cancelled.push(id);
-                out.batches.push(WatchEvents {
+                out.push(WatchEvents {
                     id,
                     events: Vec::new(),
                     compact_revision: compacted,
@@ -313,40 +328,36 @@ impl Watchers {
                     }
                     None => &mut unshared,
                 };
-                let fresh = *slot == usize::MAX;
-                if fresh {
+                let filtered = |put: bool| (put && w.req.no_put) || (!put && w.req.no_delete);
+                if *slot == usize::MAX {
                     let mut ev = kv.event(at, sub, key);
                     if !w.req.prev_kv {
                         ev.prev = None;
                     }
-                    *slot = out.events.len();
-                    out.events.push(ev);
-                }
-                let i = *slot;
-                let put = out.events[i].entry.is_some();
-                if (put && w.req.no_put) || (!put && w.req.no_delete) {
-                    if fresh {
-                        // Made for a watcher that filters it out: not handed out.
-                        out.events.pop();
-                        *slot = usize::MAX;
+                    let put = ev.entry.is_some();
+                    if filtered(put) {
+                        // (Not handed out: a watcher that wants it makes it.)
+                        continue;
                     }
+                    let create =
+                        (ev.entry.as_ref()).is_some_and(|e| e.create_revision == e.mod_revision);
+                    *slot = made_kinds.len();
+                    made_kinds.push((put, create));
+                    sink(ev);
+                } else if filtered(made_kinds[*slot].0) {
                     continue;
                 }
-                events.push(i);
+                events.push(*slot);
             }
             w.next = upto;
             if w.req.prev_kv {
                 // etcd's watch stream reads each event's previous version
                 // from the store (a range, counted) unless it created the key.
-                let creates = |i: &&usize| {
-                    (out.events[**i].entry.as_ref())
-                        .is_some_and(|e| e.create_revision == e.mod_revision)
-                };
-                counts.ranges += events.iter().filter(|i| !creates(i)).count() as u64;
+                counts.ranges += events.iter().filter(|&&i| !made_kinds[i].1).count() as u64;
             }
             // A batch's last part is handed out even with no event, to end it.
             if !events.is_empty() || partial || part.is_some() {
-                out.batches.push(WatchEvents {
+                out.push(WatchEvents {
                     id,
                     events,
                     compact_revision: 0,

@@ -11,9 +11,9 @@
 //! every field of every message they were kilobytes of wasm.
 
 use edge_lease_core::{
-    Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, Entry, Error, Key, Op,
-    OpResponse, Polled, PutOptions, PutRequest, PutResult, RangeRequest, RangeResponse, Result,
-    SortOrder, SortTarget, TxnRequest, TxnResponse, WatchRequest,
+    Compare, CompareResult, CompareTarget, DeleteRequest, DeleteResponse, Entry, Error, Event, Key,
+    Op, OpResponse, PutOptions, PutRequest, PutResult, RangeRequest, RangeResponse, Result,
+    SortOrder, SortTarget, TxnRequest, TxnResponse, WatchEvents, WatchRequest,
 };
 
 /// Deeper transactions are refused before the stack could be: past etcd's
@@ -256,7 +256,7 @@ impl Writer {
     }
 
     #[inline(never)]
-    fn u64(&mut self, mut v: u64) {
+    pub(crate) fn u64(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.0.push(v as u8 | 0x80);
             v >>= 7;
@@ -354,45 +354,29 @@ impl Writer {
         }
     }
 
-    /// A poll: its events (kind: 0 put, 1 delete; the entry for a put,
-    /// the key and revision for a delete; then prev), then its batches: id,
-    /// compact revision, revision, partial (0/1) and the indexes of their events. An event
-    /// many watchers get is written once.
-    pub fn watch_events(&mut self, polled: &Polled) {
-        // Room for all of it at once: a catch-up's batch can be many MiB,
-        // and a buffer grown by doubling needs half as much again while it
-        // moves (the engine's memory keeps its highest mark).
-        let kv = |key: &[u8], e: &Entry| 2 * 10 + key.len() + e.value.len() + 4 * 10 + 1;
-        let events: usize = (polled.events.iter())
-            .map(|ev| {
-                let this = ev
-                    .entry
-                    .as_ref()
-                    .map_or(10 + ev.key.len() + 10, |e| kv(&ev.key, e));
-                2 + this + ev.prev.as_ref().map_or(0, |e| kv(&ev.key, e))
-            })
-            .sum();
-        let batches: usize = (polled.batches.iter())
-            .map(|b| 41 + 10 * b.events.len())
-            .sum();
-        self.0.reserve_exact(20 + events + batches);
-        self.u64(polled.events.len() as u64);
-        for ev in &polled.events {
-            match &ev.entry {
-                Some(e) => {
-                    self.byte(0);
-                    self.kv(&ev.key, e);
-                }
-                None => {
-                    self.byte(1);
-                    self.bytes(&ev.key);
-                    self.i64(ev.revision);
-                }
+    /// One watch event of a poll (`RawLessor::poll_watches`): 0 and its
+    /// kv for a put, 1, its key and revision for a delete; then its
+    /// previous kv, if any. An event many watchers get is written once.
+    pub fn watch_event(&mut self, ev: &Event) {
+        match &ev.entry {
+            Some(e) => {
+                self.byte(0);
+                self.kv(&ev.key, e);
             }
-            self.prev(&ev.key, ev.prev.as_ref());
+            None => {
+                self.byte(1);
+                self.bytes(&ev.key);
+                self.i64(ev.revision);
+            }
         }
-        self.u64(polled.batches.len() as u64);
-        for b in &polled.batches {
+        self.prev(&ev.key, ev.prev.as_ref());
+    }
+
+    /// A poll's batches: id, compact revision, revision, partial (0/1) and
+    /// the numbers of their events (in the order they were written).
+    pub fn watch_batches(&mut self, batches: &[WatchEvents]) {
+        self.u64(batches.len() as u64);
+        for b in batches {
             self.i64(b.id);
             self.i64(b.compact_revision);
             self.i64(b.revision);

@@ -3,7 +3,12 @@
 
 use wasm_bindgen::prelude::*;
 
+use js_sys::{Function, Uint8Array};
+
 use crate::codec::{Reader, Writer};
+
+/// Bytes of events a poll hands out at once (`poll_watches`).
+const CHUNK: usize = 1 << 20;
 use crate::error::js_error;
 use crate::lessor::RawLessor;
 
@@ -30,11 +35,35 @@ impl RawLessor {
         self.inner.watch_caught_up(id as i64)
     }
 
-    /// What the watchers have not been given, in the codec's format.
-    pub fn poll_watches(&mut self) -> Vec<u8> {
+    /// What the watchers have not been given, in the codec's format: the
+    /// events, each run of about CHUNK bytes handed to `chunk` as it is
+    /// made (the engine's memory keeps its highest mark, and a catch-up
+    /// can be many MiB); the count and events left, then the batches,
+    /// returned.
+    pub fn poll_watches(&mut self, chunk: &Function) -> Result<Vec<u8>, JsValue> {
+        let mut events = Writer::default();
+        let mut n = 0u64;
+        let mut failed = None;
+        let batches = self.inner.poll_watches_into(&mut |ev| {
+            events.watch_event(&ev);
+            n += 1;
+            if events.0.len() >= CHUNK {
+                let bytes = Uint8Array::from(&events.0[..]);
+                if let Err(e) = chunk.call1(&JsValue::NULL, &bytes) {
+                    failed.get_or_insert(e);
+                }
+                events.0.clear();
+                n = 0;
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
         let mut w = Writer::default();
-        w.watch_events(&self.inner.poll_watches());
-        w.0
+        w.u64(n);
+        w.0.extend_from_slice(&events.0);
+        w.watch_batches(&batches);
+        Ok(w.0)
     }
 
     pub fn watches_pending(&self) -> bool {

@@ -1,8 +1,9 @@
 //! The lessor's watchers (`crate::watch`), over its keyspace's log.
 
 use crate::error::Result;
+use crate::kv::Event;
 use crate::lessor::Lessor;
-use crate::watch::{Polled, WatchRequest};
+use crate::watch::{Polled, WatchEvents, WatchRequest};
 
 impl Lessor {
     /// Starts a watcher; returns its id (unique in this lessor).
@@ -41,5 +42,12 @@ impl Lessor {
     /// A watcher whose next revision was compacted is cancelled.
     pub fn poll_watches(&mut self) -> Polled {
         self.watchers.poll(&self.kv, &mut self.counts)
+    }
+
+    /// As `poll_watches`, each event handed to `sink` as it is made
+    /// (numbered from 0 in that order), the batches returned: a watcher
+    /// catching up on a long history is not held in memory twice.
+    pub fn poll_watches_into(&mut self, sink: &mut dyn FnMut(Event)) -> Vec<WatchEvents> {
+        self.watchers.poll_into(&self.kv, &mut self.counts, sink)
     }
 }

@@ -1,11 +1,15 @@
 // Memory under issue 31's attacks, before, at the peak and after: the
 // server process's RSS (VmRSS of /proc/<pid>/status) and the h2 module's
-// linear memory (which never shrinks) and what its allocator holds. Three
-// processes, so each figure is the server's alone: the server (the gRPC
-// transport and services over the etcd engine), and a client process with
-// the attackers and a victim (a grpc-js client with a Watch open and a
-// Range every 5 ms throughout, so "after" is measured while it stays
-// connected), driven from this one. Figures, not assertions:
+// linear memory (which never shrinks) and what its allocator holds, what
+// the connections keep outside it, the engine's memory and the JS heap; and
+// the victim's calls and the server's event-loop delay under the attack.
+// Four processes, so each figure is the server's alone: the server (the
+// gRPC transport and services over the etcd engine), the attackers, a
+// victim (a grpc-js client with a Watch open and a Range every 5 ms
+// throughout, so "after" is measured while it stays connected), driven
+// from this one. The baseline is a server that has already stored and
+// compacted as much as the attack writes: what the attack's data takes
+// is the store's, not what its connections cost. Figures, not assertions:
 //   node benches/attack-memory.mjs [hpack|zero-window|replay ...]
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -61,8 +65,18 @@ async function server() {
   const member = { id: "1", clusterId: "2", name: "m", peerURLs: [], clientURLs: [], raftTerm: "1" };
   const lessor = new Lessor({ autoTick: false });
   const grpc = await grpcOnLoopback(scope(), createServices({ lessor, member }));
+  const { monitorEventLoopDelay } = await import("node:perf_hooks");
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   serve({
     url: () => grpc.url,
+    // The server's event-loop delay since the last call (ms): how long a
+    // client's input may wait for a turn.
+    loop: () => {
+      const out = { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 };
+      loop.reset();
+      return out;
+    },
     // gc first for the baseline and the after (not at the peaks).
     stats: (gc) => {
       if (gc) globalThis.gc();
@@ -125,19 +139,31 @@ async function client() {
   let url, c, victim, conns;
   const s = scope();
   serve({
-    async start(u) {
+    // As the attacker: a client for its puts.
+    start(u) {
       url = u;
       c = connect(s, url);
-      victim = await startVictim(s, url);
+    },
+    // As the victim (its own process, so that what the attackers cost
+    // their process is not counted as the server's delay).
+    async victim(u) {
+      victim = await startVictim(s, u);
     },
     history: () => puts(c, "r/", HISTORY),
-    async attack(name) {
-      conns = await attacks[name](Number(new URL(url).port), c, s);
-      return conns.length;
+    // The zero-window attack's puts, made and compacted away before the
+    // baseline (the engine's memory keeps its highest mark).
+    async warm() {
+      await puts(c, "z/", 200);
+      const r = await c.kv("Range", { key: Buffer.from("z/"), count_only: true });
+      const done = await c.kv("Compact", { revision: r.header.revision, physical: true });
+      if (done.code !== undefined) throw new Error(`compact: ${done.details}`);
     },
+    attack: async (name) => (conns = await attacks[name](Number(new URL(url).port), c, s)).length,
     leave: () => {
       for (const a of conns) a.destroy();
     },
+    // The victim's calls since the last lap.
+    lap: () => victim.lap(),
     async finish() {
       const v = await victim.finish();
       s.close();
@@ -155,11 +181,15 @@ async function main() {
   for (const name of which) {
     const srv = fork(SELF, ["--server"], { execArgv: ["--expose-gc"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
     const cli = fork(SELF, ["--client"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    const [toServer, toClient] = [rpc(srv), rpc(cli)];
+    const vic = fork(SELF, ["--client"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const [toServer, toClient, toVictim] = [rpc(srv), rpc(cli), rpc(vic)];
     try {
       const sample = async (gc) => ({ rss: rss(srv.pid), ...(await toServer("stats", gc)) });
-      await toClient("start", await toServer("url"));
+      const u = await toServer("url");
+      await toClient("start", u);
+      await toVictim("victim", u);
       if (name === "replay") await toClient("history");
+      if (name === "zero-window") await toClient("warm");
       await sleep(500);
       const before = await sample(true);
       let peak = before;
@@ -172,12 +202,16 @@ async function main() {
           await sleep(100);
         }
       })();
+      await toServer("loop");
+      await toVictim("lap");
       const connections = await toClient("attack", name);
       await sleep(1000);
       sampling = false;
       await peaks;
       const during = await sample(false);
       peak = maxOf(peak, during);
+      const loopUnderAttack = await toServer("loop");
+      const underAttack = await toVictim("lap");
       await toClient("leave");
       // Bounded: until the module holds what it did before, or 5 s.
       for (let i = 0; i < 50 && (await sample(false)).live > before.live + MiB; i++) await sleep(100);
@@ -190,7 +224,7 @@ async function main() {
         low = Math.min(low, rss(srv.pid));
       }
       const after = { ...(await sample(true)), rss: Math.min(low, rss(srv.pid)) };
-      const victim = await toClient("finish");
+      const victim = await toVictim("finish");
       const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live), keptMiB: mib(s.kept), engineMiB: mib(s.engine), heapMiB: mib(s.heap), abMiB: mib(s.ab) });
       console.log(
         JSON.stringify({
@@ -201,12 +235,15 @@ async function main() {
           after: row(after),
           rssAfterVsBefore: Math.round((after.rss / before.rss) * 100) / 100,
           moduleFailures: after.failures - before.failures,
-          victim: { calls: victim.calls, p50: victim.p50, p99: victim.p99, max: victim.max, errors: victim.errors.length, watch: victim.watch },
+          serverLoopDelay: loopUnderAttack,
+          // Its Ranges during the attack (and the second after it), then its whole run.
+          victim: { underAttack, calls: victim.calls, errors: victim.errors.length, watch: victim.watch },
         }),
       );
     } finally {
       srv.kill("SIGKILL");
       cli.kill("SIGKILL");
+      vic.kill("SIGKILL");
     }
   }
 }

@@ -377,7 +377,7 @@ function goals() {
         status: status(p.ratio >= 1.5),
         edge: `${fmtRatio(p.ratio)}: ${p.edge.opsPerSec.toFixed(0)} puts/s, p99 ${p.edge.p99.toFixed(2)} ms, ${p.edge.cpuUs.toFixed(0)} µs CPU/put${wl.quick ? ` (--quick: ${p.puts} puts over ${p.keys} keys)` : ""}`,
         peers: `etcd ${p.etcd.opsPerSec.toFixed(0)} puts/s, p99 ${p.etcd.p99.toFixed(2)} ms, ${p.etcd.cpuUs.toFixed(0)} µs CPU/put`,
-        bound: "not profiled yet: the server CPU per put against etcd's (section above) is what bounds it on 2 cores",
+        bound: "one server thread: edge-lease's p50 is at or below etcd's, its p99 2-3x (off the CPU or in a syscall, every client waits), ~150 µs of CPU a put (socket writes 16% of the main thread, handing each sync to the pool 13%, the engine's put 12%) against etcd's 106-161 over two cores: benches/ANALYSIS.md (The server under etcd's own workloads); next step: the journal's write and fdatasync on a thread of their own with the answers' socket writes batched across connections, so the main thread runs the engine and h2 only",
       });
     }
     const c = wl.compaction;
@@ -402,7 +402,7 @@ function goals() {
       status: status(e.handoff <= t.handoff && e.first <= t.first),
       edge: `handoff ${e.handoff.toFixed(2)} ms (p99 ${e.handoffP99.toFixed(2)}), first Lock ${e.first.toFixed(2)} ms (p99 ${e.firstP99.toFixed(2)}, the very first ${e.veryFirst.toFixed(1)})`,
       peers: `etcd handoff ${t.handoff.toFixed(2)} ms (p99 ${t.handoffP99.toFixed(2)}), first Lock ${t.first.toFixed(2)} ms (p99 ${t.firstP99.toFixed(2)}, the very first ${t.veryFirst.toFixed(1)})`,
-      bound: "not profiled yet",
+      bound: "1.8 ms of the handoff is between the Unlock's watch event being handed to h2 and the waiter's Get arriving (the socket write waits for the next turn, then the Go client's watch goroutine and its Get); the engine's part is 16 µs: benches/ANALYSIS.md (The server under etcd's own workloads, the Go mutex); next step: a watch event's bytes written in the turn it is made, not the next",
     });
   }
   return g;

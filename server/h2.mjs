@@ -19,9 +19,26 @@ const TURN_INPUT_MS = 5;
 // doubles while they are fast, between these bounds (bytes), so cheap input
 // goes in whole reads. What is left once the turn's input time is spent
 // waits, copied out of the shared read buffer, for the next turn.
-const MIN_SLICE = 2048;
+const MIN_SLICE = 512;
 const MAX_SLICE = 64 * 1024;
 const SLOW_SLICE_MS = 1;
+// Input work all connections together do in a turn before those whose
+// input is dear (DEAR_MS in this turn and the last) wait for the next: 8
+// connections of HPACK bombs, 5 ms each, held a cheap client's call 67 ms
+// (the median) in every turn. Cheap input goes on at once.
+const TURN_SHARED_MS = 10;
+const DEAR_MS = 1;
+const turn = { n: 0, spent: 0 };
+
+function spend(ms) {
+  if (turn.spent === 0) {
+    setImmediate(() => {
+      turn.n++;
+      turn.spent = 0;
+    });
+  }
+  turn.spent += ms;
+}
 
 const EV_CALL = 1, EV_MESSAGE = 2, EV_END = 3, EV_CANCEL = 4, EV_TOO_LARGE = 5, EV_DRAIN = 6, EV_CLOSED = 7;
 
@@ -213,6 +230,58 @@ export function taken(x, mem, h) {
     output: at[3] ? Buffer.from(new Uint8Array(mem.buffer, at[2], at[3])) : null,
     more: at[4] === 1,
   };
+}
+
+/**
+ * A connection's input read but not yet handed to the module, in one
+ * buffer it keeps (a copy of each read it held back, made anew, left the
+ * process's heap ~30 MiB bigger after an HPACK-bomb attack).
+ */
+class Backlog {
+  #buf = null;
+  #start = 0;
+  #end = 0;
+
+  get size() {
+    return this.#end - this.#start;
+  }
+
+  /** Holds `bytes` from `at` on: the bytes of a read, or of `take()`'s view. */
+  hold(bytes, at) {
+    if (this.#buf && bytes.buffer === this.#buf.buffer && this.size === 0) {
+      // What take() handed out, given back: where it is.
+      this.#start = bytes.byteOffset - this.#buf.byteOffset + at;
+      this.#end = bytes.byteOffset - this.#buf.byteOffset + bytes.length;
+      return;
+    }
+    this.push(bytes.subarray(at));
+  }
+
+  /** Adds `bytes` after what it holds. */
+  push(bytes) {
+    const size = this.size;
+    if (!this.#buf || this.#buf.length < size + bytes.length) {
+      const next = Buffer.allocUnsafe(Math.max(64 * 1024, 2 ** Math.ceil(Math.log2(size + bytes.length))));
+      if (size > 0) this.#buf.copy(next, 0, this.#start, this.#end);
+      this.#buf = next;
+    } else if (this.#end + bytes.length > this.#buf.length) {
+      this.#buf.copyWithin(0, this.#start, this.#end);
+    } else {
+      bytes.copy(this.#buf, this.#end);
+      this.#end += bytes.length;
+      return;
+    }
+    [this.#start, this.#end] = [0, size];
+    bytes.copy(this.#buf, this.#end);
+    this.#end += bytes.length;
+  }
+
+  /** What it holds, as a view, and it is empty (hold() takes the rest back). */
+  take() {
+    const view = this.#buf.subarray(this.#start, this.#end);
+    this.#start = this.#end = 0;
+    return view;
+  }
 }
 
 /** A gRPC call as the h2 module reports it. grpc.mjs sets the on* hooks. */
@@ -413,7 +482,10 @@ export class H2Session {
     this.inputMs = 0; // input work since its reads last waited a turn
     this.yielded = false; // its reads wait for the next turn
     this.slice = MIN_SLICE; // bytes handed to the module at once (input)
-    this.backlog = null; // input read but not yet handed to the module (a copy)
+    this.turn = 0; // the turn it last did input in (turn.n)
+    this.turnMs = 0; // its input work in that turn
+    this.lastTurnMs = 0; // and in the turn before, if that was the one before
+    this.backlog = new Backlog(); // input read but not yet handed to the module
     this.eofHeld = false; // the client's EOF, behind the backlog
     this.keeping = new Map(); // calls keeping messages the module may not hold yet, by id
     this.kept = 0; // their bytes
@@ -429,20 +501,25 @@ export class H2Session {
 
   // The client's EOF, after what it sent before it.
   eof() {
-    this.eofHeld = Boolean(this.backlog);
+    this.eofHeld = this.backlog.size > 0;
     if (!this.eofHeld) this.command((x) => x.h2_eof(this.handle));
   }
 
   input(chunk) {
     // (Reads are paused while input is held back; a read already under way
     // may still come: it queues behind.)
-    if (this.backlog) {
-      this.backlog = Buffer.concat([this.backlog, chunk]);
-      return;
-    }
+    if (this.backlog.size > 0) return this.backlog.push(chunk);
     const t0 = performance.now();
+    if (this.turn !== turn.n) {
+      this.lastTurnMs = this.turn === turn.n - 1 ? this.turnMs : 0;
+      [this.turn, this.turnMs] = [turn.n, 0];
+    }
+    const dear = (spent) => this.lastTurnMs + this.turnMs + spent >= DEAR_MS && turn.spent + spent >= TURN_SHARED_MS;
     let at = 0;
-    while (at < chunk.length && !this.closed) {
+    let held = false;
+    // (Dear input past the turn's shared budget waits whole.)
+    if (dear(0)) held = true;
+    while (!held && at < chunk.length && !this.closed) {
       const end = Math.min(chunk.length, at + this.slice);
       const slice = chunk.subarray(at, end);
       const s0 = performance.now();
@@ -451,24 +528,24 @@ export class H2Session {
       if (ms > SLOW_SLICE_MS) this.slice = Math.max(MIN_SLICE, this.slice >> 1);
       else if (ms < SLOW_SLICE_MS / 4 && slice.length === this.slice) this.slice = Math.min(MAX_SLICE, this.slice << 1);
       at = end;
-      if (at < chunk.length && this.inputMs + (performance.now() - t0) >= TURN_INPUT_MS) {
-        this.backlog = Buffer.from(chunk.subarray(at));
-        break;
-      }
+      const spent = performance.now() - t0;
+      held = at < chunk.length && (this.inputMs + spent >= TURN_INPUT_MS || dear(spent));
     }
+    if (held) this.backlog.hold(chunk, at);
     // Calls, messages and cancels are heard at once, not a tick later.
     this.flush();
-    this.inputMs += performance.now() - t0;
-    if ((this.inputMs >= TURN_INPUT_MS || this.backlog) && !this.yielded && !this.closed) {
+    const spent = performance.now() - t0;
+    spend(spent);
+    this.turnMs += spent;
+    this.inputMs += spent;
+    if ((this.inputMs >= TURN_INPUT_MS || this.backlog.size > 0) && !this.yielded && !this.closed) {
       this.yielded = true;
       this.reads.pause();
       setImmediate(() => {
         this.yielded = false;
         this.inputMs = 0;
-        const backlog = this.backlog;
-        this.backlog = null;
-        if (backlog && !this.closed) this.input(backlog);
-        if (this.eofHeld && !this.backlog && !this.closed) this.eof();
+        if (this.backlog.size > 0 && !this.closed) this.input(this.backlog.take());
+        if (this.eofHeld && this.backlog.size === 0 && !this.closed) this.eof();
         // (Closed as well: a connection ended after its GOAWAY is read, and
         // what it sends dropped, until the client goes.)
         if (!this.full && !this.yielded) this.reads.resume();

@@ -697,22 +697,7 @@ export class Lessor extends EventTarget {
    * it in order (a journal begun before it), it restores the latest state.
    */
   *snapshotEntries(step = 1024) {
-    this.#enter();
-    const b = this.#b;
-    // (Which leases are past their deadline is judged now, for every step.)
-    const cursor = b.snapshotCursor(this.#time());
-    try {
-      for (;;) {
-        // (After a failed write the lessor holds changes the store may not:
-        // not a state to persist.)
-        this.#enterWrite();
-        const part = b.snapshotNext(cursor, step);
-        if (part.length === 0) return;
-        yield* part;
-      }
-    } finally {
-      cursor.free();
-    }
+    for (const part of this.#snapshotParts((b, cursor) => b.snapshotNext(cursor, step))) yield* part;
   }
 
   /**
@@ -722,13 +707,21 @@ export class Lessor extends EventTarget {
    * object per entry.
    */
   *snapshotPacked(step = 1024) {
+    yield* this.#snapshotParts((b, cursor) => b.snapshotNextPacked(cursor, step));
+  }
+
+  // The snapshot's parts as `next(binding, cursor)` reads them, until one is empty.
+  *#snapshotParts(next) {
     this.#enter();
     const b = this.#b;
+    // (Which leases are past their deadline is judged now, for every step.)
     const cursor = b.snapshotCursor(this.#time());
     try {
       for (;;) {
+        // (After a failed write the lessor holds changes the store may not:
+        // not a state to persist.)
         this.#enterWrite();
-        const part = b.snapshotNextPacked(cursor, step);
+        const part = next(b, cursor);
         if (part.length === 0) return;
         yield part;
       }

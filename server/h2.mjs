@@ -356,7 +356,7 @@ export class H2Call {
     this.#sent(bytes);
     if (this.kept || bytes.length > PART) {
       this.#queue(bytes);
-      return this.#last((x, mem) => x.h2_finish(this.session.handle, this.id, 0, 0));
+      return this.#last((x) => x.h2_finish(this.session.handle, this.id, 0, 0));
     }
     this.session.command((x, mem) => x.h2_reply(this.session.handle, this.id, toScratch(x, mem, bytes)));
   }

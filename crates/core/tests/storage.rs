@@ -1086,6 +1086,30 @@ impl Journaled {
         .unwrap();
         (journaled, l)
     }
+
+    /// A store holding `snap` (each key once, or the key it holds twice as
+    /// the error) with every batch journaled since applied over it, in order:
+    /// what a restart after a compaction reads.
+    fn over(&self, snap: Vec<(String, Vec<u8>)>) -> Result<MemStore, String> {
+        let mut map = BTreeMap::new();
+        for (k, v) in snap {
+            if map.contains_key(&k) {
+                return Err(format!("{k} twice"));
+            }
+            map.insert(k, v);
+        }
+        for batch in self.batches.borrow().iter() {
+            for k in &batch.delete {
+                map.remove(k);
+            }
+            for (k, v) in &batch.put {
+                map.insert(k.clone(), v.clone());
+            }
+        }
+        let rebuilt = MemStore::default();
+        rebuilt.0.borrow_mut().map = map;
+        Ok(rebuilt)
+    }
 }
 
 impl Storage for Journaled {
@@ -1165,21 +1189,7 @@ proptest! {
             }
         }
         while l.snapshot_next(&mut cursor, 2, &mut snap) {}
-        let mut map = BTreeMap::new();
-        for (k, v) in snap {
-            prop_assert!(!map.contains_key(&k), "{} twice", k);
-            map.insert(k, v);
-        }
-        for batch in journaled.batches.borrow().iter() {
-            for k in &batch.delete {
-                map.remove(k);
-            }
-            for (k, v) in &batch.put {
-                map.insert(k.clone(), v.clone());
-            }
-        }
-        let rebuilt = MemStore::default();
-        rebuilt.0.borrow_mut().map = map;
+        let rebuilt = journaled.over(snap).map_err(TestCaseError::fail)?;
         let _ = l.leases(now);
         assert_restores_same(&mut l, &rebuilt, now)?;
         // Against the store that was never compacted (every batch since the
@@ -1290,21 +1300,7 @@ fn a_snapshot_in_steps_splits_one_key_with_many_versions() {
             .unwrap();
     }
     assert!(n >= 6, "{n} steps");
-    let mut map = BTreeMap::new();
-    for (k, v) in snap {
-        assert!(!map.contains_key(&k), "{k} twice");
-        map.insert(k, v);
-    }
-    for batch in journaled.batches.borrow().iter() {
-        for k in &batch.delete {
-            map.remove(k);
-        }
-        for (k, v) in &batch.put {
-            map.insert(k.clone(), v.clone());
-        }
-    }
-    let rebuilt = MemStore::default();
-    rebuilt.0.borrow_mut().map = map;
+    let rebuilt = journaled.over(snap).unwrap();
     assert_restores_same(&mut l, &rebuilt, T0).unwrap();
 }
 

@@ -333,21 +333,22 @@ export class H2Call {
   room() {
     if (this.done || this.told) return 0;
     const s = this.session;
-    // (0 from the module: it blocked the call, and says Drain later.)
-    const module = this.kept ? null : s.command((x) => x.h2_room(s.handle, this.id) >>> 0, 0);
+    if (this.kept) {
+      const room = HIGH_WATER_BYTES - s.kept - s.command((x) => x.h2_waiting(s.handle) >>> 0, HIGH_WATER_BYTES);
+      if (room > 0) return room;
+      // (A call with messages kept is blocked in the module: a Drain follows.)
+      this.told = true;
+      return 0;
+    }
+    // The module's room is HIGH_WATER_BYTES less what it holds; 0: it
+    // blocked the call, and says Drain later.
+    const module = s.command((x) => x.h2_room(s.handle, this.id) >>> 0, 0);
     if (module === 0) {
       this.told = true;
       return 0;
     }
-    const room = HIGH_WATER_BYTES - s.kept - s.command((x) => x.h2_waiting(s.handle) >>> 0, HIGH_WATER_BYTES);
-    if (room > 0) return room;
-    if (this.kept) {
-      // (A call with messages kept is blocked in the module.)
-      this.told = true;
-      return 0;
-    }
-    // Other calls keep the connection's bytes: one message, then wait.
-    return 1;
+    // (Other calls keeping the connection's bytes: one message, then wait.)
+    return Math.max(1, module - s.kept);
   }
 
   /** Answers with one message and status OK (a unary call's answer). */
@@ -376,25 +377,29 @@ export class H2Call {
   // Gives the module `bytes`, in parts if long, as far as it takes them;
   // keeps the rest. False if the sender should wait for onDrain.
   #queue(bytes) {
-    const parts = [];
-    for (let at = 0; at < bytes.length || at === 0; at += PART) parts.push(bytes.subarray(at, at + PART));
     let at = 0;
     if (!this.kept) {
-      for (; at < parts.length; at++) {
-        const sent = this.#give(parts[at], at === 0 ? bytes.length : NEXT_PART);
-        if (sent === SENT) continue;
+      let given = false; // all of it went to the module
+      while (!given) {
+        const part = bytes.length <= PART ? bytes : bytes.subarray(at, at + PART);
+        const sent = this.#give(part, at === 0 ? bytes.length : NEXT_PART);
         if (sent === GONE) return false;
+        if (sent !== KEPT) at += part.length;
+        given = sent !== KEPT && at >= bytes.length;
+        if (sent === SENT) continue;
         this.#holding([]);
         if (sent === FULL) this.told = true;
-        if (sent !== KEPT) at++;
         break;
       }
+      if (given) return !this.told;
     }
-    if (at === parts.length) return !this.told;
-    for (let i = at; i < parts.length; i++) {
-      this.kept.push([parts[i], i === 0 ? bytes.length : NEXT_PART]);
-      this.session.keep(parts[i].length);
-    }
+    // (A message of no bytes is one part too.)
+    do {
+      const part = bytes.subarray(at, at + PART);
+      this.kept.push([part, at === 0 ? bytes.length : NEXT_PART]);
+      this.session.keep(part.length);
+      at += PART;
+    } while (at < bytes.length);
     if (this.kept.length >= HIGH_WATER_MESSAGES || this.session.kept >= HIGH_WATER_BYTES) this.told = true;
     return !this.told;
   }
@@ -516,9 +521,8 @@ export class H2Session {
     }
     const dear = (spent) => this.lastTurnMs + this.turnMs + spent >= DEAR_MS && turn.spent + spent >= TURN_SHARED_MS;
     let at = 0;
-    let held = false;
     // (Dear input past the turn's shared budget waits whole.)
-    if (dear(0)) held = true;
+    let held = dear(0);
     while (!held && at < chunk.length && !this.closed) {
       const end = Math.min(chunk.length, at + this.slice);
       const slice = chunk.subarray(at, end);

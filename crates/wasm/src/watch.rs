@@ -1,16 +1,15 @@
 //! `RawLessor`'s watch calls: a codec watch request in, the watchers'
 //! events out in one codec buffer per poll (see codec.rs).
 
+use js_sys::{Function, Uint8Array};
 use wasm_bindgen::prelude::*;
 
-use js_sys::{Function, Uint8Array};
-
 use crate::codec::{Reader, Writer};
+use crate::error::js_error;
+use crate::lessor::RawLessor;
 
 /// Bytes of events a poll hands out at once (`poll_watches`).
 const CHUNK: usize = 1 << 20;
-use crate::error::js_error;
-use crate::lessor::RawLessor;
 
 #[wasm_bindgen]
 impl RawLessor {

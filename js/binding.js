@@ -266,11 +266,15 @@ export class Binding {
     return this.#raw.watch_caught_up(id);
   }
 
-  /** `[{ id, compactRevision, revision, events }]`. */
+  /**
+   * `{ batches: [{ id, compactRevision, revision, events, partial }], bytes }`:
+   * `bytes`, what the engine handed over for them.
+   */
   pollWatches() {
     const chunks = [];
     const rest = this.#raw.poll_watches((chunk) => void chunks.push(chunk));
-    return readWatchBatches(new Reader(rest), hexOfI64, chunks);
+    const bytes = chunks.reduce((n, c) => n + c.length, rest.length);
+    return { batches: readWatchBatches(new Reader(rest), hexOfI64, chunks), bytes };
   }
 
   watchesPending() {

@@ -15,6 +15,7 @@ import { WriteQueue } from "./write-queue.js";
 // What a catching-up watcher gets per turn of the event loop (#deliver).
 const DELIVER_TURN_EVENTS = 5_000;
 const DELIVER_TURN_ROUNDS = 50;
+const DELIVER_TURN_BYTES = 2 * 1024 * 1024;
 
 export { leaseId } from "./lease-id.js";
 export { LeaseError } from "./errors.js";
@@ -93,6 +94,7 @@ export class Lessor extends EventTarget {
   #parts = new Map();
   #delivering = false;
   #deliverTimer = null;
+  #turn = null;
 
   constructor(opts = {}) {
     super();
@@ -478,7 +480,7 @@ export class Lessor extends EventTarget {
     if (typeof listener !== "function") throw new LeaseError("InvalidArgument", "watch needs a listener function");
     const id = this.#b.watch(q);
     this.#watchers.set(id, listener);
-    queueMicrotask(() => this.#deliver());
+    queueMicrotask(() => this.#deliver(true));
     const live = () => this.#watchers.has(id) && !this.#closed;
     const caughtUp = () => live() && this.#b.watchCaughtUp(id);
     return {
@@ -493,7 +495,7 @@ export class Lessor extends EventTarget {
       resume: () => {
         if (!live()) return;
         this.#b.pauseWatch(id, false);
-        queueMicrotask(() => this.#deliver());
+        queueMicrotask(() => this.#deliver(true));
       },
       get caughtUp() {
         return caughtUp();
@@ -504,21 +506,30 @@ export class Lessor extends EventTarget {
   // Hands each watcher the changes it has not had. A listener that writes
   // is not re-entered: its changes are picked up by the loop. A watcher
   // catching up on a long history gets it a turn of the event loop at a
-  // time (about DELIVER_TURN_EVENTS events, or DELIVER_TURN_ROUNDS rounds
-  // of up to 1000 revisions each), so that other work runs in between; so
-  // does one revision of many changes, whose parts are joined (#parts).
-  #deliver() {
+  // time (about DELIVER_TURN_EVENTS events, DELIVER_TURN_BYTES of them as
+  // the engine hands them over, or DELIVER_TURN_ROUNDS rounds of up to 1000
+  // revisions each), so that other work runs in between; so does one
+  // revision of many changes, or of large values, whose parts are joined
+  // (#parts). The share is the turn's, whoever asks: a write's changes go
+  // out at once (a round at least), but a new or resumed watcher waits for
+  // the next turn once this one had its share (a host resuming 100 watchers
+  // would otherwise start 100 more).
+  #deliver(budgeted = false) {
     if (this.#delivering || this.#watchers.size === 0 || this.#closed) return;
+    const turn = this.#turnSpent();
+    if (budgeted && turn.over()) return this.#deliverLater();
     this.#delivering = true;
-    let handed = 0;
     try {
-      for (let round = 1; ; round++) {
-        for (const b of this.#b.pollWatches()) {
+      for (;;) {
+        turn.rounds++;
+        const poll = this.#b.pollWatches();
+        turn.bytes += poll.bytes;
+        for (const b of poll.batches) {
           const listener = this.#watchers.get(b.id);
           // The core cancelled a watcher whose start was compacted.
           if (b.compactRevision !== 0) this.#watchers.delete(b.id);
           if (!listener) continue;
-          handed += b.events.length;
+          turn.handed += b.events.length;
           let events = b.events;
           const parts = this.#parts.get(b.id);
           if (b.partial) {
@@ -539,17 +550,29 @@ export class Lessor extends EventTarget {
           }
         }
         if (this.#closed || !this.#b.watchesPending()) return;
-        if (handed >= DELIVER_TURN_EVENTS || round >= DELIVER_TURN_ROUNDS) {
-          this.#deliverTimer ??= setTimeout(() => {
-            this.#deliverTimer = null;
-            this.#deliver();
-          }, 0);
-          return;
-        }
+        if (turn.over()) return this.#deliverLater();
       }
     } finally {
       this.#delivering = false;
     }
+  }
+
+  // What #deliver handed out in this turn of the event loop.
+  #turnSpent() {
+    if (this.#turn === null) {
+      const turn = { handed: 0, bytes: 0, rounds: 0 };
+      turn.over = () => turn.handed >= DELIVER_TURN_EVENTS || turn.bytes >= DELIVER_TURN_BYTES || turn.rounds >= DELIVER_TURN_ROUNDS;
+      this.#turn = turn;
+      setTimeout(() => (this.#turn = null), 0);
+    }
+    return this.#turn;
+  }
+
+  #deliverLater() {
+    this.#deliverTimer ??= setTimeout(() => {
+      this.#deliverTimer = null;
+      this.#deliver();
+    }, 0);
   }
 
   // After a write of `changes` changes: a small one's are handed out now; a
@@ -560,10 +583,7 @@ export class Lessor extends EventTarget {
   #deliverAfter(changes) {
     if (changes <= DELIVER_TURN_EVENTS) return this.#deliver();
     if (this.#watchers.size === 0 || this.#closed) return;
-    this.#deliverTimer ??= setTimeout(() => {
-      this.#deliverTimer = null;
-      this.#deliver();
-    }, 0);
+    this.#deliverLater();
   }
 
   /** Deletes a key. Returns `{ deleted, revision, prev? }`. */

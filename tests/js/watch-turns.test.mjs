@@ -122,3 +122,26 @@ test("a catch-up over large values comes out of the engine a chunk at a time: it
   }
   assert.ok(grew <= 8 * 2 ** 20, `the engine's memory grew ${(grew / 2 ** 20).toFixed(1)} MiB for 24 MiB of history`);
 });
+
+test("watchers that pause and resume within a turn share its hand-out: a catch-up over large values still takes many turns", async (t) => {
+  const lessor = new Lessor({ history: Infinity });
+  t.after(() => lessor.close());
+  // 3,000 revisions of 4 KiB (12 MiB): three of etcd's batches per watcher.
+  const value = "x".repeat(4096);
+  for (let i = 0; i < 3_000; i++) lessor.put(`k/${i % 100}`, value);
+  // As the server's watch service does when a stream's room runs out and
+  // comes back: each batch pauses its watcher, which resumes at once.
+  const got = [0, 0, 0, 0];
+  for (let w = 0; w < got.length; w++) {
+    const h = lessor.watch({ key: "k/", rangeEnd: "k0", startRevision: 2 }, (b) => {
+      got[w] += b.events.length;
+      h.pause();
+      queueMicrotask(() => h.resume());
+    });
+  }
+  let turns = 0;
+  for (const end = Date.now() + 10_000; got.some((n) => n < 3_000) && Date.now() < end; turns++) await new Promise((ok) => setTimeout(ok, 0));
+  assert.deepEqual(got, [3_000, 3_000, 3_000, 3_000]);
+  // About 2 MiB a turn: each resume started a turn's worth of its own before.
+  assert.ok(turns >= 5, `${turns} turns`);
+});

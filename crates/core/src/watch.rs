@@ -80,6 +80,15 @@ const SHARED_CHANGES: usize = 4096;
 /// that no one poll holds the host for all of it.
 const PART_EVENTS: usize = 4096;
 
+/// About this many bytes of keys and values (`Event::bytes`) made into
+/// events per poll: a catch-up over large values (20 MiB of history to
+/// each of 100 watchers) is handed out over several polls, each watcher's
+/// batch in parts cut at a change, so that no one poll holds the host for
+/// all of it. An event made for one watcher costs the others nothing, so
+/// watchers at the same place move on together. One poll's first event
+/// goes out whatever its size.
+const POLL_BYTES: usize = 1 << 20;
+
 struct Watcher {
     req: WatchRequest,
     /// The next revision to report.
@@ -92,20 +101,22 @@ struct Watcher {
     paused: bool,
     /// Set when a part of a batch was handed out (`WatchEvents::partial`):
     /// the sub-revision of `next` to go on from, and the revisions the
-    /// batch counted so far.
+    /// batch counted so far (`next` among them).
     part: Option<(u32, usize)>,
 }
 
 /// How far a batch has been found: read up to `from`, `revs` revisions
-/// with changes in range so far, the last being `last`, and those changes;
-/// found under the compaction point `compacted` (if it moves, the search
-/// starts again, as the changes found may have been dropped).
+/// with changes in range so far, the last being `last`, and those changes
+/// (`bytes` of events); found under the compaction point `compacted` (if it
+/// moves, the search starts again, as the changes found may have been
+/// dropped).
 struct Scan {
     compacted: i64,
     from: i64,
     revs: usize,
     last: i64,
     wanted: Vec<(i64, u32, Key)>,
+    bytes: usize,
 }
 
 impl Watcher {
@@ -233,6 +244,8 @@ impl Watchers {
             .unwrap_or(newest)
             .max(newest.saturating_sub(SHARED_CHANGES));
         let mut made: Vec<[usize; 2]> = Vec::new();
+        // Bytes of the events made so far (POLL_BYTES).
+        let mut made_bytes = 0;
         for (id, w) in self.list.iter_mut() {
             let id = *id;
             if w.paused || w.next > rev {
@@ -256,18 +269,29 @@ impl Watchers {
             let found_before = w.scan.take().filter(|s| s.compacted == compacted);
             // A batch handed out in parts goes on where its last part ended.
             let part = w.part.take();
+            if found_before
+                .as_ref()
+                .is_some_and(|s| made_bytes > 0 && made_bytes + s.bytes > POLL_BYTES)
+            {
+                // What it found earlier would take the poll past its bytes.
+                (w.scan, w.part) = (found_before, part);
+                continue;
+            }
             let (skip, revs) = part.unwrap_or((0, 0));
             let mut scan = found_before.unwrap_or(Scan {
                 compacted,
                 from: w.next,
                 revs,
-                last: if skip > 0 { w.next } else { 0 },
+                last: if part.is_some() { w.next } else { 0 },
                 wanted: Vec::new(),
+                bytes: 0,
             });
             let mut found = Vec::new();
             let mut upto = Some(rev + 1);
             let mut partial = false;
             let (mut read, mut last_read) = (0, 0);
+            // Bytes of the events this watcher's batch would make here.
+            let mut pending = scan.bytes;
             for (pos, at, sub, key) in kv.changes_from(scan.from) {
                 if at == w.next && sub < skip {
                     continue;
@@ -282,27 +306,48 @@ impl Watchers {
                 if !w.wants(key) {
                     continue;
                 }
-                if at != scan.last {
-                    if scan.revs == BATCH_REVISIONS {
-                        upto = Some(at);
-                        break;
-                    }
-                    scan.revs += 1;
-                    scan.last = at;
-                } else if found.len() + scan.wanted.len() >= PART_EVENTS {
-                    // Inside a revision: the rest of it at the next poll.
-                    w.part = Some((sub, scan.revs));
+                let new_rev = at != scan.last;
+                if new_rev && scan.revs == BATCH_REVISIONS {
+                    upto = Some(at);
+                    break;
+                }
+                let bytes = kv.event_bytes(at, sub, key, w.req.prev_kv);
+                let shared = (pos.checked_sub(base))
+                    .and_then(|i| made.get(i))
+                    .is_some_and(|m| m[w.req.prev_kv as usize] != usize::MAX);
+                let over = !shared
+                    && made_bytes + pending > 0
+                    && made_bytes + pending + bytes > POLL_BYTES;
+                let items = found.len() + scan.wanted.len();
+                if over && items == 0 {
+                    // Nothing to hand out before it: the search goes on
+                    // from this change at the next poll.
+                    scan.from = at;
+                    upto = None;
+                    break;
+                }
+                if over || (!new_rev && items >= PART_EVENTS) {
+                    // The rest of the batch at the next poll (a revision's
+                    // rest too: inside one, only past PART_EVENTS).
+                    w.part = Some((sub, scan.revs + new_rev as usize));
                     upto = Some(at);
                     partial = true;
                     break;
                 }
-                found.push((Some(pos), at, sub, key));
+                if new_rev {
+                    scan.revs += 1;
+                    scan.last = at;
+                }
+                pending += if shared { 0 } else { bytes };
+                found.push((Some(pos), at, sub, key, bytes));
             }
             let Some(upto) = upto else {
-                // (Keys are shared: keeping them copies no bytes.)
+                // Made at a later poll, they share nothing: all their bytes
+                // count. (Keys are shared: keeping them copies no bytes.)
+                scan.bytes += found.iter().map(|f| f.4).sum::<usize>();
                 let more = found
                     .into_iter()
-                    .map(|(_, at, sub, key)| (at, sub, key.clone()));
+                    .map(|(_, at, sub, key, _)| (at, sub, key.clone()));
                 scan.wanted.extend(more);
                 w.scan = Some(scan);
                 // (Should the search start again, it starts where the part ended.)
@@ -316,6 +361,9 @@ impl Watchers {
                 .wanted
                 .iter()
                 .map(|(at, sub, key)| (None, *at, *sub, key));
+            let found = found
+                .into_iter()
+                .map(|(pos, at, sub, key, _)| (pos, at, sub, key));
             let mut events = Vec::new();
             for (pos, at, sub, key) in earlier.chain(found) {
                 let mut unshared = usize::MAX;
@@ -343,6 +391,7 @@ impl Watchers {
                         (ev.entry.as_ref()).is_some_and(|e| e.create_revision == e.mod_revision);
                     *slot = made_kinds.len();
                     made_kinds.push((put, create));
+                    made_bytes += ev.bytes();
                     sink(ev);
                 } else if filtered(made_kinds[*slot].0) {
                     continue;

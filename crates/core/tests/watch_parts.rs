@@ -3,7 +3,7 @@
 //! `partial` but the last, together every change of the revision once, in
 //! order, then the revisions after it.
 
-use edge_lease_core::{Config, Lessor, PutOptions, WatchRequest};
+use edge_lease_core::{Config, Lessor, Op, PutOptions, PutRequest, TxnRequest, WatchRequest};
 
 const T0: i64 = 1_700_000_000_000;
 const N: usize = 10_000;
@@ -136,4 +136,145 @@ fn a_compaction_between_parts_neither_repeats_nor_loses_a_change() {
         joined.extend(evs.into_iter().map(|(k, _)| k));
     }
     assert_eq!(joined, (0..N).map(key).collect::<Vec<_>>());
+}
+
+/// A watcher's batches with their parts joined: (events as (key,
+/// revision), whether each has its previous entry) per batch.
+type Joined = Vec<Vec<(Vec<u8>, i64, bool)>>;
+
+/// The most a poll makes past its budget (1 MiB): its first event, which
+/// goes out whatever its size, or the event that crossed it.
+const POLL_BYTES: usize = 1 << 20;
+
+/// Polls until nothing is pending, checking each poll's bytes; per watcher
+/// id (in `ids`), its joined batches; and per poll, each watcher's event
+/// indexes.
+fn drain_joined(
+    l: &mut Lessor,
+    ids: &[i64],
+    biggest: usize,
+) -> (Vec<Joined>, Vec<Vec<Vec<usize>>>) {
+    let mut out = vec![Joined::new(); ids.len()];
+    let mut open = vec![false; ids.len()];
+    let mut polls = Vec::new();
+    for _ in 0..10_000 {
+        let p = l.poll_watches();
+        let made: usize = p.events.iter().map(|e| e.bytes()).sum();
+        assert!(made <= POLL_BYTES + biggest, "a poll made {made} bytes");
+        let mut mine = vec![Vec::new(); ids.len()];
+        for b in &p.batches {
+            let w = ids.iter().position(|&id| id == b.id).unwrap();
+            let evs = p
+                .events_of(b)
+                .map(|e| (e.key.to_vec(), e.revision, e.prev.is_some()));
+            if !open[w] {
+                out[w].push(Vec::new());
+            }
+            out[w].last_mut().unwrap().extend(evs);
+            open[w] = b.partial;
+            mine[w] = b.events.clone();
+        }
+        polls.push(mine);
+        if !l.watches_pending() {
+            assert!(open.iter().all(|o| !o), "a batch left open");
+            return (out, polls);
+        }
+    }
+    panic!("still pending after 10,000 polls");
+}
+
+#[test]
+fn a_catch_up_over_large_values_comes_in_polls_of_about_a_mebibyte_that_join_into_etcds_batches() {
+    let big = vec![b'v'; 64 * 1024];
+    let mut l = Lessor::new(Config::default()).unwrap();
+    // 40 revisions of one 64 KiB put, one of 24 (1.5 MiB in one revision),
+    // then 1,200 small ones: 2.7 MiB of history and more than a batch's
+    // 1,000 revisions.
+    for i in 0..40 {
+        l.put(T0, &key(i), &big, PutOptions::default()).unwrap();
+    }
+    let puts = (0..24)
+        .map(|i| {
+            Op::Put(PutRequest {
+                key: key(100 + i),
+                value: big.clone(),
+                options: PutOptions::default(),
+            })
+        })
+        .collect();
+    let txn = l
+        .txn(
+            T0,
+            &TxnRequest {
+                success: puts,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    for i in 0..1_200 {
+        l.put(T0, &key(i % 50), b"small", PutOptions::default())
+            .unwrap();
+    }
+    let from = |start_revision, prev_kv| WatchRequest {
+        key: b"k/".to_vec(),
+        range_end: b"k0".to_vec(),
+        start_revision,
+        prev_kv,
+        ..Default::default()
+    };
+    let ids = [
+        l.watch(&from(1, false)).unwrap(),
+        l.watch(&from(1, false)).unwrap(),
+        l.watch(&from(1, true)).unwrap(),
+        // Sparse: one key of the big revision, from far back.
+        l.watch(&WatchRequest {
+            key: key(123),
+            start_revision: 1,
+            ..Default::default()
+        })
+        .unwrap(),
+        // Starts inside the first batch of the others.
+        l.watch(&from(20, false)).unwrap(),
+    ];
+    let (got, polls) = drain_joined(&mut l, &ids, 2 * (big.len() + 8));
+
+    // What each watcher must get, in etcd's batches of at most 1,000
+    // revisions with changes in range.
+    let all = l.watch(&from(1, true)).unwrap();
+    let history: Vec<(Vec<u8>, i64, bool)> = {
+        let (mut h, _) = drain_joined(&mut l, &[all], 2 * (big.len() + 8));
+        h.remove(0).concat()
+    };
+    let batches = |first: i64, prev: bool| -> Joined {
+        let evs: Vec<_> = history
+            .iter()
+            .filter(|e| e.1 >= first)
+            .map(|e| (e.0.clone(), e.1, e.2 && prev))
+            .collect();
+        let mut out: Joined = Vec::new();
+        let mut revs = 0;
+        let mut last = 0;
+        for e in evs {
+            if e.1 != last {
+                if revs % 1000 == 0 {
+                    out.push(Vec::new());
+                }
+                revs += 1;
+                last = e.1;
+            }
+            out.last_mut().unwrap().push(e);
+        }
+        out
+    };
+    assert_eq!(history.len(), 40 + 24 + 1_200);
+    assert_eq!(got[0], batches(1, false));
+    assert_eq!(got[1], got[0]);
+    assert_eq!(got[2], batches(1, true));
+    assert_eq!(got[3], vec![vec![(key(123), txn.revision, false)]]);
+    assert_eq!(got[4], batches(20, false));
+    // The big revision is one batch's middle, whole.
+    assert_eq!(got[0][0].iter().filter(|e| e.1 == txn.revision).count(), 24);
+    // Several polls, the two alike watchers sharing every event of each.
+    assert!(polls.len() >= 4, "{} polls", polls.len());
+    assert!(polls.iter().all(|p| p[0] == p[1]));
 }

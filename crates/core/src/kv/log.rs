@@ -2,7 +2,7 @@
 //! from there on, and a change as the event watchers are given.
 
 use super::{state_at, Event, Keyspace};
-use crate::types::Key;
+use crate::types::{Entry, Key};
 
 impl Keyspace {
     /// The log position of the first change from revision `from` on (not
@@ -26,33 +26,45 @@ impl Keyspace {
 
     /// The change `(revision, sub)` of `key`, as watchers see it.
     pub fn event(&self, revision: i64, sub: u32, key: &Key) -> Event {
+        let (entry, prev) = self.change(revision, sub, key);
+        Event {
+            key: key.clone(),
+            entry: entry.cloned(),
+            revision,
+            prev: prev.cloned(),
+        }
+    }
+
+    /// `Event::bytes` of that change's event (with or without its
+    /// previous entry), without making it.
+    pub fn event_bytes(&self, revision: i64, sub: u32, key: &Key, prev_kv: bool) -> usize {
+        let (entry, prev) = self.change(revision, sub, key);
+        Event::size(key, entry, prev.filter(|_| prev_kv))
+    }
+
+    /// The entry change `(revision, sub)` of `key` wrote (None for a
+    /// delete), and the key's entry before it, if it had one.
+    fn change(&self, revision: i64, sub: u32, key: &Key) -> (Option<&Entry>, Option<&Entry>) {
         let live = self.live.get(&**key);
         let past = self.index.get(&**key).map_or(&[][..], |p| &p[..]);
         // A superseded version if a later change in the revision (or after
         // it) replaced it, else the live entry.
         let entry = match past.binary_search_by_key(&(revision, sub), |v| (v.revision, v.sub)) {
-            Ok(at) => past[at].entry.clone(),
-            Err(_) => live
-                .filter(|e| (e.mod_revision, e.sub) == (revision, sub))
-                .cloned(),
+            Ok(at) => past[at].entry.as_ref(),
+            Err(_) => live.filter(|e| (e.mod_revision, e.sub) == (revision, sub)),
         };
         // A create has no previous entry, even where it replaced the entry
         // of a lease that had expired without a tick deleting it yet; and
         // before the compaction point there is none to give (etcd's read of
         // it fails as compacted, so it leaves prev_kv out).
-        let prev = match &entry {
+        let prev = match entry {
             Some(e) if e.version == 1 => None,
             _ if revision - 1 < self.compacted => None,
             _ => match live {
-                Some(e) if e.mod_revision < revision => Some(e.clone()),
-                _ => state_at(past, revision - 1).cloned(),
+                Some(e) if e.mod_revision < revision => Some(e),
+                _ => state_at(past, revision - 1),
             },
         };
-        Event {
-            key: key.clone(),
-            entry,
-            revision,
-            prev,
-        }
+        (entry, prev)
     }
 }

@@ -74,6 +74,19 @@ pub struct Event {
     pub prev: Option<Entry>,
 }
 
+impl Event {
+    /// The bytes of keys and values the event holds: what a poll counts
+    /// against its budget.
+    pub fn bytes(&self) -> usize {
+        Event::size(&self.key, self.entry.as_ref(), self.prev.as_ref())
+    }
+
+    fn size(key: &[u8], entry: Option<&Entry>, prev: Option<&Entry>) -> usize {
+        let value = |e: Option<&Entry>| e.map_or(0, |e| e.value.len());
+        key.len() + value(entry) + prev.map_or(0, |p| key.len() + p.value.len())
+    }
+}
+
 pub struct Keyspace {
     /// Seeded per keyspace from the OS, so keys cannot be crafted to collide.
     live: HashMap<Key, Entry, foldhash::fast::FixedState>,

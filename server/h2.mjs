@@ -195,9 +195,22 @@ const encoder = new TextEncoder();
 // The bytes of kept parts [from, to).
 const bytesOf = (kept, from, to) => {
   let n = 0;
-  for (let i = from; i < to; i++) n += kept[i][0].length;
+  for (let i = from; i < to; i++) n += kept[i][2];
   return n;
 };
+
+// Copies bytes [from, from + len) of message `msg` into the module's
+// scratch buffer; returns len. A message is bytes, or an object that has a
+// `length` and copies a range of itself (`copy(into, from)` fills `into`):
+// grpc.mjs's WatchResponse made of its events' shared encodings, which a
+// response many watchers get (and the answers kept for each) never joins.
+function partToScratch(x, mem, msg, from, len) {
+  const ptr = x.h2_scratch(len) >>> 0;
+  const into = new Uint8Array(mem.buffer, ptr, len);
+  if (!(msg instanceof Uint8Array)) msg.copy(into, from);
+  else into.set(len === msg.length ? msg : msg.subarray(from, from + len));
+  return len;
+}
 
 // Copies `bytes` into the module's scratch buffer; returns their length.
 // (Pointers the module returns are i32, signed in JS: `>>> 0` makes one past
@@ -319,7 +332,10 @@ export class H2Call {
     this.told = false;
   }
 
-  /** Queues a response message; false if the caller should wait for onDrain. */
+  /**
+   * Queues a response message (bytes, or a message that copies itself:
+   * partToScratch); false if the caller should wait for onDrain.
+   */
   send(bytes) {
     if (this.done) return false;
     this.#sent(bytes);
@@ -359,7 +375,7 @@ export class H2Call {
       this.#queue(bytes);
       return this.#last((x) => x.h2_finish(this.session.handle, this.id, 0, 0));
     }
-    this.session.command((x, mem) => x.h2_reply(this.session.handle, this.id, toScratch(x, mem, bytes)));
+    this.session.command((x, mem) => x.h2_reply(this.session.handle, this.id, partToScratch(x, mem, bytes, 0, bytes.length)));
   }
 
   /** Ends the call with a gRPC status once what it queued is sent. */
@@ -374,18 +390,20 @@ export class H2Call {
     else this.session.command(fn);
   }
 
-  // Gives the module `bytes`, in parts if long, as far as it takes them;
-  // keeps the rest. False if the sender should wait for onDrain.
-  #queue(bytes) {
+  // Gives the module message `msg`, in parts if long, as far as it takes
+  // them; keeps the rest, as [msg, from, length, the message's length or
+  // NEXT_PART]. False if the sender should wait for onDrain.
+  #queue(msg) {
+    const n = msg.length;
     let at = 0;
     if (!this.kept) {
       let given = false; // all of it went to the module
       while (!given) {
-        const part = bytes.length <= PART ? bytes : bytes.subarray(at, at + PART);
-        const sent = this.#give(part, at === 0 ? bytes.length : NEXT_PART);
+        const len = Math.min(PART, n - at);
+        const sent = this.#give(msg, at, len, at === 0 ? n : NEXT_PART);
         if (sent === GONE) return false;
-        if (sent !== KEPT) at += part.length;
-        given = sent !== KEPT && at >= bytes.length;
+        if (sent !== KEPT) at += len;
+        given = sent !== KEPT && at >= n;
         if (sent === SENT) continue;
         this.#holding([]);
         if (sent === FULL) this.told = true;
@@ -395,17 +413,17 @@ export class H2Call {
     }
     // (A message of no bytes is one part too.)
     do {
-      const part = bytes.subarray(at, at + PART);
-      this.kept.push([part, at === 0 ? bytes.length : NEXT_PART]);
-      this.session.keep(part.length);
+      const len = Math.min(PART, n - at);
+      this.kept.push([msg, at, len, at === 0 ? n : NEXT_PART]);
+      this.session.keep(len);
       at += PART;
-    } while (at < bytes.length);
+    } while (at < n);
     if (this.kept.length >= HIGH_WATER_MESSAGES || this.session.kept >= HIGH_WATER_BYTES) this.told = true;
     return !this.told;
   }
 
-  #give(part, message) {
-    return this.session.command((x, mem) => x.h2_send_part(this.session.handle, this.id, toScratch(x, mem, part), message), GONE);
+  #give(msg, from, len, message) {
+    return this.session.command((x, mem) => x.h2_send_part(this.session.handle, this.id, partToScratch(x, mem, msg, from, len), message), GONE);
   }
 
   // Starts (a list) or ends (null) keeping messages outside the module.

@@ -14,7 +14,7 @@ import { deadlineAnswer } from "../etcd/methods.mjs";
 import { MAX_MESSAGE_BYTES } from "../etcd/limits.mjs";
 import { H2Session } from "./h2.mjs";
 import { certificateName } from "./tls.mjs";
-import { lengthSize } from "../etcd/size.mjs";
+import { eventPieces, watchResponse } from "./watch-wire.mjs";
 
 // A service message as protobufjs's encode takes it, with no fromObject
 // (which built a Long for every 64-bit field): proto3 leaves zero values off
@@ -114,25 +114,6 @@ function headerBytes(H, h) {
   return e.b;
 }
 
-// A watch event many watchers get is one object (the lessor shares it, the
-// watch service keeps its wire form): its bytes are encoded once, and each
-// WatchResponse that carries it gets them as they are.
-const eventBytes = new WeakMap();
-function sharedBytes(E, e) {
-  let b = eventBytes.get(e);
-  if (b === undefined) {
-    b = E.encode(wire(E, e)).finish();
-    eventBytes.set(e, b);
-  }
-  return b;
-}
-
-function putVarint(out, at, n) {
-  for (; n > 127; n >>>= 7) out[at++] = (n & 127) | 128;
-  out[at++] = n;
-  return at;
-}
-
 // A WatchResponse that carries events has a header, a watch id and the
 // events: the id's bytes are kept per id (a stream's ids are few).
 function onlyIdAndEvents(obj) {
@@ -150,60 +131,6 @@ function idBytes(T, id) {
   return b;
 }
 
-// A WatchResponse past this many bytes is sent as its pieces (WatchMessage).
-const GATHER_BYTES = 4096;
-
-// A WatchResponse as its pieces: its header's and id's bytes, then each
-// event's shared encoding behind the field's tag and length. The transport
-// copies it out a part at a time (h2.mjs's partToScratch), so a response
-// many watchers get, and each one kept for a client that does not read,
-// holds its events' bytes once: 100 streams replaying 20 MiB hold 20 MiB,
-// not 2 GB, and no response is joined into one buffer.
-export class WatchMessage {
-  #prefix = new Uint8Array(6); // a tag and a varint length
-  // Where the last copy ended: the next goes on from there.
-  #seg = 0;
-  #start = 0;
-
-  constructor(tag, head, rest, events, length) {
-    this.tag = tag;
-    this.head = head;
-    this.rest = rest;
-    this.events = events;
-    this.length = length;
-  }
-
-  // Piece `seg`: the header, the rest, then per event its tag and length
-  // and its bytes.
-  #piece(seg) {
-    if (seg === 0) return this.head;
-    if (seg === 1) return this.rest;
-    const e = this.events[(seg - 2) >> 1];
-    if (seg & 1) return e;
-    this.#prefix[0] = this.tag;
-    return this.#prefix.subarray(0, putVarint(this.#prefix, 1, e.length));
-  }
-
-  /** Fills `into` with the message's bytes from byte `from` on. */
-  copy(into, from) {
-    let [seg, start] = from >= this.#start ? [this.#seg, this.#start] : [0, 0];
-    let done = 0;
-    while (done < into.length) {
-      const piece = this.#piece(seg);
-      const at = from + done - start; // where in this piece
-      if (at < piece.length) {
-        const take = Math.min(piece.length - at, into.length - done);
-        into.set(at === 0 && take === piece.length ? piece : piece.subarray(at, at + take), done);
-        done += take;
-        if (done === into.length && at + take < piece.length) break;
-      }
-      start += piece.length;
-      seg++;
-    }
-    [this.#seg, this.#start] = [seg, start];
-  }
-}
-
 function codec(root, typeName, maxMessage = MAX_MESSAGE_BYTES) {
   const T = root.lookupType(typeName);
   const field = T.fields.header;
@@ -217,7 +144,7 @@ function codec(root, typeName, maxMessage = MAX_MESSAGE_BYTES) {
     // A WatchResponse's events encoded ahead (the watch service, a turn's
     // worth at a time, while a big response waits for the store's fsync):
     // encode then takes their bytes as they are.
-    prepare: ev ? (events) => void events.forEach((e) => sharedBytes(ev.resolvedType, e)) : null,
+    prepare: ev ? (events) => void events.forEach(eventPieces) : null,
     encode: !H
       ? plain
       : (obj) => {
@@ -226,20 +153,10 @@ function codec(root, typeName, maxMessage = MAX_MESSAGE_BYTES) {
           // Fields in number order, as protobufjs writes them: the header,
           // the rest, then a WatchResponse's events (field 11, the last).
           const rest = ev && onlyIdAndEvents(obj) ? idBytes(T, obj.watch_id) : T.encode(wire(T, obj, "header", ev && "events")).finish();
-          const events = ev && obj.events ? obj.events.map((e) => sharedBytes(ev.resolvedType, e)) : [];
-          let size = head.length + rest.length;
-          for (const b of events) size += 1 + lengthSize(b.length) + b.length;
-          if (size > GATHER_BYTES && events.length > 0) return new WatchMessage((ev.id << 3) | 2, head, rest, events, size);
-          const out = Buffer.allocUnsafe(size);
+          if (ev) return watchResponse(head, rest, obj.events ?? []);
+          const out = Buffer.allocUnsafe(head.length + rest.length);
           out.set(head, 0);
           out.set(rest, head.length);
-          let at = head.length + rest.length;
-          for (const b of events) {
-            out[at++] = (ev.id << 3) | 2; // field 11: one byte
-            at = putVarint(out, at, b.length);
-            out.set(b, at);
-            at += b.length;
-          }
           return out;
         },
     /**

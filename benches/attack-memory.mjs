@@ -9,9 +9,13 @@
 // throughout, so "after" is measured while it stays connected), driven
 // from this one. The baseline is a server that has already stored and
 // compacted as much as the attack writes: what the attack's data takes
-// is the store's, not what its connections cost. Figures, not assertions:
+// is the store's, not what its connections cost. Where gdb can attach,
+// "rssAfterTrimMiB" is the RSS once glibc's malloc_trim(0) ran in the
+// server after "after": what the server freed but glibc kept cached (its
+// arenas' free pages, not given back while a live chunk sits above them)
+// is the difference. Figures, not assertions:
 //   node benches/attack-memory.mjs [hpack|zero-window|replay ...]
-import { fork } from "node:child_process";
+import { execFileSync, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
@@ -174,6 +178,16 @@ async function client() {
 }
 
 const maxOf = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, Math.max(a[k], b[k])]));
+// malloc_trim(0) in process `pid` through gdb, then its RSS; null without gdb (or ptrace).
+function trimmedRss(pid) {
+  try {
+    execFileSync("gdb", ["-p", String(pid), "-batch", "-ex", "call (int)malloc_trim(0)"], { stdio: "ignore", timeout: 30_000 });
+    return rss(pid);
+  } catch {
+    return null;
+  }
+}
+
 const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 
 async function main() {
@@ -225,6 +239,7 @@ async function main() {
       }
       const after = { ...(await sample(true)), rss: Math.min(low, rss(srv.pid)) };
       const victim = await toVictim("finish");
+      const trimmed = trimmedRss(srv.pid);
       const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live), keptMiB: mib(s.kept), engineMiB: mib(s.engine), heapMiB: mib(s.heap), abMiB: mib(s.ab) });
       console.log(
         JSON.stringify({
@@ -234,6 +249,7 @@ async function main() {
           peak: row(peak),
           after: row(after),
           rssAfterVsBefore: Math.round((after.rss / before.rss) * 100) / 100,
+          rssAfterTrimMiB: trimmed === null ? null : mib(trimmed),
           moduleFailures: after.failures - before.failures,
           serverLoopDelay: loopUnderAttack,
           // Its Ranges during the attack (and the second after it), then its whole run.

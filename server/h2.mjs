@@ -25,8 +25,10 @@ const SLOW_SLICE_MS = 1;
 // Input work all connections together do in a turn before those whose
 // input is dear (DEAR_MS in this turn and the last) wait for the next: 8
 // connections of HPACK bombs, 5 ms each, held a cheap client's call 67 ms
-// (the median) in every turn. Cheap input goes on at once.
-const TURN_SHARED_MS = 10;
+// (the median) in every turn. Cheap input goes on at once. (At 10 ms a
+// victim's Range under benches/attack-memory's HPACK attack took 22 ms,
+// the median, and up to 60; at 5, 13-14 and up to 43.)
+const TURN_SHARED_MS = 5;
 const DEAR_MS = 1;
 const turn = { n: 0, spent: 0 };
 

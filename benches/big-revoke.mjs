@@ -1,5 +1,6 @@
 // How long one big write holds the server's event loop (issue 31 item 6):
-// a lease of N keys revoked over gRPC, and a DeleteRange of N keys, with W
+// a lease of N keys revoked over gRPC, and a DeleteRange of N keys (of no
+// lease, and of that one lease: each leaves its lease's key list), with W
 // Watch streams on the keys, through the real transport and services over
 // a file store with group commit (as server/main.mjs). Prints one JSON line
 // per case: the engine call (core, store write and watch delivery), the
@@ -31,7 +32,8 @@ async function run(kind) {
   const cleanup = [];
   const grpc = await grpcOnLoopback({ after: (f) => cleanup.push(f) }, createServices({ lessor, store, member }));
   const g = lessor.grant(3600);
-  for (let i = 0; i < N; i++) lessor.put(key(i), `value ${i}`, kind === "revoke" ? { lease: g.id } : undefined);
+  // Keys on the lease (revoke, deleteLeased) or on none (deleteRange).
+  for (let i = 0; i < N; i++) lessor.put(key(i), `value ${i}`, kind === "deleteRange" ? undefined : { lease: g.id });
   await lessor.flush();
   // W watch streams on the keys, each on its own connection; bytes counted.
   let got = 0;
@@ -83,4 +85,4 @@ async function run(kind) {
   return out;
 }
 
-for (const kind of ["revoke", "deleteRange"]) console.log(JSON.stringify(await run(kind)));
+for (const kind of ["revoke", "deleteRange", "deleteLeased"]) console.log(JSON.stringify(await run(kind)));

@@ -145,6 +145,106 @@ fn put_without_lease_detaches_and_put_moves_between_leases() {
     assert!(l.time_to_live(T0, b, true).unwrap().keys.is_empty());
 }
 
+// Keys leaving a lease many at a time (a DeleteRange, a txn) leave its key
+// list exactly, in order with the attaches of the same write.
+#[test]
+fn many_keys_leave_a_lease_at_once_and_in_order_with_attaches() {
+    use edge_lease_core::{DeleteRequest, Op, PutRequest, TxnRequest};
+    let mut l = lessor();
+    let a = l.grant(T0, 10, 1).unwrap().id;
+    let b = l.grant(T0, 10, 2).unwrap().id;
+    let name = |i: usize| format!("k/{i:03}");
+    // Put in reverse order, so the lease's list is built by inserts.
+    for i in (0..100).rev() {
+        let lease = if i % 10 == 9 { b } else { a };
+        l.put(T0, name(i).as_bytes(), b"v", with_lease(lease))
+            .unwrap();
+    }
+    // A DeleteRange of 50 keys of both leases: runs of a's keys and b's.
+    let req = DeleteRequest {
+        key: b"k/000".to_vec(),
+        range_end: b"k/050".to_vec(),
+        prev_kv: false,
+    };
+    assert_eq!(l.delete_range(T0, &req).unwrap().deleted, 50);
+    let want = |lease_of: &dyn Fn(usize) -> bool| {
+        (50..100)
+            .filter(|&i| lease_of(i))
+            .map(name)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        keys(&l.time_to_live(T0, a, true).unwrap().keys),
+        want(&|i| i % 10 != 9)
+    );
+    assert_eq!(
+        keys(&l.time_to_live(T0, b, true).unwrap().keys),
+        want(&|i| i % 10 == 9)
+    );
+    // One txn: 22 keys of both deleted, then one of a's moved to b and one
+    // of b's to a.
+    let put = |i: usize, lease| {
+        Op::Put(PutRequest {
+            key: name(i).into_bytes(),
+            value: b"moved".to_vec(),
+            options: with_lease(lease),
+        })
+    };
+    let txn = TxnRequest {
+        success: vec![
+            Op::Delete(DeleteRequest {
+                key: b"k/050".to_vec(),
+                range_end: b"k/072".to_vec(),
+                prev_kv: false,
+            }),
+            put(72, b),
+            put(79, a),
+        ],
+        ..Default::default()
+    };
+    l.txn(T0, &txn).unwrap();
+    let gone = |i: usize| (50..72).contains(&i);
+    let a_keys = want(&|i| (i % 10 != 9 && !gone(i) && i != 72) || i == 79);
+    assert_eq!(keys(&l.time_to_live(T0, a, true).unwrap().keys), a_keys);
+    let b_keys = want(&|i| (i % 10 == 9 && !gone(i) && i != 79) || i == 72);
+    assert_eq!(keys(&l.time_to_live(T0, b, true).unwrap().keys), b_keys);
+    // Ten of a's keys deleted one by one, in descending order, then two
+    // ranges of them, the later one first: runs of one key, then two
+    // longer runs in key order.
+    let gone_too = [90, 88, 87, 86, 85, 84, 83, 82, 81, 80];
+    let one = |i: usize| {
+        Op::Delete(DeleteRequest {
+            key: name(i).into_bytes(),
+            range_end: Vec::new(),
+            prev_kv: false,
+        })
+    };
+    let range = |from: usize, to: usize| {
+        Op::Delete(DeleteRequest {
+            key: name(from).into_bytes(),
+            range_end: name(to).into_bytes(),
+            prev_kv: false,
+        })
+    };
+    let mut ops: Vec<Op> = gone_too.iter().map(|&i| one(i)).collect();
+    ops.extend([range(91, 100), range(73, 79)]);
+    let txn = TxnRequest {
+        success: ops,
+        ..Default::default()
+    };
+    l.txn(T0, &txn).unwrap();
+    let kept =
+        |i: usize| !gone_too.contains(&i) && !(91..100).contains(&i) && !(73..79).contains(&i);
+    let a_keys = want(&|i| ((i % 10 != 9 && !gone(i) && i != 72) || i == 79) && kept(i));
+    assert_eq!(keys(&l.time_to_live(T0, a, true).unwrap().keys), a_keys);
+    let b_keys: Vec<_> = b_keys.into_iter().filter(|k| k != "k/099").collect();
+    assert_eq!(keys(&l.time_to_live(T0, b, true).unwrap().keys), b_keys);
+    // Revoking a deletes exactly its keys.
+    let before = l.key_count();
+    l.revoke(T0, a).unwrap();
+    assert_eq!(l.key_count(), before - a_keys.len());
+}
+
 // etcd TestLessorExpire: an expired lease is gone before and after cleanup.
 #[test]
 fn expired_lease_is_gone_at_once_and_tick_cleans_it() {

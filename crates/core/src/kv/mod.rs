@@ -283,15 +283,19 @@ impl Keyspace {
         key
     }
 
-    /// Deletes a live key at the current revision, as its change `sub`;
-    /// returns its entry.
-    pub(crate) fn delete(&mut self, key: &[u8], sub: u32) -> Option<Entry> {
-        let (key, old) = self.live.remove_entry(key)?;
-        let past = self.index.get_mut(&*key)?;
+    /// Deletes a live key at the current revision, as its change `sub`
+    /// (nothing if it is not live).
+    pub(crate) fn delete(&mut self, key: &[u8], sub: u32) {
+        let Some((key, old)) = self.live.remove_entry(key) else {
+            return;
+        };
+        let Some(past) = self.index.get_mut(&*key) else {
+            return;
+        };
         past.push(Version {
             revision: old.mod_revision,
             sub: old.sub,
-            entry: Some(old.clone()),
+            entry: Some(old),
         });
         past.push(Version {
             revision: self.revision,
@@ -304,7 +308,11 @@ impl Keyspace {
             sub,
             key,
         });
-        Some(old)
+    }
+
+    /// Room for `n` more changes in the log (a write of many).
+    pub(crate) fn reserve_log(&mut self, n: usize) {
+        self.log.reserve(n);
     }
 
     /// The keys after `after` (all with None) in key order, live or with

@@ -195,11 +195,28 @@ impl LeaseTable {
         true
     }
 
-    pub fn detach(&mut self, id: LeaseId, key: &[u8]) {
-        if let Some(l) = self.map.get_mut(&id) {
-            if let Ok(at) = l.keys.binary_search_by(|k| (**k).cmp(key)) {
-                l.keys.remove(at);
+    /// Takes `keys` out of lease `id`'s key list. Each run of them in key
+    /// order (a DeleteRange's; a transaction has one per op at most) goes
+    /// in one pass over the list when it is long, else a key at a time: a
+    /// DeleteRange of a lease's 100k keys took them out one by one from
+    /// the sorted list, quadratic, ~1 s.
+    pub fn detach(&mut self, id: LeaseId, mut keys: &[Key]) {
+        let Some(l) = self.map.get_mut(&id) else {
+            return;
+        };
+        while !keys.is_empty() {
+            let n = 1 + keys.windows(2).take_while(|w| w[0] < w[1]).count();
+            let (run, rest) = keys.split_at(n);
+            if run.len() > 8 {
+                l.keys.retain(|k| run.binary_search(k).is_err());
+            } else {
+                for key in run {
+                    if let Ok(at) = l.keys.binary_search(key) {
+                        l.keys.remove(at);
+                    }
+                }
             }
+            keys = rest;
         }
     }
 

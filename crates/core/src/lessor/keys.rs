@@ -326,14 +326,24 @@ impl Lessor {
     ) -> Result<DeleteResponse> {
         t.ranges += req.prev_kv as u64;
         t.deletes += 1;
-        let doomed: Vec<(Key, Entry)> = self
-            .visible(now, w, &req.key, &req.range_end)
-            .into_iter()
-            .map(|(k, e)| (k.clone(), e.clone()))
-            .collect();
+        let doomed = self.visible(now, w, &req.key, &req.range_end);
         let deleted = doomed.len() as i64;
-        for (k, e) in &doomed {
-            w.delete(k.clone(), e.lease);
+        // (The entries are copied only when asked for: their values.)
+        let prev_kvs: Vec<(Key, Entry)> = if req.prev_kv {
+            doomed
+                .iter()
+                .map(|(k, e)| ((*k).clone(), (*e).clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let doomed: Vec<_> = doomed
+            .into_iter()
+            .map(|(k, e)| (k.clone(), e.lease))
+            .collect();
+        w.reserve(doomed.len());
+        for (k, lease) in doomed {
+            w.delete(k, lease);
         }
         let revision = if w.changes_keys() {
             w.revision()
@@ -342,7 +352,7 @@ impl Lessor {
         };
         Ok(DeleteResponse {
             deleted,
-            prev_kvs: if req.prev_kv { doomed } else { Vec::new() },
+            prev_kvs,
             revision,
         })
     }

@@ -111,6 +111,7 @@ impl Lessor {
             return Err(Error::LeaseNotFound(id));
         };
         w.next_revision();
+        w.reserve(l.keys.len());
         for k in &l.keys {
             // Lease 0: the lease goes as a whole, nothing to detach from.
             w.delete(k.clone(), 0);

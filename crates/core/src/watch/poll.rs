@@ -154,13 +154,15 @@ impl Watchers {
                     upto = Some(at);
                     break;
                 }
-                let bytes = kv.event_bytes(at, sub, key, w.req.prev_kv);
                 let shared = (pos.checked_sub(base))
                     .and_then(|i| made.get(i))
                     .is_some_and(|m| m[w.req.prev_kv as usize] != usize::MAX);
-                let over = !shared
-                    && made_bytes + pending > 0
-                    && made_bytes + pending + bytes > POLL_BYTES;
+                // (Sized only if it would be made here: an event made for
+                // another watcher costs nothing, and most are, at the head.)
+                let bytes = (!shared).then(|| kv.event_bytes(at, sub, key, w.req.prev_kv));
+                let over = bytes.is_some_and(|b| {
+                    made_bytes + pending > 0 && made_bytes + pending + b > POLL_BYTES
+                });
                 let items = found.len() + scan.wanted.len();
                 if over && items == 0 {
                     // Nothing to hand out before it: the search goes on
@@ -181,13 +183,16 @@ impl Watchers {
                     scan.revs += 1;
                     scan.last = at;
                 }
-                pending += if shared { 0 } else { bytes };
+                pending += bytes.unwrap_or(0);
                 found.push((Some(pos), at, sub, key, bytes));
             }
             let Some(upto) = upto else {
                 // Made at a later poll, they share nothing: all their bytes
                 // count. (Keys are shared: keeping them copies no bytes.)
-                scan.bytes += found.iter().map(|f| f.4).sum::<usize>();
+                let size = |&(_, at, sub, key, b): &(_, i64, u32, &Key, Option<usize>)| {
+                    b.unwrap_or_else(|| kv.event_bytes(at, sub, key, w.req.prev_kv))
+                };
+                scan.bytes += found.iter().map(size).sum::<usize>();
                 let more = found
                     .into_iter()
                     .map(|(_, at, sub, key, _)| (at, sub, key.clone()));

@@ -154,10 +154,7 @@ function codec(root, typeName, maxMessage = MAX_MESSAGE_BYTES) {
           // the rest, then a WatchResponse's events (field 11, the last).
           const rest = ev && onlyIdAndEvents(obj) ? idBytes(T, obj.watch_id) : T.encode(wire(T, obj, "header", ev && "events")).finish();
           if (ev) return watchResponse(head, rest, obj.events ?? []);
-          const out = Buffer.allocUnsafe(head.length + rest.length);
-          out.set(head, 0);
-          out.set(rest, head.length);
-          return out;
+          return Buffer.concat([head, rest]);
         },
     /**
      * The message in `bytes` (gRPC's compressed flag and grpc-encoding as

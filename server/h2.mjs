@@ -218,9 +218,7 @@ function partToScratch(x, mem, msg, from, len) {
 // (Pointers the module returns are i32, signed in JS: `>>> 0` makes one past
 // 2 GiB the address it is.)
 export function toScratch(x, mem, bytes) {
-  const ptr = x.h2_scratch(bytes.length) >>> 0;
-  new Uint8Array(mem.buffer, ptr, bytes.length).set(bytes);
-  return bytes.length;
+  return partToScratch(x, mem, bytes, 0, bytes.length);
 }
 
 // Writes `text` as UTF-8 into the scratch buffer; returns its length in bytes.

@@ -5,9 +5,11 @@
 // bytes. A response past GATHER_BYTES is those pieces too (`Pieces`), which
 // the transport copies out a part at a time (h2.mjs): a catch-up of 20 MiB
 // to 100 streams holds 20 MiB, not 2 GB, also while the clients do not read.
+
 // A response past this many bytes is sent as its pieces.
 const GATHER_BYTES = 4096;
-// A value at least this long is a piece of its event's encoding, not copied.
+// An event with a value at least this long keeps its encoding in pieces,
+// its values not copied; a shorter one is joined into one piece.
 const VALUE_PIECE_BYTES = 1024;
 // WatchResponse's field 11 (events), length-delimited: one byte.
 const EVENTS_TAG = (11 << 3) | 2;
@@ -64,7 +66,8 @@ function int64Field(out, field, v) {
   varint(out, typeof v === "string" && Number.isSafeInteger(Number(v)) ? Number(v) : v);
 }
 
-// An mvccpb.KeyValue as pieces (a long value its own piece) and its length.
+// An mvccpb.KeyValue as pieces: the fields before the value, the value's
+// own bytes, the lease after it; and its length.
 function keyValue(kv) {
   const head = [];
   if (kv.key?.length) {
@@ -76,18 +79,12 @@ function keyValue(kv) {
   int64Field(head, 3, kv.mod_revision);
   int64Field(head, 4, kv.version);
   const value = kv.value ?? EMPTY;
+  if (value.length > 0) {
+    head.push((5 << 3) | 2);
+    varint(head, value.length);
+  }
   const tail = [];
   int64Field(tail, 6, kv.lease);
-  if (value.length === 0) return { pieces: [Uint8Array.from([...head, ...tail])], length: head.length + tail.length };
-  head.push((5 << 3) | 2);
-  varint(head, value.length);
-  if (value.length < VALUE_PIECE_BYTES) {
-    const one = new Uint8Array(head.length + value.length + tail.length);
-    one.set(head);
-    one.set(value, head.length);
-    one.set(tail, head.length + value.length);
-    return { pieces: [one], length: one.length };
-  }
   return { pieces: [Uint8Array.from(head), value, Uint8Array.from(tail)], length: head.length + value.length + tail.length };
 }
 const EMPTY = new Uint8Array(0);
@@ -116,7 +113,7 @@ function framedEvent(e) {
   if (e.prev_kv) length += nested(pieces, 3, keyValue(e.prev_kv));
   const prefix = [EVENTS_TAG];
   varint(prefix, length);
-  const all = [Uint8Array.from(prefix), ...pieces];
+  const all = [Uint8Array.from(prefix), ...pieces.filter((p) => p.length > 0)];
   const size = prefix.length + length;
   // Joined where nothing long is in it: one piece to copy.
   if (all.every((p) => p.length < VALUE_PIECE_BYTES)) return { pieces: [joined(all, size)], length: size };

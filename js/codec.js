@@ -143,7 +143,8 @@ export class Reader {
 // ---- storage entries and batches ---------------------------------------------
 //
 // The one JS reader and writer of the layout crates/wasm/src/packed.rs packs
-// (`pack_entries`, `pack_batch`) and reads (`entries`). An entry is a u32
+// (`pack_entries`) and reads (`entries`), and the core's storage::Batch keeps
+// its records in (`Batch::pack_into`). An entry is a u32
 // (little-endian) key length, the key (UTF-8), a u32 value length, the value.
 // An entry list (a restore's or a snapshot's entries crossing into or out of
 // the core) is entries back to back. A batch (one storage write) is a u32
@@ -399,8 +400,8 @@ export class StoredEntries {
 }
 
 /**
- * One storage write as the core hands it over (crates/wasm/src/packed.rs
- * `pack_batch`): `bytes` is the whole batch in one buffer, which the file
+ * One storage write as the core hands it over (crates/core/src/storage
+ * `Batch::pack_into`): `bytes` is the whole batch in one buffer, which the file
  * store appends as it is; `put` and `delete` are read from it when first
  * asked for, with each value in its own copy.
  */

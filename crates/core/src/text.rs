@@ -1,22 +1,25 @@
 //! Text built without `core::fmt`, whose machinery is kilobytes of wasm
-//! (and slower): the stored layout's fields and the error messages. `Text`
-//! appends pieces and numbers; `String::from` takes the result. Never
-//! inlined: one copy of each, called from every message.
+//! (and slower): the stored layout's fields and the error messages. The
+//! `push_*` functions append ASCII to bytes (a storage batch's records are
+//! written in place, `storage::Batch`); `Text` appends pieces and numbers;
+//! `String::from` takes the result. Never inlined: one copy of each, called
+//! from every message.
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
-pub struct Text(String);
+/// Only `&str` and ASCII are pushed, so its bytes are always UTF-8.
+pub struct Text(Vec<u8>);
 
 impl Text {
     #[inline(never)]
     pub fn new(s: &str) -> Text {
-        Text(String::from(s))
+        Text(s.as_bytes().to_vec())
     }
 
     #[inline(never)]
     pub fn s(mut self, s: &str) -> Text {
-        self.0.push_str(s);
+        self.0.extend_from_slice(s.as_bytes());
         self
     }
 
@@ -44,20 +47,21 @@ impl Text {
 
 impl From<Text> for String {
     fn from(t: Text) -> String {
-        t.0
+        // (Never fails: see `Text`.)
+        String::from_utf8(t.0).unwrap_or_default()
     }
 }
 
 #[inline(never)]
-pub fn push_dec(s: &mut String, v: i64) {
+pub fn push_dec(s: &mut Vec<u8>, v: i64) {
     if v < 0 {
-        s.push('-');
+        s.push(b'-');
     }
     push_udec(s, v.unsigned_abs());
 }
 
 #[inline(never)]
-pub fn push_udec(s: &mut String, mut v: u64) {
+pub fn push_udec(s: &mut Vec<u8>, mut v: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -68,24 +72,26 @@ pub fn push_udec(s: &mut String, mut v: u64) {
             break;
         }
     }
-    for &d in &digits[at..] {
-        s.push(char::from(d));
-    }
+    s.extend_from_slice(&digits[at..]);
 }
 
 #[inline(never)]
-pub fn push_hex16(s: &mut String, v: u64) {
-    for shift in (0..16).rev() {
-        s.push(char::from(HEX[(v >> (shift * 4)) as usize & 15]));
+pub fn push_hex16(s: &mut Vec<u8>, v: u64) {
+    let mut digits = [0u8; 16];
+    for (i, d) in digits.iter_mut().enumerate() {
+        *d = HEX[(v >> ((15 - i) * 4)) as usize & 15];
     }
+    s.extend_from_slice(&digits);
 }
 
 /// `%XX`, uppercase (`{b:02X}` after a `%`).
 #[inline(never)]
-pub fn push_escape(s: &mut String, b: u8) {
-    s.push('%');
-    s.push(char::from(HEX_UPPER[usize::from(b >> 4)]));
-    s.push(char::from(HEX_UPPER[usize::from(b & 15)]));
+pub fn push_escape(s: &mut Vec<u8>, b: u8) {
+    s.extend_from_slice(&[
+        b'%',
+        HEX_UPPER[usize::from(b >> 4)],
+        HEX_UPPER[usize::from(b & 15)],
+    ]);
 }
 
 #[cfg(test)]
@@ -117,9 +123,9 @@ mod tests {
             assert_eq!(String::from(Text::new("").udec(v)), format!("{v}"));
         }
         for b in [0u8, 9, 10, 0x2f, 0xff] {
-            let mut s = String::new();
+            let mut s = Vec::new();
             push_escape(&mut s, b);
-            assert_eq!(s, format!("%{b:02X}"));
+            assert_eq!(s, format!("%{b:02X}").into_bytes());
         }
         assert_eq!(String::from(Text::new("a").s("b").dec(3)), "ab3");
     }

@@ -889,14 +889,14 @@ fn each_operation_is_one_batch() {
     l.revoke(T0, id).unwrap();
     let b = rec.batches.borrow();
     assert_eq!(b.len(), 4);
-    assert_eq!(b[0].put[0].0, "v1/lease/0000000000000001");
+    assert_eq!(b[0].puts().next().unwrap().0, "v1/lease/0000000000000001");
     assert_eq!(
-        b[3].delete,
+        b[3].deletes().collect::<Vec<_>>(),
         ["v1/key/a", "v1/key/b", "v1/lease/0000000000000001"]
     );
     // The revoke keeps history: each deleted key's last version, then its
     // deletion, then the revision.
-    let puts: Vec<&str> = b[3].put.iter().map(|(k, _)| k.as_str()).collect();
+    let puts: Vec<&str> = b[3].puts().map(|(k, _)| k).collect();
     assert_eq!(
         puts,
         [
@@ -907,14 +907,15 @@ fn each_operation_is_one_batch() {
             "v1/revision"
         ]
     );
-    assert_eq!(b[3].put[1].1, b"deleted");
-    assert_eq!(b[3].put[4].1, b"4");
+    let values: Vec<&[u8]> = b[3].puts().map(|(_, v)| v).collect();
+    assert_eq!(values[1], b"deleted");
+    assert_eq!(values[4], b"4");
     // The first key change marks the store as one that keeps history (not
     // compacted yet: -1, as etcd's compaction point starts).
     assert!(b[1]
-        .put
-        .contains(&("v1/compacted".to_string(), b"-1".to_vec())));
-    assert!(!b[2].put.iter().any(|(k, _)| k == "v1/compacted"));
+        .puts()
+        .any(|(k, v)| (k, v) == ("v1/compacted", &b"-1"[..])));
+    assert!(!b[2].puts().any(|(k, _)| k == "v1/compacted"));
 }
 
 // Found by the model test: a promotion's extension puts the queued deadline
@@ -1113,11 +1114,10 @@ fn a_tick_writes_one_batch_for_all_it_expires() {
     assert_eq!(revs, ((rev + 1)..=(rev + 40)).collect::<Vec<_>>());
     assert_eq!(l.revision(), rev + 40);
     let last = rec.batches.borrow().last().unwrap().clone();
-    assert_eq!(last.delete.len(), 40 + 50);
-    assert!(last.put.contains(&(
-        "v1/revision".to_string(),
-        (rev + 40).to_string().into_bytes()
-    )));
+    assert_eq!(last.deletes().count(), 40 + 50);
+    assert!(last
+        .puts()
+        .any(|(k, v)| k == "v1/revision" && v == (rev + 40).to_string().as_bytes()));
 }
 
 // etcd under its CORRUPT alarm refuses the revokes expiry makes: a lease

@@ -133,11 +133,11 @@ struct MemStore(Rc<RefCell<BTreeMap<String, Vec<u8>>>>);
 impl Storage for MemStore {
     fn write(&mut self, batch: &Batch) -> Result<(), String> {
         let mut m = self.0.borrow_mut();
-        for k in &batch.delete {
+        for k in batch.deletes() {
             m.remove(k);
         }
-        for (k, v) in &batch.put {
-            m.insert(k.clone(), v.clone());
+        for (k, v) in batch.puts() {
+            m.insert(k.to_string(), v.to_vec());
         }
         Ok(())
     }
@@ -1031,12 +1031,12 @@ fn compaction_drops_each_version_once() {
     let batches = rec.0.borrow();
     let mut dropped = 0;
     for b in batches.iter() {
-        let mut d = b.delete.clone();
+        let mut d: Vec<&str> = b.deletes().collect();
         d.sort();
         d.dedup();
         assert_eq!(
             d.len(),
-            b.delete.len(),
+            b.deletes().count(),
             "a version dropped twice in one batch"
         );
         dropped += d.len();

@@ -40,11 +40,11 @@ impl Storage for MemStore {
         if s.fail_at == Some(attempt) {
             return Err("injected failure".into());
         }
-        for k in &batch.delete {
+        for k in batch.deletes() {
             s.map.remove(k);
         }
-        for (k, v) in &batch.put {
-            s.map.insert(k.clone(), v.clone());
+        for (k, v) in batch.puts() {
+            s.map.insert(k.to_string(), v.to_vec());
         }
         s.writes += 1;
         Ok(())
@@ -1099,11 +1099,11 @@ impl Journaled {
             map.insert(k, v);
         }
         for batch in self.batches.borrow().iter() {
-            for k in &batch.delete {
+            for k in batch.deletes() {
                 map.remove(k);
             }
-            for (k, v) in &batch.put {
-                map.insert(k.clone(), v.clone());
+            for (k, v) in batch.puts() {
+                map.insert(k.to_string(), v.to_vec());
             }
         }
         let rebuilt = MemStore::default();

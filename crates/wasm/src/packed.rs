@@ -1,8 +1,9 @@
-//! Stored entries and storage batches as they cross in one buffer: each
-//! key and value a u32 little-endian length, then the bytes (`js/codec.js`
-//! reads and writes the same layout). Unlike codec.rs's requests, no varints.
+//! Stored entries as they cross in one buffer: each key and value a u32
+//! little-endian length, then the bytes (`js/codec.js` reads and writes the
+//! same layout, and a storage batch's records are laid out so too:
+//! `edge_lease_core::Batch`). Unlike codec.rs's requests, no varints.
 
-use edge_lease_core::{Batch, Result};
+use edge_lease_core::Result;
 
 use crate::codec::bad;
 
@@ -39,29 +40,4 @@ pub fn pack_entries(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
         }
     }
     out
-}
-
-/// A storage batch as it crosses to the store: a u32 little-endian count of
-/// puts, each put packed as `pack_entries` packs an entry, then a u32 count
-/// of deletes, each a u32 length and the key. It is the file store's journal
-/// record, so that store appends it as it comes (`js/codec.js` `Batch` reads
-/// it for the others). `out` is cleared first and reused between writes.
-pub fn pack_batch(batch: &Batch, out: &mut Vec<u8>) {
-    fn part(out: &mut Vec<u8>, b: &[u8]) {
-        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-        out.extend_from_slice(b);
-    }
-    out.clear();
-    let put: usize = batch.put.iter().map(|(k, v)| 8 + k.len() + v.len()).sum();
-    let delete: usize = batch.delete.iter().map(|k| 4 + k.len()).sum();
-    out.reserve(8 + put + delete);
-    out.extend_from_slice(&(batch.put.len() as u32).to_le_bytes());
-    for (k, v) in &batch.put {
-        part(out, k.as_bytes());
-        part(out, v);
-    }
-    out.extend_from_slice(&(batch.delete.len() as u32).to_le_bytes());
-    for k in &batch.delete {
-        part(out, k.as_bytes());
-    }
 }

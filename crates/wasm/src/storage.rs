@@ -5,12 +5,11 @@ use edge_lease_core::{Batch, Storage};
 use js_sys::{Function, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::packed;
-
-/// Calls the binding's write function with the batch packed in one buffer
-/// (`packed::pack_batch`): one copy out, instead of a string, an array and a
-/// Uint8Array per entry. A throw fails the operation; promises are the
-/// wrapper's business.
+/// Calls the binding's write function with the batch in one buffer, in the
+/// layout the core keeps it in (`Batch::pack_into`; `js/codec.js` `Batch`
+/// reads it, and it is the file store's journal record, appended as it
+/// comes): one copy out, instead of a string, an array and a Uint8Array per
+/// entry. A throw fails the operation; promises are the wrapper's business.
 pub(crate) struct JsStorage {
     write: Function,
     packed: Vec<u8>,
@@ -27,7 +26,7 @@ impl JsStorage {
 
 impl Storage for JsStorage {
     fn write(&mut self, batch: &Batch) -> Result<(), String> {
-        packed::pack_batch(batch, &mut self.packed);
+        batch.pack_into(&mut self.packed);
         let bytes = Uint8Array::from(&self.packed[..]);
         self.write
             .call1(&JsValue::NULL, &bytes)

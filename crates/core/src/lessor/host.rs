@@ -41,8 +41,8 @@ impl Lessor {
         }
         let mut batch = Batch::default();
         match value {
-            Some(v) => batch.put.push((host_key(name), v.to_vec())),
-            None => batch.delete.push(host_key(name)),
+            Some(v) => batch.put(&host_key(name), v),
+            None => batch.delete(&host_key(name)),
         }
         self.store.write(&batch)?;
         // (A few entries: a list.)

@@ -51,41 +51,63 @@ pub fn valid_host_name(name: &str) -> bool {
 }
 
 // (Written with `crate::text`, not `format!`: no `core::fmt` in wasm. The
-// record names are built out of line: each is called from several places,
-// and inlined copies are kilobytes of wasm.)
+// records are appended to bytes, so that a batch writes them in place
+// (`Batch::put_with`); the `String` forms name records in errors and
+// snapshots. Built out of line: each is called from several places, and
+// inlined copies are kilobytes of wasm.)
+
+/// A record name appended as bytes, as a `String` (all of them are ASCII).
+fn named(push: &dyn Fn(&mut Vec<u8>)) -> String {
+    let mut v = Vec::new();
+    push(&mut v);
+    String::from_utf8(v).unwrap_or_default()
+}
 
 #[inline(never)]
 pub fn host_key(name: &str) -> String {
-    let mut s = String::from(HOST_PREFIX);
-    s.push_str(name);
-    s
+    named(&|v| push_host_key(v, name))
+}
+
+#[inline(never)]
+pub fn push_host_key(out: &mut Vec<u8>, name: &str) {
+    out.extend_from_slice(HOST_PREFIX.as_bytes());
+    out.extend_from_slice(name.as_bytes());
 }
 
 #[inline(never)]
 pub fn lease_key(id: LeaseId) -> String {
-    let mut s = String::with_capacity(LEASE_PREFIX.len() + 16);
-    s.push_str(LEASE_PREFIX);
-    push_hex16(&mut s, id as u64);
-    s
+    named(&|v| push_lease_key(v, id))
+}
+
+#[inline(never)]
+pub fn push_lease_key(out: &mut Vec<u8>, id: LeaseId) {
+    out.extend_from_slice(LEASE_PREFIX.as_bytes());
+    push_hex16(out, id as u64);
 }
 
 pub fn encode_lease(l: &StoredLease) -> Vec<u8> {
-    let mut s = String::from("ttl=");
-    push_dec(&mut s, l.ttl);
-    s.push_str(" deadline=");
+    let mut v = Vec::new();
+    push_lease(&mut v, l);
+    v
+}
+
+#[inline(never)]
+pub fn push_lease(out: &mut Vec<u8>, l: &StoredLease) {
+    out.extend_from_slice(b"ttl=");
+    push_dec(out, l.ttl);
+    out.extend_from_slice(b" deadline=");
     match l.deadline {
-        Some(d) => push_dec(&mut s, d),
-        None => s.push_str("none"),
+        Some(d) => push_dec(out, d),
+        None => out.extend_from_slice(b"none"),
     }
-    s.push_str(" remaining=");
-    push_dec(&mut s, l.remaining);
-    s.into_bytes()
+    out.extend_from_slice(b" remaining=");
+    push_dec(out, l.remaining);
 }
 
 pub fn encode_revision(rev: i64) -> Vec<u8> {
-    let mut s = String::new();
-    push_dec(&mut s, rev);
-    s.into_bytes()
+    let mut v = Vec::new();
+    push_dec(&mut v, rev);
+    v
 }
 
 /// Bytes that stay readable in a stored key; everything else is %XX.
@@ -95,18 +117,27 @@ pub(super) fn plain(b: u8) -> bool {
 
 #[inline(never)]
 pub fn key_key(key: &[u8]) -> String {
-    let mut s = String::with_capacity(KEY_PREFIX.len() + key.len());
-    s.push_str(KEY_PREFIX);
-    push_key_name(&mut s, key);
-    s
+    named(&|v| push_key_key(v, key))
 }
 
-fn push_key_name(s: &mut String, key: &[u8]) {
-    for &b in key {
-        if plain(b) {
-            s.push(b as char);
+#[inline(never)]
+pub fn push_key_key(out: &mut Vec<u8>, key: &[u8]) {
+    out.reserve(KEY_PREFIX.len() + key.len());
+    out.extend_from_slice(KEY_PREFIX.as_bytes());
+    push_key_name(out, key);
+}
+
+fn push_key_name(out: &mut Vec<u8>, key: &[u8]) {
+    // Runs of plain bytes are copied whole: most keys are one run.
+    let mut rest = key;
+    while !rest.is_empty() {
+        let n = rest.iter().position(|&b| !plain(b)).unwrap_or(rest.len());
+        out.extend_from_slice(&rest[..n]);
+        if let Some((&b, tail)) = rest[n..].split_first() {
+            push_escape(out, b);
+            rest = tail;
         } else {
-            push_escape(s, b);
+            break;
         }
     }
 }
@@ -114,40 +145,59 @@ fn push_key_name(s: &mut String, key: &[u8]) {
 /// The record of a superseded version of `key` from `revision` on.
 #[inline(never)]
 pub fn old_key(revision: i64, sub: u32, key: &[u8]) -> String {
-    let mut s = String::with_capacity(OLD_PREFIX.len() + 18 + key.len());
-    s.push_str(OLD_PREFIX);
-    push_hex16(&mut s, revision as u64);
+    named(&|v| push_old_key(v, revision, sub, key))
+}
+
+#[inline(never)]
+pub fn push_old_key(out: &mut Vec<u8>, revision: i64, sub: u32, key: &[u8]) {
+    out.reserve(OLD_PREFIX.len() + 18 + key.len());
+    out.extend_from_slice(OLD_PREFIX.as_bytes());
+    push_hex16(out, revision as u64);
     if sub > 0 {
-        s.push('.');
-        push_udec(&mut s, sub.into());
+        out.push(b'.');
+        push_udec(out, sub.into());
     }
-    s.push('/');
-    push_key_name(&mut s, key);
-    s
+    out.push(b'/');
+    push_key_name(out, key);
 }
 
 /// A superseded version: the entry, or None for a delete.
 pub fn encode_old(e: Option<&Entry>) -> Vec<u8> {
-    e.map_or_else(|| TOMBSTONE.to_vec(), encode_entry)
+    let mut v = Vec::new();
+    push_old(&mut v, e);
+    v
+}
+
+#[inline(never)]
+pub fn push_old(out: &mut Vec<u8>, e: Option<&Entry>) {
+    match e {
+        Some(e) => push_entry(out, e),
+        None => out.extend_from_slice(TOMBSTONE),
+    }
 }
 
 pub fn encode_entry(e: &Entry) -> Vec<u8> {
-    let mut s = String::with_capacity(96 + e.value.len());
-    s.push_str("create=");
-    push_dec(&mut s, e.create_revision);
-    s.push_str(" mod=");
-    push_dec(&mut s, e.mod_revision);
-    s.push_str(" version=");
-    push_dec(&mut s, e.version);
-    s.push_str(" lease=");
-    push_hex16(&mut s, e.lease as u64);
-    s.push_str(if e.text { " text=1" } else { " text=0" });
-    if e.sub > 0 {
-        s.push_str(" sub=");
-        push_udec(&mut s, e.sub.into());
-    }
-    s.push('\n');
-    let mut v = s.into_bytes();
-    v.extend_from_slice(&e.value);
+    let mut v = Vec::new();
+    push_entry(&mut v, e);
     v
+}
+
+#[inline(never)]
+pub fn push_entry(out: &mut Vec<u8>, e: &Entry) {
+    out.reserve(96 + e.value.len());
+    out.extend_from_slice(b"create=");
+    push_dec(out, e.create_revision);
+    out.extend_from_slice(b" mod=");
+    push_dec(out, e.mod_revision);
+    out.extend_from_slice(b" version=");
+    push_dec(out, e.version);
+    out.extend_from_slice(b" lease=");
+    push_hex16(out, e.lease as u64);
+    out.extend_from_slice(if e.text { b" text=1" } else { b" text=0" });
+    if e.sub > 0 {
+        out.extend_from_slice(b" sub=");
+        push_udec(out, e.sub.into());
+    }
+    out.push(b'\n');
+    out.extend_from_slice(&e.value);
 }

@@ -167,3 +167,108 @@ fn records_are_read_field_by_field_as_before() {
         assert_eq!(lease(v), None, "{}", String::from_utf8_lossy(v));
     }
 }
+
+#[test]
+fn a_batch_is_kept_in_the_layout_it_crosses_in() {
+    use super::Batch;
+    let mut b = Batch::default();
+    assert!(b.is_empty());
+    b.put("v1/revision", b"7");
+    b.delete_with(&|o| push_key_key(o, b"a b"));
+    b.put_with(&|o| push_old_key(o, 7, 1, b"k"), &|o| push_old(o, None));
+    b.delete("v1/lease/0000000000000001");
+    assert!(!b.is_empty());
+    assert_eq!(
+        b.puts().collect::<Vec<_>>(),
+        [
+            ("v1/revision", &b"7"[..]),
+            ("v1/old/0000000000000007.1/k", b"deleted")
+        ]
+    );
+    assert_eq!(
+        b.deletes().collect::<Vec<_>>(),
+        ["v1/key/a%20b", "v1/lease/0000000000000001"]
+    );
+    // As js/codec.js reads it: counts and lengths u32 little-endian.
+    let mut want = Vec::new();
+    let field = |w: &mut Vec<u8>, f: &[u8]| {
+        w.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        w.extend_from_slice(f);
+    };
+    want.extend_from_slice(&2u32.to_le_bytes());
+    for f in [
+        &b"v1/revision"[..],
+        b"7",
+        b"v1/old/0000000000000007.1/k",
+        b"deleted",
+    ] {
+        field(&mut want, f);
+    }
+    want.extend_from_slice(&2u32.to_le_bytes());
+    for f in [&b"v1/key/a%20b"[..], b"v1/lease/0000000000000001"] {
+        field(&mut want, f);
+    }
+    let mut packed = vec![9; 3];
+    b.pack_into(&mut packed);
+    assert_eq!(packed, want);
+}
+
+#[test]
+fn record_names_escape_as_before() {
+    // Runs of plain bytes between escapes, at either end and none at all.
+    for (key, name) in [
+        (&b""[..], "v1/key/"),
+        (b"abc", "v1/key/abc"),
+        (b" a", "v1/key/%20a"),
+        (b"a ", "v1/key/a%20"),
+        (b"a\x00\xffb/c", "v1/key/a%00%FFb/c"),
+        (b"\n\n", "v1/key/%0A%0A"),
+    ] {
+        assert_eq!(key_key(key), name);
+    }
+    assert_eq!(old_key(255, 0, b"x y"), "v1/old/00000000000000ff/x%20y");
+}
+
+#[test]
+fn a_big_batch_reads_and_packs_across_its_chunks() {
+    use super::Batch;
+    let mut b = Batch::default();
+    let mut want_puts = Vec::new();
+    // Puts of up to 300 bytes and five of 70 KiB (more than a chunk), and
+    // 50k deletes: many chunks of each.
+    for i in 0..5_000u32 {
+        let len = if i % 1000 == 7 {
+            70_000
+        } else {
+            i as usize % 300
+        };
+        let value = vec![(i % 251) as u8; len];
+        let key = old_key(i.into(), i % 3, b"k");
+        b.put(&key, &value);
+        want_puts.push((key, value));
+    }
+    for i in 0..50_000u64 {
+        b.delete_with(&|o| push_lease_key(o, i as i64));
+    }
+    let puts: Vec<(String, Vec<u8>)> = b.puts().map(|(k, v)| (k.to_string(), v.to_vec())).collect();
+    assert_eq!(puts, want_puts);
+    let deletes: Vec<&str> = b.deletes().collect();
+    assert_eq!(deletes.len(), 50_000);
+    assert_eq!(deletes[49_999], lease_key(49_999));
+    let mut packed = Vec::new();
+    b.pack_into(&mut packed);
+    let mut want = Vec::new();
+    want.extend_from_slice(&5_000u32.to_le_bytes());
+    for (k, v) in &want_puts {
+        for f in [k.as_bytes(), v] {
+            want.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            want.extend_from_slice(f);
+        }
+    }
+    want.extend_from_slice(&50_000u32.to_le_bytes());
+    for d in &deletes {
+        want.extend_from_slice(&(d.len() as u32).to_le_bytes());
+        want.extend_from_slice(d.as_bytes());
+    }
+    assert_eq!(packed, want);
+}

@@ -8,14 +8,12 @@
 //! (`next_revision`) but writes them all as one batch: one fsync, not one
 //! per lease.
 
-use std::collections::HashMap;
-
-use foldhash::fast::FixedState;
+mod batch;
 
 use crate::error::Result;
 use crate::kv::{cost, Keyspace, Sweep};
 use crate::lease::LeaseTable;
-use crate::storage::{codec, Batch, Store, StoredLease};
+use crate::storage::{Store, StoredLease};
 use crate::types::{Entry, Key, LeaseId};
 
 enum KeyChange {
@@ -77,6 +75,9 @@ pub struct Write {
     /// Per lease, how many keys the staged puts attach to it that it does
     /// not have yet (a transaction's, against `maxKeysPerLease`).
     attached: Vec<(LeaseId, usize)>,
+    /// Whether each staged key is greater than the one staged before it
+    /// (then no key is changed twice).
+    increasing: bool,
 }
 
 impl Write {
@@ -92,6 +93,7 @@ impl Write {
             mark_compacted: false,
             added_bytes: 0,
             attached: Vec::new(),
+            increasing: true,
         }
     }
 
@@ -123,6 +125,7 @@ impl Write {
         entry.sub = self.sub;
         self.sub += 1;
         self.added_bytes += cost(&key, &entry.value);
+        self.follow(&key);
         self.keys.push(KeyChange::Put {
             key,
             entry,
@@ -132,6 +135,7 @@ impl Write {
 
     pub fn delete(&mut self, key: Key, lease: LeaseId) {
         self.added_bytes += cost(&key, &[]);
+        self.follow(&key);
         let (revision, sub) = (self.revision, self.sub);
         self.sub += 1;
         self.keys.push(KeyChange::Delete {
@@ -140,6 +144,13 @@ impl Write {
             revision,
             sub,
         });
+    }
+
+    /// Notes whether `key`, staged next, keeps the staged keys increasing.
+    fn follow(&mut self, key: &Key) {
+        if self.increasing {
+            self.increasing = self.keys.last().is_none_or(|c| c.key() < key);
+        }
     }
 
     /// Room for `n` more key changes (an operation of many: a revoke, a
@@ -228,79 +239,6 @@ impl Write {
     /// Drops a lease record (revoke, expiry).
     pub fn drop_lease(&mut self, id: LeaseId) {
         self.leases.push((id, None));
-    }
-
-    /// The storage batch: key records, the superseded versions they leave
-    /// as history, lease records, the compaction and the revision.
-    fn batch(&self, kv: &Keyspace) -> Batch {
-        let mut b = Batch::default();
-        // (Sized ahead: a revoke of 100k keys spent a tenth of its time
-        // growing these.)
-        let n = self.keys.len();
-        b.put.reserve(2 * n + self.leases.len() + 2);
-        b.delete.reserve(n + self.leases.len());
-        // Each key's last change so far: a key a write changes twice (a
-        // txn's from-key delete and a put) supersedes its own staged state,
-        // not the stored one. (Of the type compaction's plan uses: each
-        // instance of a map is kilobytes of wasm.)
-        let mut state: HashMap<&Key, usize, FixedState> =
-            HashMap::with_capacity_and_hasher(n, kv.hasher());
-        for (i, c) in self.keys.iter().enumerate() {
-            let key = c.key();
-            let old = match state.get(key) {
-                Some(&at) => self.keys[at].entry(),
-                None => kv.get(key),
-            };
-            if let Some(old) = old {
-                b.put.push((
-                    codec::old_key(old.mod_revision, old.sub, key),
-                    codec::encode_old(Some(old)),
-                ));
-            }
-            if let KeyChange::Delete { revision, sub, .. } = c {
-                b.put.push((
-                    codec::old_key(*revision, *sub, key),
-                    codec::encode_old(None),
-                ));
-            }
-            state.insert(key, i);
-        }
-        // Each key's final state once, in the order the keys were first changed.
-        for c in &self.keys {
-            let key = c.key();
-            match state.remove(key).map(|at| self.keys[at].entry()) {
-                Some(Some(e)) => b.put.push((codec::key_key(key), codec::encode_entry(e))),
-                Some(None) => b.delete.push(codec::key_key(key)),
-                None => {}
-            }
-        }
-        for (id, rec) in &self.leases {
-            match rec {
-                Some(r) => b.put.push((codec::lease_key(*id), codec::encode_lease(r))),
-                None => b.delete.push(codec::lease_key(*id)),
-            }
-        }
-        if let Some(step) = &self.sweep {
-            b.delete.extend(
-                step.dropped
-                    .iter()
-                    .map(|(r, s, k)| codec::old_key(*r, *s, k)),
-            );
-        }
-        let compacted = self
-            .compaction
-            .or_else(|| self.mark_compacted.then(|| kv.compacted()));
-        if let Some(rev) = compacted {
-            b.put.push((
-                codec::COMPACTED_KEY.to_string(),
-                codec::encode_revision(rev),
-            ));
-        }
-        if let Some(rev) = self.last_revision() {
-            b.put
-                .push((codec::REVISION_KEY.to_string(), codec::encode_revision(rev)));
-        }
-        b
     }
 
     /// Makes the write durable, then applies its key changes to `kv` (and the

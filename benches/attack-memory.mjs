@@ -85,7 +85,8 @@ async function server() {
     stats: (gc) => {
       if (gc) globalThis.gc();
       const h = h2Stats();
-      return { module: h.memory, live: h.live ?? 0, kept: h.kept, engine: lessor.memoryBytes(), heap: process.memoryUsage().heapUsed, ab: process.memoryUsage().arrayBuffers, failures: h.failures };
+      const engine = lessor.memoryBytes();
+      return { module: h.memory, live: h.live ?? 0, kept: h.kept, engine, wasmRss: residentOf([h.memory, engine]), heap: process.memoryUsage().heapUsed, ab: process.memoryUsage().arrayBuffers, failures: h.failures };
     },
   });
 }
@@ -188,6 +189,24 @@ function trimmedRss(pid) {
   }
 }
 
+// The resident bytes of this process's mappings of exactly these sizes: a
+// wasm memory is one read-write mapping of its current size (in front of
+// the rest of its reservation), so this is what of the h2 module's and the
+// engine's memories is in RAM. Freed inside wasm, a page stays resident:
+// wasm memory never shrinks, and nothing in JS can give its pages back.
+function residentOf(sizes) {
+  let total = 0;
+  let size = -1;
+  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+    const range = /^([0-9a-f]+)-([0-9a-f]+) rw/.exec(line);
+    if (range) size = parseInt(range[2], 16) - parseInt(range[1], 16);
+    else if (/^[0-9a-f]+-/.test(line)) size = -1;
+    const r = /^Rss:\s+(\d+) kB/.exec(line);
+    if (r && sizes.includes(size)) total += Number(r[1]) * 1024;
+  }
+  return total;
+}
+
 const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 
 async function main() {
@@ -240,7 +259,7 @@ async function main() {
       const after = { ...(await sample(true)), rss: Math.min(low, rss(srv.pid)) };
       const victim = await toVictim("finish");
       const trimmed = trimmedRss(srv.pid);
-      const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live), keptMiB: mib(s.kept), engineMiB: mib(s.engine), heapMiB: mib(s.heap), abMiB: mib(s.ab) });
+      const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live), keptMiB: mib(s.kept), engineMiB: mib(s.engine), wasmRssMiB: mib(s.wasmRss), heapMiB: mib(s.heap), abMiB: mib(s.ab) });
       console.log(
         JSON.stringify({
           attack: name,

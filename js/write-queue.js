@@ -53,16 +53,27 @@ export class WriteQueue {
     r.then(() => (this.#durable(), this.#drain()), (e) => this.#fail(e));
   }
 
-  /** Resolves when every batch so far is durable; rejects if one failed. */
+  /**
+   * Resolves when every batch so far is durable; rejects if one failed.
+   * Callers between two writes share one promise (a put's answer and each
+   * of its watch streams wait for the same sync: 100 streams, 1 promise).
+   */
   flush() {
     if (this.#failed) return Promise.reject(this.#error());
     if (this.#done >= this.#issued) return Promise.resolve();
-    return new Promise((resolve, reject) => this.#idle.push({ target: this.#issued, resolve, reject }));
+    const last = this.#idle.at(-1);
+    if (last?.target === this.#issued) return last.promise;
+    const wait = { target: this.#issued, promise: null, resolve: null, reject: null };
+    wait.promise = new Promise((resolve, reject) => Object.assign(wait, { resolve, reject }));
+    this.#idle.push(wait);
+    return wait.promise;
   }
 
   #durable() {
     this.#done++;
-    while (this.#idle.length > 0 && this.#idle[0].target <= this.#done) this.#idle.shift().resolve();
+    let n = 0;
+    while (n < this.#idle.length && this.#idle[n].target <= this.#done) this.#idle[n++].resolve();
+    if (n > 0) this.#idle.splice(0, n);
   }
 
   #drain() {

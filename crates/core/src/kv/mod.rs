@@ -268,6 +268,10 @@ impl Keyspace {
         let sub = entry.sub;
         if let Some(old) = self.live.insert(key.clone(), entry) {
             if let Some(past) = past {
+                // (A key's first superseded version: room for one, not four.)
+                if past.capacity() == 0 {
+                    past.reserve_exact(1);
+                }
                 past.push(Version {
                     revision: old.mod_revision,
                     sub: old.sub,
@@ -292,6 +296,11 @@ impl Keyspace {
         let Some(past) = self.index.get_mut(&*key) else {
             return;
         };
+        // A key with no history yet gets room for exactly these two, not
+        // the four a first push makes (a revoke's 100k keys: ~14 MB).
+        if past.capacity() == 0 {
+            past.reserve_exact(2);
+        }
         past.push(Version {
             revision: old.mod_revision,
             sub: old.sub,

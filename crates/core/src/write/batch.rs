@@ -47,11 +47,11 @@ impl Write {
             }
         }
         // Each key's final state once, in the order the keys were first changed.
-        for (i, c) in self.keys.iter().enumerate() {
+        for c in &self.keys {
             let key = c.key();
             let last = match &mut state {
                 Some(s) => s.remove(key).map(|at| self.keys[at].entry()),
-                None => Some(self.keys[i].entry()),
+                None => Some(c.entry()),
             };
             match last {
                 Some(Some(e)) => b.put_with(&|o| codec::push_key_key(o, key), &|o| {

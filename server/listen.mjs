@@ -10,12 +10,20 @@
 // not serving anything (still sniffing, an HTTP/1.1 request not yet fully
 // received or an idle keep-alive, an HTTP/2 connection with no call in
 // progress), and is refused (closed) only when every connection is busy.
+// A burst of new connections is not made to evict itself: Node accepts all
+// that are pending in one go, before reading any, so past the cap the
+// connections accepted within the last second that have not yet been read
+// may go over it by a bounded burst (half the reserve), standing in for the
+// kernel's backlog, before the oldest of them is evicted.
 import { createServer } from "node:net";
 import { readFileSync } from "node:fs";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 // etcd's reservedInternalFDNum: file descriptors kept for everything else.
 const RESERVED_FDS = 150;
+// How long a new connection that has not been read counts as part of the
+// burst it came in (and is not evicted while the burst has room).
+const BURST_MS = 1_000;
 
 /** The soft limit on open files (Linux), or null when unknown or unlimited. */
 export function fileLimit() {
@@ -37,16 +45,19 @@ const positive = (v, name) => {
 /**
  * The transports' limits: the connection cap (the file limit less etcd's
  * reserve of 150, or half the limit below 300; EDGE_LEASE_MAX_CONNECTIONS
- * lowers it), the
- * time to send a request's headers (also the time to say which protocol a
+ * lowers it), how far a burst of new connections may go over it (half the
+ * reserve, and at most the cap), the time to send a request's headers (also the time to say which protocol a
  * connection speaks) and the time to send a whole HTTP/1.1 request
  * (EDGE_LEASE_HEADERS_TIMEOUT_MS, EDGE_LEASE_REQUEST_TIMEOUT_MS).
  */
 export function limitsFrom(env = process.env, files = fileLimit()) {
-  const fromFiles = files ? files - Math.min(RESERVED_FDS, Math.floor(files / 2)) : Infinity;
+  const reserve = files ? Math.min(RESERVED_FDS, Math.floor(files / 2)) : Infinity;
+  const fromFiles = files ? files - reserve : Infinity;
   const max = positive(env.EDGE_LEASE_MAX_CONNECTIONS, "EDGE_LEASE_MAX_CONNECTIONS") ?? Infinity;
+  const maxConnections = Math.min(fromFiles, max);
   return {
-    maxConnections: Math.min(fromFiles, max),
+    maxConnections,
+    burst: Math.min(Math.floor(reserve / 2), maxConnections),
     headersTimeoutMs: positive(env.EDGE_LEASE_HEADERS_TIMEOUT_MS, "EDGE_LEASE_HEADERS_TIMEOUT_MS") ?? 5_000,
     requestTimeoutMs: positive(env.EDGE_LEASE_REQUEST_TIMEOUT_MS, "EDGE_LEASE_REQUEST_TIMEOUT_MS") ?? 30_000,
   };
@@ -54,33 +65,46 @@ export function limitsFrom(env = process.env, files = fileLimit()) {
 
 /**
  * The connections of every listener, oldest first, capped at
- * `maxConnections`. `busy(connection)`: whether a connection ({ kind:
- * "http1"|"http2", its TCP socket, and the stream the transport was given:
- * the same socket, or its TLS socket }) is serving something and must not
- * be evicted.
+ * `maxConnections` (and `burst` more that are new and not yet read).
+ * `busy(connection)`: whether a connection ({ kind: "sniff"|"http1"|"http2",
+ * its TCP socket, and the stream the transport was given: the same socket,
+ * or its TLS socket }) is serving something and must not be evicted.
+ * `now()`: the clock, in ms.
  */
-export function connectionPool({ maxConnections = Infinity, busy = () => false } = {}) {
+export function connectionPool({ maxConnections = Infinity, burst = 0, busy = () => false, now = () => performance.now() } = {}) {
   const open = new Map(); // a Map keeps insertion order: oldest first
   const stats = { evicted: 0, refused: 0 };
-  function evictOne() {
+  // The oldest connection that may be evicted: not busy, and not new
+  // unless `young` (new: not read since it came, within BURST_MS).
+  function victim(young, at) {
     for (const c of open.values()) {
       if (c.kind !== "sniff" && busy(c)) continue;
-      open.delete(c.socket);
-      c.socket.destroy();
-      stats.evicted++;
-      return true;
+      if (!young && c.kind === "sniff" && !c.read && at - c.at < BURST_MS) continue;
+      return c;
     }
-    return false;
+    return null;
   }
   return {
     /** The new connection's entry, or null if it was refused (and closed). */
     admit(socket) {
-      if (open.size >= maxConnections && !evictOne()) {
-        stats.refused++;
-        socket.destroy();
-        return null;
+      const at = now();
+      if (open.size >= maxConnections) {
+        // Past the cap: an old idle connection goes; else, while the burst
+        // has room, the newcomer joins the new ones; else the oldest new
+        // one goes; and when every connection is busy, the newcomer.
+        const young = victim(true, at);
+        const c = victim(false, at) ?? (open.size >= maxConnections + burst ? young : null);
+        if (c) {
+          open.delete(c.socket);
+          c.socket.destroy();
+          stats.evicted++;
+        } else if (!young) {
+          stats.refused++;
+          socket.destroy();
+          return null;
+        }
       }
-      const conn = { kind: "sniff", socket, stream: null };
+      const conn = { kind: "sniff", socket, stream: null, at, read: false };
       open.set(socket, conn);
       socket.once("close", () => open.delete(socket));
       return conn;
@@ -118,6 +142,7 @@ function sniff(socket, conn, { http1, http2, sniffTimeoutMs }) {
   // A connection that has not said which protocol it speaks by then is closed.
   socket.setTimeout(sniffTimeoutMs, () => socket.destroy());
   const onData = (chunk) => {
+    conn.read = true;
     seen = Buffer.concat([seen, chunk]);
     const n = Math.min(seen.length, PREFACE.length);
     const h2 = seen.subarray(0, n).equals(PREFACE.subarray(0, n));

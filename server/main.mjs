@@ -103,6 +103,7 @@ try {
 // One connection cap for every listener (listen.mjs says what happens past it).
 const pool = connectionPool({
   maxConnections: limits.maxConnections,
+  burst: limits.burst,
   busy: (c) => (c.kind === "http1" ? httpBusy(c.stream) : activeCalls(c.stream) > 0),
 });
 // A listener on each of `urls` whose sniffed connections go to `http1` and

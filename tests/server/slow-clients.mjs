@@ -47,6 +47,7 @@ export async function startServer({ nofile = 0, env = {}, flags = [] } = {}) {
   return {
     url,
     port,
+    pid: child.pid, // node's own: bash execs it
     log: () => log,
     async stop() {
       child.kill("SIGKILL");

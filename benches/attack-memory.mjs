@@ -13,7 +13,9 @@
 // "rssAfterTrimMiB" is the RSS once glibc's malloc_trim(0) ran in the
 // server after "after": what the server freed but glibc kept cached (its
 // arenas' free pages, not given back while a live chunk sits above them)
-// is the difference. Figures, not assertions:
+// is the difference. The server process gets the settings server/main.mjs's
+// #! line gives the server run as a program (glibc's tunables and Node's
+// flags: docs/server.md, "Memory"). Figures, not assertions:
 //   node benches/attack-memory.mjs [hpack|zero-window|replay ...]
 import { execFileSync, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -86,7 +88,7 @@ async function server() {
       if (gc) globalThis.gc();
       const h = h2Stats();
       const engine = lessor.memoryBytes();
-      return { module: h.memory, live: h.live ?? 0, kept: h.kept, engine, wasmRss: residentOf([h.memory, engine]), heap: process.memoryUsage().heapUsed, ab: process.memoryUsage().arrayBuffers, failures: h.failures };
+      return { module: h.memory, live: h.live ?? 0, kept: h.kept, engine, wasmRss: residentOf([h.memory, engine]), heap: process.memoryUsage().heapUsed, heapTotal: process.memoryUsage().heapTotal, ab: process.memoryUsage().arrayBuffers, failures: h.failures };
     },
   });
 }
@@ -207,24 +209,40 @@ function residentOf(sizes) {
   return total;
 }
 
+// What server/main.mjs's #! line gives the server it starts: its
+// environment and Node's flags.
+function asLaunched() {
+  const line = readFileSync(new URL("../server/main.mjs", import.meta.url), "utf8").split("\n")[0];
+  const m = /^#!\S+ -S GLIBC_TUNABLES=(\S*)\$\{GLIBC_TUNABLES\} node(.*)$/.exec(line);
+  if (!m) throw new Error(`server/main.mjs's #! line is not as expected: ${line}`);
+  return { env: { ...process.env, GLIBC_TUNABLES: m[1] + (process.env.GLIBC_TUNABLES ?? "") }, execArgv: m[2].split(" ").filter(Boolean) };
+}
+
 const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 
 async function main() {
   const which = process.argv.slice(2).length ? process.argv.slice(2) : ["hpack", "zero-window", "replay"];
   for (const name of which) {
-    const srv = fork(SELF, ["--server"], { execArgv: ["--expose-gc"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    const { env, execArgv } = asLaunched();
+    const srv = fork(SELF, ["--server"], { env, execArgv: ["--expose-gc", ...execArgv], stdio: ["ignore", "ignore", "inherit", "ipc"] });
     const cli = fork(SELF, ["--client"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
     const vic = fork(SELF, ["--client"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
     const [toServer, toClient, toVictim] = [rpc(srv), rpc(cli), rpc(vic)];
     try {
       const sample = async (gc) => ({ rss: rss(srv.pid), ...(await toServer("stats", gc)) });
+      // The figures after a full GC, the RSS once V8 freed what it swept.
+      const collectedSample = async () => {
+        const s = await sample(true);
+        await sleep(1000);
+        return { ...s, rss: rss(srv.pid) };
+      };
       const u = await toServer("url");
       await toClient("start", u);
       await toVictim("victim", u);
       if (name === "replay") await toClient("history");
       if (name === "zero-window") await toClient("warm");
       await sleep(500);
-      const before = await sample(true);
+      const before = await collectedSample();
       let peak = before;
       let sampling = true;
       // Peaks: every 100 ms while the attack goes on (no gc).
@@ -256,10 +274,15 @@ async function main() {
         await sleep(1000);
         low = Math.min(low, rss(srv.pid));
       }
-      const after = { ...(await sample(true)), rss: Math.min(low, rss(srv.pid)) };
+      // Or once a full GC ran: what the attack left as garbage in V8's old
+      // space waits for one (the victim's few calls may not bring one
+      // within the window), and V8 frees ArrayBuffers' memory on another
+      // thread after it (a second is ample here).
+      const collected = await collectedSample();
+      const after = { ...collected, rss: Math.min(low, collected.rss) };
       const victim = await toVictim("finish");
       const trimmed = trimmedRss(srv.pid);
-      const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live), keptMiB: mib(s.kept), engineMiB: mib(s.engine), wasmRssMiB: mib(s.wasmRss), heapMiB: mib(s.heap), abMiB: mib(s.ab) });
+      const row = (s) => ({ rssMiB: mib(s.rss), moduleMiB: mib(s.module), liveMiB: mib(s.live), keptMiB: mib(s.kept), engineMiB: mib(s.engine), wasmRssMiB: mib(s.wasmRss), heapMiB: mib(s.heap), heapTotalMiB: mib(s.heapTotal), abMiB: mib(s.ab) });
       console.log(
         JSON.stringify({
           attack: name,

@@ -64,7 +64,7 @@ export async function start(kind) {
     ? spawn("etcd", args, { stdio: "ignore" })
     : floor
       ? spawn(process.execPath, [join(ROOT, floor), new URL(client).port, dir], { stdio: "ignore" })
-      : spawn(process.execPath, [join(ROOT, "server/main.mjs"), ...args], { stdio: "ignore" });
+      : spawn(join(ROOT, "server/main.mjs"), args, { stdio: "ignore" }); // as a program, with its #! line's settings
   const exited = new Promise((r) => child.on("exit", r));
   for (let i = 0; i < 100; i++) {
     try {

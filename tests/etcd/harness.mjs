@@ -164,13 +164,17 @@ export async function startEtcd(t, { args = [], flags, env, scheme, dispatcher }
 }
 
 /**
- * edge-lease's server with the same flags; `dataDir` to reuse one; `args`:
- * more flags; `nodeArgs`: Node's; `env`: more environment; `scheme:
- * "https"` for a TLS client URL, with a `dispatcher` for its health checks.
+ * edge-lease's server with the same flags, run as a program (through its #!
+ * line, as npx and npm start run it); `dataDir` to reuse one; `args`: more
+ * flags; `nodeArgs`: Node's (then run by this Node, without the #! line's
+ * settings); `env`: more environment; `scheme: "https"` for a TLS client
+ * URL, with a `dispatcher` for its health checks.
  */
 export async function startEdge(t, { dataDir, flags, args = [], nodeArgs = [], env, scheme, dispatcher } = {}) {
   const once = async (f) => {
-    const p = run(t, process.execPath, [...nodeArgs, "server/main.mjs", ...f.args, ...args], "edge-lease", env);
+    const p = nodeArgs.length
+      ? run(t, process.execPath, [...nodeArgs, "server/main.mjs", ...f.args, ...args], "edge-lease", env)
+      : run(t, "./server/main.mjs", [...f.args, ...args], "edge-lease", env);
     await waitHealthy(f.url, p.log, ours(p, "etcd v3 API", f.url, dispatcher), p.exited);
     return { ...p, url: f.url, peer: f.peer, flags: f };
   };

@@ -22,16 +22,19 @@ import { freePort } from "../etcd/harness.mjs";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Starts server/main.mjs under `ulimit -n nofile`: { url, port, stop(), log() }. */
-export async function startServer({ nofile = 0, env = {}, flags = [] } = {}) {
+/**
+ * Starts server/main.mjs under `ulimit -n nofile` (`program`: run as a
+ * program, through its #! line, as npx and npm start do): { url, port,
+ * pid, stop(), log() }.
+ */
+export async function startServer({ nofile = 0, env = {}, flags = [], program = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "edge-lease-slow-"));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const args = ["server/main.mjs", "--data-dir", join(dir, "data"), "--listen-client-urls", url, "--advertise-client-urls", url, ...flags];
   const cmd = nofile ? `ulimit -n ${nofile} && exec "${process.execPath}" ${args.map((a) => `'${a}'`).join(" ")}` : null;
-  const child = cmd
-    ? spawn("bash", ["-c", cmd], { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
-    : spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const options = { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] };
+  const child = cmd ? spawn("bash", ["-c", cmd], options) : program ? spawn("./server/main.mjs", args.slice(1), options) : spawn(process.execPath, args, options);
   let log = "";
   child.stdout.on("data", (d) => (log += d));
   child.stderr.on("data", (d) => (log += d));

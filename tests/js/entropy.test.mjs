@@ -29,9 +29,16 @@ test("without OS randomness the constructor fails with NoEntropy", () => {
   assert.equal(out, "LeaseError NoEntropy");
 });
 
-test("two processes give different ids and lay out their maps differently", () => {
+// The unbundled entry (Deno, Bun) seeds through webcrypto; the Node bundle
+// through js/entries/node-random.js.
+const bundle = new URL("../../js/dist/node.mjs", import.meta.url).href;
+for (const [name, from] of [["entries/node.mjs", entry], ["dist/node.mjs", bundle]]) {
+  test(`two processes give different ids and lay out their maps differently (${name})`, () => twoProcesses(from));
+}
+
+function twoProcesses(from) {
   const source = `
-    const { Lessor } = await import(${JSON.stringify(entry)});
+    const { Lessor } = await import(${JSON.stringify(from)});
     const l = new Lessor({ autoTick: false });
     const ids = [l.grant(10).id, l.grant(10).id];
     for (let i = 1n; i <= 64n; i++) l.grant(10, { id: i });
@@ -44,4 +51,4 @@ test("two processes give different ids and lay out their maps differently", () =
   const b = JSON.parse(run(source));
   assert.notDeepEqual(a.ids, b.ids);
   assert.notEqual(a.order, b.order, "the same hash seed in both processes");
-});
+}

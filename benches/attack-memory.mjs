@@ -88,7 +88,8 @@ async function server() {
       if (gc) globalThis.gc();
       const h = h2Stats();
       const engine = lessor.memoryBytes();
-      return { module: h.memory, live: h.live ?? 0, kept: h.kept, engine, wasmRss: residentOf([h.memory, engine]), heap: process.memoryUsage().heapUsed, heapTotal: process.memoryUsage().heapTotal, ab: process.memoryUsage().arrayBuffers, failures: h.failures };
+      const m = process.memoryUsage();
+      return { module: h.memory, live: h.live ?? 0, kept: h.kept, engine, wasmRss: residentOf([h.memory, engine]), heap: m.heapUsed, heapTotal: m.heapTotal, ab: m.arrayBuffers, failures: h.failures };
     },
   });
 }

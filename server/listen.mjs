@@ -10,11 +10,11 @@
 // not serving anything (still sniffing, an HTTP/1.1 request not yet fully
 // received or an idle keep-alive, an HTTP/2 connection with no call in
 // progress), and is refused (closed) only when every connection is busy.
-// A burst of new connections is not made to evict itself: Node accepts all
-// that are pending in one go, before reading any, so past the cap the
-// connections accepted within the last second that have not yet been read
-// may go over it by a bounded burst (half the reserve), standing in for the
-// kernel's backlog, before the oldest of them is evicted.
+// A burst of new connections is not made to evict itself: when they come
+// in faster than the event loop reads them (a loaded machine), past the cap
+// the connections accepted within the last second that have not yet been
+// read may go over it by a bounded burst (half the reserve), standing in
+// for the kernel's backlog, before the oldest of them is evicted.
 import { createServer } from "node:net";
 import { readFileSync } from "node:fs";
 
@@ -46,9 +46,10 @@ const positive = (v, name) => {
  * The transports' limits: the connection cap (the file limit less etcd's
  * reserve of 150, or half the limit below 300; EDGE_LEASE_MAX_CONNECTIONS
  * lowers it), how far a burst of new connections may go over it (half the
- * reserve, and at most the cap), the time to send a request's headers (also the time to say which protocol a
- * connection speaks) and the time to send a whole HTTP/1.1 request
- * (EDGE_LEASE_HEADERS_TIMEOUT_MS, EDGE_LEASE_REQUEST_TIMEOUT_MS).
+ * reserve, and at most the cap), the time to send a request's headers
+ * (also the time to say which protocol a connection speaks) and the time
+ * to send a whole HTTP/1.1 request (EDGE_LEASE_HEADERS_TIMEOUT_MS,
+ * EDGE_LEASE_REQUEST_TIMEOUT_MS).
  */
 export function limitsFrom(env = process.env, files = fileLimit()) {
   const reserve = files ? Math.min(RESERVED_FDS, Math.floor(files / 2)) : Infinity;
@@ -74,15 +75,17 @@ export function limitsFrom(env = process.env, files = fileLimit()) {
 export function connectionPool({ maxConnections = Infinity, burst = 0, busy = () => false, now = () => performance.now() } = {}) {
   const open = new Map(); // a Map keeps insertion order: oldest first
   const stats = { evicted: 0, refused: 0 };
-  // The oldest connection that may be evicted: not busy, and not new
-  // unless `young` (new: not read since it came, within BURST_MS).
-  function victim(young, at) {
+  // In one pass, oldest first, of the connections not busy: `old`, the
+  // first that is not new, and `young`, the first new one (not read since
+  // it came, within BURST_MS) before it.
+  function candidates(at) {
+    let young = null;
     for (const c of open.values()) {
       if (c.kind !== "sniff" && busy(c)) continue;
-      if (!young && c.kind === "sniff" && !c.read && at - c.at < BURST_MS) continue;
-      return c;
+      if (c.kind !== "sniff" || c.read || at - c.at >= BURST_MS) return { old: c, young };
+      young ??= c;
     }
-    return null;
+    return { old: null, young };
   }
   return {
     /** The new connection's entry, or null if it was refused (and closed). */
@@ -92,8 +95,8 @@ export function connectionPool({ maxConnections = Infinity, burst = 0, busy = ()
         // Past the cap: an old idle connection goes; else, while the burst
         // has room, the newcomer joins the new ones; else the oldest new
         // one goes; and when every connection is busy, the newcomer.
-        const young = victim(true, at);
-        const c = victim(false, at) ?? (open.size >= maxConnections + burst ? young : null);
+        const { old, young } = candidates(at);
+        const c = old ?? (open.size >= maxConnections + burst ? young : null);
         if (c) {
           open.delete(c.socket);
           c.socket.destroy();

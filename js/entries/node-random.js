@@ -1,8 +1,8 @@
 // Random bytes for the Node bundles (scripts/bundle.mjs puts this in place
 // of the wasm glue's globalThis.crypto.getRandomValues, with which the core
 // seeds its hash maps). On Node the first touch of globalThis.crypto, or
-// of node:crypto, loads the crypto modules: ~3 ms of a ~16 ms cold start
-// for 16 bytes. node:fs is loaded already, and the OS's random device is
+// of node:crypto, loads the crypto modules (a few ms, a large part of a
+// cold start) for 16 bytes. node:fs is loaded already, and the OS's random device is
 // the source both would read in the end. Where there is no such device
 // (Windows), webcrypto as before.
 import { closeSync, openSync, readSync } from "node:fs";

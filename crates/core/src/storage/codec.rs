@@ -1,21 +1,35 @@
 //! The stored layout: how leases, keys and the revision are written as
-//! store entries (read back by `decode.rs`). Version 1 (all keys
-//! are ASCII, values are bytes):
+//! store entries (read back by `decode.rs`). Record names are ASCII; values
+//! are bytes:
 //!
 //! | key | value |
 //! | --- | --- |
 //! | `v1/revision` | the store revision, decimal |
-//! | `v1/lease/<16 hex digits>` | `ttl=<s> deadline=<epoch ms or none> remaining=<ms>` |
-//! | `v1/key/<percent-encoded key>` | `create=<rev> mod=<rev> version=<n> lease=<16 hex> text=<0/1>[ sub=<n>]` `\n` then the value bytes |
-//! | `v1/old/<16 hex revision>[.<sub>]/<percent-encoded key>` | a superseded version of the key from that revision on: an entry as above, or `deleted` |
-//!
-//! `sub` is the change's sub-revision, its place among its revision's
-//! changes, written only when above 0 (older stores have none: 0).
+//! | `v1/lease/<16 hex digits>` | a lease record (below) |
+//! | `v1/key/<percent-encoded key>` | a key record (below) |
+//! | `v1/old/<16 hex revision>[.<sub>]/<percent-encoded key>` | a superseded version of the key from that revision on: a key record, or `deleted` |
 //! | `v1/compacted` | the compaction point: history before it is gone, decimal (-1: never compacted) |
 //! | `v1/host/<name>` | an entry the host keeps beside the lessor's state (the server's alarms): its bytes |
 //!
+//! `sub` is the change's sub-revision, its place among its revision's
+//! changes, written only when above 0 (older stores have none: 0).
+//!
+//! Lease and key records are binary: the byte [`BINARY`], then each number
+//! as the LEB128 varint of its 64-bit two's complement (the shortest form):
+//! - lease: a flags byte (1: it has a deadline), ttl, the deadline if it
+//!   has one, the checkpointed remaining ms;
+//! - key: a flags byte (1: the value is text), create revision, mod
+//!   revision, version, lease (0: none), sub-revision, then the value bytes.
+//!
+//! Earlier releases wrote them as text, which is still read (a text record
+//! starts with a letter, never with [`BINARY`]): a lease as `ttl=<s>
+//! deadline=<epoch ms or none> remaining=<ms>`, a key as `create=<rev>
+//! mod=<rev> version=<n> lease=<16 hex> text=<0/1>[ sub=<n>]`, a newline,
+//! then the value bytes. A store may hold both: records are rewritten in
+//! this layout as they change, and all of them at a compaction.
+//!
 //! A lease's keys are not listed in its record: they are found from the keys'
-//! own `lease=` fields on restore, as etcd recovers its item sets.
+//! own lease fields on restore, as etcd recovers its item sets.
 
 use crate::text::{push_dec, push_escape, push_hex16, push_udec};
 use crate::types::{Entry, LeaseId, MAX_HOST_NAME};
@@ -30,6 +44,19 @@ pub(super) const OLD_PREFIX: &str = "v1/old/";
 pub const COMPACTED_KEY: &str = "v1/compacted";
 pub(super) const HOST_PREFIX: &str = "v1/host/";
 pub(super) const TOMBSTONE: &[u8] = b"deleted";
+/// The first byte of a lease or key record in the binary layout.
+pub const BINARY: u8 = 0x01;
+
+/// `v` as an unsigned LEB128 varint of its two's complement: 1 byte up to
+/// 127, 10 for a negative number.
+fn push_varint(out: &mut Vec<u8>, v: i64) {
+    let mut v = v as u64;
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
 
 /// What a lease record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,15 +120,13 @@ pub fn encode_lease(l: &StoredLease) -> Vec<u8> {
 
 #[inline(never)]
 pub fn push_lease(out: &mut Vec<u8>, l: &StoredLease) {
-    out.extend_from_slice(b"ttl=");
-    push_dec(out, l.ttl);
-    out.extend_from_slice(b" deadline=");
-    match l.deadline {
-        Some(d) => push_dec(out, d),
-        None => out.extend_from_slice(b"none"),
+    out.push(BINARY);
+    out.push(u8::from(l.deadline.is_some()));
+    push_varint(out, l.ttl);
+    if let Some(d) = l.deadline {
+        push_varint(out, d);
     }
-    out.extend_from_slice(b" remaining=");
-    push_dec(out, l.remaining);
+    push_varint(out, l.remaining);
 }
 
 pub fn encode_revision(rev: i64) -> Vec<u8> {
@@ -184,20 +209,13 @@ pub fn encode_entry(e: &Entry) -> Vec<u8> {
 
 #[inline(never)]
 pub fn push_entry(out: &mut Vec<u8>, e: &Entry) {
-    out.reserve(96 + e.value.len());
-    out.extend_from_slice(b"create=");
-    push_dec(out, e.create_revision);
-    out.extend_from_slice(b" mod=");
-    push_dec(out, e.mod_revision);
-    out.extend_from_slice(b" version=");
-    push_dec(out, e.version);
-    out.extend_from_slice(b" lease=");
-    push_hex16(out, e.lease as u64);
-    out.extend_from_slice(if e.text { b" text=1" } else { b" text=0" });
-    if e.sub > 0 {
-        out.extend_from_slice(b" sub=");
-        push_udec(out, e.sub.into());
-    }
-    out.push(b'\n');
+    out.reserve(48 + e.value.len());
+    out.push(BINARY);
+    out.push(u8::from(e.text));
+    push_varint(out, e.create_revision);
+    push_varint(out, e.mod_revision);
+    push_varint(out, e.version);
+    push_varint(out, e.lease);
+    push_varint(out, e.sub.into());
     out.extend_from_slice(&e.value);
 }

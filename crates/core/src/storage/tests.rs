@@ -272,3 +272,107 @@ fn a_big_batch_reads_and_packs_across_its_chunks() {
     }
     assert_eq!(packed, want);
 }
+
+/// Lease and key records are binary: every field's extremes round-trip.
+#[test]
+fn binary_records_round_trip_at_the_extremes() {
+    for l in [
+        StoredLease {
+            ttl: 1,
+            deadline: None,
+            remaining: 0,
+        },
+        StoredLease {
+            ttl: i64::MAX,
+            deadline: Some(i64::MIN),
+            remaining: i64::MAX,
+        },
+        StoredLease {
+            ttl: 127,
+            deadline: Some(-1),
+            remaining: 128,
+        },
+    ] {
+        let v = encode_lease(&l);
+        assert_eq!(v[0], BINARY);
+        assert_eq!(lease_fields("k", &v).unwrap(), l);
+    }
+    for (lease, sub, value) in [
+        (0, 0, &b""[..]),
+        (-1, u32::MAX, b"\n\x01create=2"),
+        (i64::MIN, 1, b"v"),
+        (i64::MAX, 127, b"\xff"),
+    ] {
+        let e = Entry {
+            value: value.into(),
+            text: false,
+            create_revision: 2,
+            mod_revision: 1 << 53,
+            version: 1 << 53,
+            sub,
+            lease,
+        };
+        let v = encode_entry(&e);
+        assert_eq!(v[0], BINARY);
+        let snap = decode([
+            (REVISION_KEY.to_string(), encode_revision(1 << 53)),
+            (key_key(b"k"), v),
+        ]);
+        assert_eq!(
+            snap.map(|s| s.keys),
+            Ok(vec![(b"k"[..].into(), e)]),
+            "{lease} {sub}"
+        );
+    }
+    // Small numbers take a byte each: 1 + flags + 5 fields + the value.
+    let e = Entry {
+        value: b"up".to_vec().into(),
+        text: true,
+        create_revision: 2,
+        mod_revision: 2,
+        version: 1,
+        sub: 0,
+        lease: 0,
+    };
+    assert_eq!(encode_entry(&e), b"\x01\x01\x02\x02\x01\x00\x00up");
+}
+
+/// Only what the encoder writes is read: the shortest varints, known flags,
+/// a lease record with nothing after it, a text flag over UTF-8.
+#[test]
+fn bad_binary_records_name_the_entry() {
+    let lease: &[&[u8]] = &[
+        b"\x01",
+        b"\x01\x00",
+        b"\x01\x02\x0a\x00",
+        b"\x01\x00\x0a",
+        b"\x01\x00\x0a\x00\x00",
+        b"\x01\x00\x8a\x00\x00",
+        b"\x01\x00\x0a\x80",
+        b"\x01\x00\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02",
+        b"\x01\x00\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+        b"\x01\x01\x0a\x00",
+    ];
+    for v in lease {
+        match decode([("v1/lease/0000000000000001", *v)]) {
+            Err(Error::CorruptEntry { key, .. }) => assert_eq!(key, "v1/lease/0000000000000001"),
+            other => panic!("{v:x?}: expected CorruptEntry, got {other:?}"),
+        }
+    }
+    let key: &[&[u8]] = &[
+        b"\x01",
+        b"\x01\x00",
+        b"\x01\x00\x02\x02\x01\x00",
+        b"\x01\x02\x02\x02\x01\x00\x00",
+        b"\x01\x00\x02\x02\x01\x00\x80\x80\x80\x80\x10",
+        b"\x01\x01\x02\x02\x01\x00\x00\xff",
+        b"\x01\x00\x02\x01\x01\x00\x00",
+        b"\x01\x00\x02\x02\x00\x00\x00",
+    ];
+    for v in key {
+        match decode([("v1/key/a", *v)]) {
+            Err(Error::CorruptEntry { key, .. }) => assert_eq!(key, "v1/key/a"),
+            other => panic!("{v:x?}: expected CorruptEntry, got {other:?}"),
+        }
+    }
+}

@@ -99,7 +99,7 @@ function restoreRaw(engine, config, { entries, now, write }) {
   const r = new engine.RawRestore();
   try {
     if (entries instanceof StoredEntries) addStored(r, entries);
-    else for (const part of packEntryParts(entries, RESTORE_PART_BYTES)) r.add(part, false);
+    else packEntryParts(entries, RESTORE_PART_BYTES, (part) => r.add(part, false));
   } catch (e) {
     r.free();
     throw e;
@@ -114,7 +114,7 @@ function addStored(r, entries) {
   if (entries.skip.size > 0) r.skip_keys(packEntries([...entries.skip].sort().map((k) => [k, NO_BYTES])));
   let pairs = [];
   const flush = () => {
-    for (const part of packEntryParts(pairs, RESTORE_PART_BYTES)) r.add(part, false);
+    packEntryParts(pairs, RESTORE_PART_BYTES, (part) => r.add(part, false));
     pairs = [];
   };
   for (const item of entries.items()) {

@@ -194,25 +194,32 @@ function writePart(buf, at, v) {
 const partRoom = (v) => 4 + (typeof v === "string" ? v.length * 3 : v.length);
 
 /**
- * Stored `[key, value]` entries (strings or bytes) as entry lists, in parts
- * of about `bytes` each (at least one entry), in order. `entries` is read
- * once, a part at a time, and no entry is held after its part: a source
- * that lets its entries go as it hands them out (the file store's) is never
- * in memory whole beside what the parts became.
+ * Stored `[key, value]` entries (strings or bytes) as entry lists of about
+ * `bytes` each (at least one entry), handed to `add` in order. Each list is
+ * a view of one buffer written again for the next: `add` copies what it
+ * keeps. `entries` is read once, in one pass, and no entry is held after
+ * its list: a source that lets its entries go as it hands them out (the
+ * file store's) is never in memory whole beside what the lists became.
  */
-export function* packEntryParts(entries, bytes) {
-  let list = [];
-  let size = 0;
+export function packEntryParts(entries, bytes, add) {
+  let buf = new Uint8Array(bytes + (bytes >> 2));
+  let at = 0;
   for (const entry of entries) {
-    list.push(entry);
-    size += 8 + entry[0].length + entry[1].length;
-    if (size >= bytes) {
-      yield packEntries(list);
-      list = [];
-      size = 0;
+    const k = entry[0];
+    const v = entry[1];
+    const room = partRoom(k) + partRoom(v);
+    if (at + room > buf.length) {
+      if (at > 0) add(buf.subarray(0, at));
+      at = 0;
+      if (room > buf.length) buf = new Uint8Array(room);
+    }
+    at = writePart(buf, writePart(buf, at, k), v);
+    if (at >= bytes) {
+      add(buf.subarray(0, at));
+      at = 0;
     }
   }
-  if (list.length > 0) yield packEntries(list);
+  if (at > 0) add(buf.subarray(0, at));
 }
 
 /** `[key, value]` entries as one entry list. */
@@ -290,16 +297,12 @@ export function isBatch(b) {
 
 const utf8Decoder = new TextDecoder();
 
-// A stored key (bytes [at, end) of `buf`). They are short and ASCII: built
-// directly, not decoded. Bytes that are not UTF-8 become U+FFFD.
+// A stored key (bytes [at, end) of `buf`); bytes that are not UTF-8 become
+// U+FFFD. Decoded, not built a character at a time: past 12 characters V8
+// makes each `+=` a rope, and a 24-byte key cost ~690 ns to build and ~190
+// to read back, against ~150 and ~45 decoded (200k keys, Node 20).
 function key(buf, at, end) {
-  if (end - at > 64) return utf8Decoder.decode(buf.subarray(at, end));
-  let k = "";
-  for (let i = at; i < end; i++) {
-    if (buf[i] >= 128) return utf8Decoder.decode(buf.subarray(at, end));
-    k += String.fromCharCode(buf[i]);
-  }
-  return k;
+  return utf8Decoder.decode(buf.subarray(at, end));
 }
 
 /**

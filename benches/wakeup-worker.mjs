@@ -51,7 +51,7 @@ export class LeaseNamespace {
         const r = new engine.RawRestore();
         let pairs = [];
         const flush = () => {
-          for (const part of packEntryParts(pairs, 1 << 20)) r.add(part, false);
+          packEntryParts(pairs, 1 << 20, (part) => r.add(part, false));
           pairs = [];
         };
         for await (const item of items(storage)) {

@@ -54,7 +54,8 @@ export async function restoreStages({ n = 100_000, runs = 7 } = {}) {
     back.close();
     // The same through the binding, a stage at a time.
     t0 = performance.now();
-    const parts = [...packEntryParts(entries, 1 << 20)];
+    const parts = [];
+    packEntryParts(entries, 1 << 20, (p) => parts.push(p.slice()));
     const t1 = performance.now();
     const raw = new engine.RawRestore();
     for (const p of parts) raw.add(p);

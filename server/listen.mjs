@@ -14,7 +14,9 @@
 // in faster than the event loop reads them (a loaded machine), past the cap
 // the connections accepted within the last second that have not yet been
 // read may go over it by a bounded burst (half the reserve), standing in
-// for the kernel's backlog, before the oldest of them is evicted.
+// for the kernel's backlog, before the oldest of them is evicted; as each
+// of them is read, an idle connection older than it makes room, so the
+// burst does not stay over the cap.
 import { createServer } from "node:net";
 import { readFileSync } from "node:fs";
 
@@ -75,13 +77,13 @@ export function limitsFrom(env = process.env, files = fileLimit()) {
 export function connectionPool({ maxConnections = Infinity, burst = 0, busy = () => false, now = () => performance.now() } = {}) {
   const open = new Map(); // a Map keeps insertion order: oldest first
   const stats = { evicted: 0, refused: 0 };
-  // In one pass, oldest first, of the connections not busy: `old`, the
-  // first that is not new, and `young`, the first new one (not read since
-  // it came, within BURST_MS) before it.
-  function candidates(at) {
+  // In one pass, oldest first, of the connections not busy (but for
+  // `except`): `old`, the first that is not new, and `young`, the first new
+  // one (not read since it came, within BURST_MS) before it.
+  function candidates(at, except = null) {
     let young = null;
     for (const c of open.values()) {
-      if (c.kind !== "sniff" && busy(c)) continue;
+      if (c === except || (c.kind !== "sniff" && busy(c))) continue;
       if (c.kind !== "sniff" || c.read || at - c.at >= BURST_MS) return { old: c, young };
       young ??= c;
     }
@@ -112,6 +114,21 @@ export function connectionPool({ maxConnections = Infinity, burst = 0, busy = ()
       socket.once("close", () => open.delete(socket));
       return conn;
     },
+    /**
+     * `conn` was read for the first time: no longer part of a burst. Past
+     * the cap, other idle connections that are not new go (oldest first)
+     * until the pool is back within it or none is left to go.
+     */
+    heard(conn) {
+      conn.read = true;
+      while (open.size > maxConnections) {
+        const { old } = candidates(now(), conn);
+        if (!old) return;
+        open.delete(old.socket);
+        old.socket.destroy();
+        stats.evicted++;
+      }
+    },
     /** Open connections, and how many were evicted or refused at the cap. */
     stats: () => ({ open: open.size, ...stats }),
   };
@@ -133,19 +150,20 @@ export function sniffingServer({ http1, http2, pool = connectionPool(), sniffTim
     socket.setNoDelay(true);
     const conn = pool.admit(socket);
     if (!conn) return;
-    if (tls) tls(socket, (secure) => sniff(secure, conn, { http1, http2, sniffTimeoutMs }));
-    else sniff(socket, conn, { http1, http2, sniffTimeoutMs });
+    const heard = () => pool.heard(conn);
+    if (tls) tls(socket, (secure) => sniff(secure, conn, { http1, http2, sniffTimeoutMs, heard }));
+    else sniff(socket, conn, { http1, http2, sniffTimeoutMs, heard });
   });
 }
 
 // Hands `socket` to `http1` or `http2` by its first bytes.
-function sniff(socket, conn, { http1, http2, sniffTimeoutMs }) {
+function sniff(socket, conn, { http1, http2, sniffTimeoutMs, heard }) {
   socket.on("error", () => {});
   let seen = Buffer.alloc(0);
   // A connection that has not said which protocol it speaks by then is closed.
   socket.setTimeout(sniffTimeoutMs, () => socket.destroy());
   const onData = (chunk) => {
-    conn.read = true;
+    if (!conn.read) heard();
     seen = Buffer.concat([seen, chunk]);
     const n = Math.min(seen.length, PREFACE.length);
     const h2 = seen.subarray(0, n).equals(PREFACE.subarray(0, n));

@@ -33,6 +33,7 @@ function pool(opts) {
       if (conn && kind !== "sniff") Object.assign(conn, { kind, read: true });
       return conn;
     },
+    heard: (conn) => p.heard(conn),
     open: () => sockets.filter((s) => !s.destroyed).map((s) => s.name),
     advance: (ms) => (clock += ms),
     busy,
@@ -63,6 +64,41 @@ test("old idle connections are evicted before new unread ones, oldest first", ()
   assert.deepEqual(p.open(), ["a", "b", "c", "d", "e"]);
   p.admit("f");
   assert.deepEqual(p.open(), ["b", "c", "d", "e", "f"]);
+});
+
+test("as a burst over the cap is read, idle connections that are not new make room until it is back within the cap", () => {
+  const p = pool({ maxConnections: 3, burst: 3 });
+  p.admit("x", "http2");
+  p.admit("y", "http2");
+  p.busy.add("x").add("y");
+  p.advance(5_000);
+  const [a, b, c, d] = ["a", "b", "c", "d"].map((n) => p.admit(n));
+  assert.deepEqual(p.open(), ["x", "y", "a", "b", "c", "d"]);
+  // x's call ends; d is read: x goes, and the rest are busy or new.
+  p.busy.delete("x");
+  p.heard(d);
+  assert.deepEqual(p.open(), ["y", "a", "b", "c", "d"]);
+  // A second on, c is read: a and b are no longer new, and go.
+  p.advance(2_000);
+  p.heard(c);
+  assert.deepEqual(p.open(), ["y", "c", "d"]);
+  assert.deepEqual(p.stats(), { open: 3, evicted: 3, refused: 0 });
+  // Within the cap, being read evicts nothing.
+  p.heard(a);
+  p.heard(b);
+  assert.deepEqual(p.open(), ["y", "c", "d"]);
+});
+
+test("the connection just read is never the one that makes room", () => {
+  const p = pool({ maxConnections: 2, burst: 2 });
+  p.admit("busy", "http2");
+  p.busy.add("busy");
+  p.advance(5_000);
+  const a = p.admit("a");
+  p.admit("b");
+  p.advance(2_000);
+  p.heard(a);
+  assert.deepEqual(p.open(), ["busy", "a"]);
 });
 
 test("a new connection that was read is not protected by the burst", () => {

@@ -12,7 +12,7 @@ import { services as schema } from "../etcd/proto/schema.mjs";
 import { Code, Etcd, GrpcError, tooLargeMessage, unimplemented } from "../etcd/errors.mjs";
 import { deadlineAnswer } from "../etcd/methods.mjs";
 import { MAX_MESSAGE_BYTES } from "../etcd/limits.mjs";
-import { H2Session } from "./h2.mjs";
+import { H2Session, resolved } from "./h2.mjs";
 import { certificateName } from "./tls.mjs";
 import { eventPieces, watchResponse } from "./watch-wire.mjs";
 
@@ -245,7 +245,7 @@ function deadline(call, answer, onExpire) {
   const start = performance.now();
   let timer = null;
   let stopped = false;
-  queueMicrotask(() => {
+  resolved.then(() => {
     if (stopped || call.done) return;
     timer = setTimeout(() => {
       const e = call.done ? null : answer();

@@ -201,6 +201,41 @@ fn skipped_keys_are_left_out_of_stored_lists_only() {
     assert!(r.skip_keys(&pack(&[("b", b""), ("a", b"")])).is_err());
 }
 
+/// Many keys to leave out among many more that stay: each skipped one is
+/// left out (the filter in front of the search never misses one) and no
+/// other is.
+#[wasm_bindgen_test]
+fn many_skipped_keys_among_many_more() {
+    let name = |i: usize| format!("v1/key/k{i:05}");
+    let old: Vec<(String, Vec<u8>)> = (0..6000)
+        .map(|i| {
+            (
+                name(i),
+                b"create=2 mod=2 version=1 lease=0000000000000000 text=1\nold".to_vec(),
+            )
+        })
+        .collect();
+    let mut stored: Vec<(&str, &[u8])> = vec![("v1/revision", b"3")];
+    stored.extend(old.iter().map(|(k, v)| (k.as_str(), v.as_slice())));
+    let skipped: Vec<String> = (0..6000).step_by(3).map(name).collect();
+    let skip: Vec<(&str, &[u8])> = skipped.iter().map(|k| (k.as_str(), &b""[..])).collect();
+    let new = b"create=2 mod=3 version=2 lease=0000000000000000 text=1\nnew";
+    let later: Vec<(&str, &[u8])> = skipped.iter().map(|k| (k.as_str(), &new[..])).collect();
+    let mut r = RawRestore::new();
+    r.skip_keys(&pack(&skip)).unwrap();
+    r.add(&pack(&stored), true).unwrap();
+    r.add(&pack(&later), false).unwrap();
+    let mut l = RawLessor::restore(&defaults(), r, T0, None).unwrap();
+    for i in 0..6000 {
+        let want: &[u8] = if i % 3 == 0 { b"new" } else { b"old" };
+        assert_eq!(
+            value(&mut l, T0, &format!("k{i:05}")),
+            Some((want.to_vec(), true)),
+            "{i}"
+        );
+    }
+}
+
 #[wasm_bindgen_test]
 fn get_fills_scratch_and_values_keep_their_type() {
     let mut r = raw();

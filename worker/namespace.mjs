@@ -91,7 +91,7 @@ export class LeaseNamespace {
     const storage = this.#ctx.storage;
     const sqlite = sqliteBacked(storage);
     const options = engineOptions(this.#env, sqlite);
-    this.#dl = await DurableLessor.open(storage, { ...options, outputGate: true, Lessor });
+    this.#dl = await DurableLessor.open(storage, { ...options, outputGate: true, Lessor, id: String(this.#ctx.id) });
     const lessor = this.#dl.lessor;
     const ids = await memberIds([`edge-lease:${this.#ctx.id}`], "edge-lease");
     const self = this;

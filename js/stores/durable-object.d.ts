@@ -52,6 +52,15 @@ export interface DurableLessorOptions extends Omit<LessorOptions, "storage" | "r
   /** Prefix of the lessor's keys in the object's storage. Default "edge-lease/". */
   prefix?: string;
   /**
+   * The object's id (`String(ctx.id)`). Given, the lessor this id (and
+   * prefix) opened before in this isolate is closed once this one is
+   * restored: its instance was evicted or reset (an object has one live
+   * instance), and its share of the engine's memory, which the runtime does
+   * not free, is used again. Without it, each wake-up in a long-lived
+   * isolate holds one more copy of the state.
+   */
+  id?: string;
+  /**
    * Rely on the object's output gate: each change's put()/delete() calls are
    * issued at once (committed as one atomic write), and answers sent after
    * them wait until the write is confirmed, so handlers need not await

@@ -84,6 +84,16 @@ const ROW_BYTES = 1 << 20;
 const COMPACT_ROWS = 2048;
 const COMPACT_MIN_BYTES = 256 << 10;
 const hex = (n, digits) => n.toString(16).padStart(digits, "0");
+
+// The lessor each object (by `id` and prefix) opened last in this isolate.
+// A Durable Object has one live instance: when it opens again here, the
+// instance before was evicted or reset, and nothing else frees its
+// lessor's share of the engine's memory (one wasm instance per isolate,
+// and workerd runs no finalizer for it): each wake-up would keep one more
+// copy of the state. It is closed once the new one is restored, off the
+// wake-up's path (a close frees every entry), so the engine holds at most
+// two states.
+const lastOpened = new Map();
 // A stored typed array is its whole buffer (structured clone): a view on a
 // larger one is stored as a copy of its own bytes.
 const own = (u8) => (u8.byteOffset === 0 && u8.byteLength === u8.buffer.byteLength ? u8 : u8.slice());
@@ -423,7 +433,9 @@ export class DurableLessor {
    * package's.
    */
   static async open(storage, options = {}) {
-    const { prefix, outputGate, compactRows, Lessor: LessorClass = Lessor, ...rest } = options;
+    const { prefix, outputGate, compactRows, id, Lessor: LessorClass = Lessor, ...rest } = options;
+    const mine = id === undefined ? null : `${id}\0${prefix ?? ""}`;
+    const previous = mine === null ? undefined : lastOpened.get(mine);
     const store = new DurableObjectStore(storage, prefix, { outputGate, compactRows });
     const lessor = new LessorClass({
       maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
@@ -433,6 +445,16 @@ export class DurableLessor {
       storage: store,
       restore: await store.entries(),
     });
+    if (mine !== null) lastOpened.set(mine, lessor);
+    if (previous) {
+      setTimeout(() => {
+        try {
+          previous.close();
+        } catch {
+          // (A lessor left inside an operation by a trap: its memory stays.)
+        }
+      }, 0);
+    }
     const dl = new DurableLessor(storage, lessor);
     dl.#store = store;
     dl.#alarmAt = await storage.getAlarm();

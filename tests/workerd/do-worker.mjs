@@ -3,6 +3,10 @@
 // result after `sync()`, as a real object would before responding.
 import { DurableLessor } from "../../js/stores/durable-object.mjs";
 
+// Every lessor this isolate opened, oldest first: a test reads whether the
+// ones of evicted instances were closed.
+const opened = [];
+
 function plain(v) {
   return typeof v === "string" ? v : { bytes: [...v] };
 }
@@ -36,7 +40,8 @@ export class Leases {
   }
 
   async open() {
-    this.dl = await DurableLessor.open(this.storage, { now: () => this.t });
+    this.dl = await DurableLessor.open(this.storage, { now: () => this.t, id: String(this.ctx.id) });
+    opened.push(this.dl.lessor);
   }
 
   async fetch(request) {
@@ -70,6 +75,16 @@ export class Leases {
         case "putMany":
           for (let i = 0; i < args[1]; i++) l.put(`${args[0]}${i}`, "x", { lease: args[2] });
           changed = true;
+          break;
+        case "opened":
+          // Whether each lessor opened here before is closed (its call throws Closed).
+          result = opened.map((o) => {
+            try {
+              return o.revision >= 0 ? "open" : "?";
+            } catch (e) {
+              return e.code;
+            }
+          });
           break;
         case "state":
           result = {

@@ -227,3 +227,20 @@ test("SQLite-backed, output-gate mode: a batch the storage refuses part of write
   mf = make();
   assert.deepEqual((await call("keys")).result, [["after", 1], ["small", 10]], "a restart finds exactly what was acknowledged");
 });
+
+test("an object evicted and woken again in the same isolate closes the lessor of its instance before (its engine memory is used again)", async (t) => {
+  const h = harness(t);
+  const { id } = await h.call("grant", 60);
+  await h.call("putMany", "k/", 100, id);
+  for (let i = 0; i < 3; i++) {
+    await h.mf.unsafeEvictDurableObject("", "Leases", { name: "test" });
+    assert.equal((await h.call("range", "k/")).length, 100);
+  }
+  // (Closed just after the new one opens: bounded wait.)
+  let opened;
+  for (const until = Date.now() + 3000; Date.now() < until; ) {
+    opened = await h.call("opened");
+    if (opened.slice(0, -1).every((s) => s === "Closed")) break;
+  }
+  assert.deepEqual(opened, ["Closed", "Closed", "Closed", "open"]);
+});

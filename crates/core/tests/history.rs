@@ -16,6 +16,9 @@ use edge_lease_core::{
 };
 use proptest::prelude::*;
 
+mod common;
+use common::MemStore;
+
 const T0: i64 = 1_700_000_000_000;
 const KEYS: [&[u8]; 6] = [b"a", b"a/1", b"a/2", b"b", b"b/1", b"c"];
 
@@ -124,23 +127,6 @@ enum Step {
         filter: u8,
     },
     Restart,
-}
-
-/// A store that applies each batch whole (deletes, then puts).
-#[derive(Clone, Default)]
-struct MemStore(Rc<RefCell<BTreeMap<String, Vec<u8>>>>);
-
-impl Storage for MemStore {
-    fn write(&mut self, batch: &Batch) -> Result<(), String> {
-        let mut m = self.0.borrow_mut();
-        for k in batch.deletes() {
-            m.remove(k);
-        }
-        for (k, v) in batch.puts() {
-            m.insert(k.to_string(), v.to_vec());
-        }
-        Ok(())
-    }
 }
 
 fn top() -> impl Strategy<Value = TOp> {

@@ -8,45 +8,20 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 use edge_lease_core::{
-    Batch, Config, DeleteRequest, Entry, Lessor, Op, PutOptions, PutRequest, Storage, TxnRequest,
+    Config, DeleteRequest, Entry, Lessor, Op, PutOptions, PutRequest, TxnRequest,
 };
+
+mod common;
+use common::MemStore;
 
 const T0: i64 = 1_700_000_000_000;
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/text-layout.tsv"
 );
-
-#[derive(Clone, Default)]
-struct MemStore(Rc<RefCell<BTreeMap<String, Vec<u8>>>>);
-
-impl Storage for MemStore {
-    fn write(&mut self, batch: &Batch) -> Result<(), String> {
-        let mut m = self.0.borrow_mut();
-        for k in batch.deletes() {
-            m.remove(k);
-        }
-        for (k, v) in batch.puts() {
-            m.insert(k.to_string(), v.to_vec());
-        }
-        Ok(())
-    }
-}
-
-impl MemStore {
-    fn entries(&self) -> Vec<(String, Vec<u8>)> {
-        self.0
-            .borrow()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-}
 
 fn opts(lease: i64, text: bool) -> PutOptions {
     PutOptions {

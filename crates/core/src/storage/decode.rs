@@ -2,6 +2,7 @@
 //! restore rebuilds the lessor from, each checked against the layout
 //! (`codec.rs`) so that a bad entry is named rather than guessed at.
 
+use super::binary;
 use super::codec::{
     old_key, plain, valid_host_name, StoredLease, BINARY, COMPACTED_KEY, HOST_PREFIX, KEY_PREFIX,
     LEASE_PREFIX, MAX_COUNTER, OLD_PREFIX, REVISION_KEY, TOMBSTONE,
@@ -27,7 +28,7 @@ pub struct Snapshot {
     pub host: Vec<(String, Vec<u8>)>,
 }
 
-fn corrupt(key: &str, reason: impl Into<String>) -> Error {
+pub(super) fn corrupt(key: &str, reason: impl Into<String>) -> Error {
     Error::CorruptEntry {
         key: String::from(key),
         reason: reason.into(),
@@ -182,41 +183,6 @@ fn parse_sub(key: &str, s: &str) -> Result<u32> {
     }
 }
 
-/// A binary record's fields, read in order (`codec`'s layout).
-struct Binary<'k, 'v> {
-    key: &'k str,
-    rest: &'v [u8],
-}
-
-impl<'k, 'v> Binary<'k, 'v> {
-    /// After the BINARY byte; its flags byte, which may set only `flags`.
-    fn new(key: &'k str, value: &'v [u8], flags: u8) -> Result<(Binary<'k, 'v>, u8)> {
-        match value {
-            [BINARY, f, rest @ ..] if f & !flags == 0 => Ok((Binary { key, rest }, *f)),
-            [BINARY, _, ..] => Err(corrupt(key, "unknown flags")),
-            _ => Err(corrupt(key, "truncated record")),
-        }
-    }
-
-    /// A varint in its shortest form, at most 64 bits.
-    fn num(&mut self) -> Result<i64> {
-        let mut v = 0u64;
-        for (i, &b) in self.rest.iter().enumerate().take(10) {
-            v |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                // (A last byte of 0 is a longer form of a shorter number;
-                // the tenth holds only the 64th bit.)
-                if (b == 0 && i > 0) || (i == 9 && b > 1) {
-                    break;
-                }
-                self.rest = &self.rest[i + 1..];
-                return Ok(v as i64);
-            }
-        }
-        Err(corrupt(self.key, "bad or truncated number"))
-    }
-}
-
 fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(v).map_err(|_| corrupt(key, "not UTF-8"))
 }
@@ -244,18 +210,10 @@ pub(super) fn header_fields(key: &str, header: &[u8]) -> Result<Header> {
     Ok((c, m, ver, lease, text, sub))
 }
 
-/// A binary key record's fields and its value bytes.
-fn binary_entry<'a>(key: &str, value: &'a [u8]) -> Result<(Header, &'a [u8])> {
-    let (mut b, flags) = Binary::new(key, value, 1)?;
-    let (create, m, version, lease) = (b.num()?, b.num()?, b.num()?, b.num()?);
-    let sub = u32::try_from(b.num()?).map_err(|_| corrupt(key, "bad sub-revision"))?;
-    Ok(((create, m, version, lease, flags == 1, sub), b.rest))
-}
-
 /// A key record: binary, or a text header line, then the value bytes.
 fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
     let ((create, m, version, lease, text, sub), bytes) = if value.first() == Some(&BINARY) {
-        binary_entry(key, value)?
+        binary::entry(key, value)?
     } else {
         let nl = value
             .iter()
@@ -288,18 +246,7 @@ fn decode_entry(key: &str, value: &[u8]) -> Result<Entry> {
 /// A lease record, binary or text.
 pub(super) fn lease_fields(key: &str, value: &[u8]) -> Result<StoredLease> {
     if value.first() == Some(&BINARY) {
-        let (mut b, flags) = Binary::new(key, value, 1)?;
-        let ttl = b.num()?;
-        let deadline = if flags == 1 { Some(b.num()?) } else { None };
-        let remaining = b.num()?;
-        if !b.rest.is_empty() {
-            return Err(corrupt(key, "unexpected trailing bytes"));
-        }
-        return Ok(StoredLease {
-            ttl,
-            deadline,
-            remaining,
-        });
+        return binary::lease(key, value);
     }
     let mut f = Fields::new(key, utf8(key, value)?);
     let ttl = f.num("ttl")?;

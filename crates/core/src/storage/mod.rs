@@ -1,7 +1,8 @@
 //! The host's store: what the lessor hands to it ([`Batch`]), the handle the
 //! lessor writes through ([`Store`]), the stored layout ([`codec`]) and its
-//! reading back (`decode`).
+//! reading back (`decode`, its binary records in `binary`).
 
+mod binary;
 pub mod codec;
 pub(crate) mod decode;
 #[cfg(test)]

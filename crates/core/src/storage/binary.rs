@@ -1,0 +1,65 @@
+//! Reading the binary lease and key records (`codec.rs`'s layout): only
+//! what the encoder writes, so that a bad record is named, not guessed at.
+
+use super::codec::{StoredLease, BINARY};
+use super::decode::{corrupt, Header};
+use crate::error::Result;
+
+/// A record's fields, read in order.
+struct Binary<'k, 'v> {
+    key: &'k str,
+    rest: &'v [u8],
+}
+
+impl<'k, 'v> Binary<'k, 'v> {
+    /// After the BINARY byte; its flags byte, which may set only `flags`.
+    fn new(key: &'k str, value: &'v [u8], flags: u8) -> Result<(Binary<'k, 'v>, u8)> {
+        match value {
+            [BINARY, f, rest @ ..] if f & !flags == 0 => Ok((Binary { key, rest }, *f)),
+            [BINARY, _, ..] => Err(corrupt(key, "unknown flags")),
+            _ => Err(corrupt(key, "truncated record")),
+        }
+    }
+
+    /// A varint in its shortest form, at most 64 bits.
+    fn num(&mut self) -> Result<i64> {
+        let mut v = 0u64;
+        for (i, &b) in self.rest.iter().enumerate().take(10) {
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                // (A last byte of 0 is a longer form of a shorter number;
+                // the tenth holds only the 64th bit.)
+                if (b == 0 && i > 0) || (i == 9 && b > 1) {
+                    break;
+                }
+                self.rest = &self.rest[i + 1..];
+                return Ok(v as i64);
+            }
+        }
+        Err(corrupt(self.key, "bad or truncated number"))
+    }
+}
+
+/// A key record's fields and its value bytes.
+pub(super) fn entry<'a>(key: &str, value: &'a [u8]) -> Result<(Header, &'a [u8])> {
+    let (mut b, flags) = Binary::new(key, value, 1)?;
+    let (create, m, version, lease) = (b.num()?, b.num()?, b.num()?, b.num()?);
+    let sub = u32::try_from(b.num()?).map_err(|_| corrupt(key, "bad sub-revision"))?;
+    Ok(((create, m, version, lease, flags == 1, sub), b.rest))
+}
+
+/// A lease record: ttl, the deadline if it has one, remaining ms.
+pub(super) fn lease(key: &str, value: &[u8]) -> Result<StoredLease> {
+    let (mut b, flags) = Binary::new(key, value, 1)?;
+    let ttl = b.num()?;
+    let deadline = if flags == 1 { Some(b.num()?) } else { None };
+    let remaining = b.num()?;
+    if !b.rest.is_empty() {
+        return Err(corrupt(key, "unexpected trailing bytes"));
+    }
+    Ok(StoredLease {
+        ttl,
+        deadline,
+        remaining,
+    })
+}

@@ -1,8 +1,7 @@
 //! Reading the binary lease and key records (`codec.rs`'s layout): only
 //! what the encoder writes, so that a bad record is named, not guessed at.
 
-use super::codec::{StoredLease, BINARY};
-use super::decode::{corrupt, Header};
+use super::codec::{corrupt, Header, StoredLease, BINARY};
 use crate::error::Result;
 
 /// A record's fields, read in order.

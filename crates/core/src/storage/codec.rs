@@ -31,6 +31,7 @@
 //! A lease's keys are not listed in its record: they are found from the keys'
 //! own lease fields on restore, as etcd recovers its item sets.
 
+use crate::error::Error;
 use crate::text::{push_dec, push_escape, push_hex16, push_udec};
 use crate::types::{Entry, LeaseId, MAX_HOST_NAME};
 
@@ -56,6 +57,18 @@ fn push_varint(out: &mut Vec<u8>, v: i64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// What a key record holds beside its value: (create, mod, version, lease,
+/// text, sub-revision).
+pub(super) type Header = (i64, i64, i64, LeaseId, bool, u32);
+
+/// A stored entry that is not in this layout, named by its key.
+pub(super) fn corrupt(key: &str, reason: impl Into<String>) -> Error {
+    Error::CorruptEntry {
+        key: String::from(key),
+        reason: reason.into(),
+    }
 }
 
 /// What a lease record holds.

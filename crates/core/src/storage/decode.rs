@@ -4,10 +4,10 @@
 
 use super::binary;
 use super::codec::{
-    old_key, plain, valid_host_name, StoredLease, BINARY, COMPACTED_KEY, HOST_PREFIX, KEY_PREFIX,
-    LEASE_PREFIX, MAX_COUNTER, OLD_PREFIX, REVISION_KEY, TOMBSTONE,
+    corrupt, old_key, plain, valid_host_name, Header, StoredLease, BINARY, COMPACTED_KEY,
+    HOST_PREFIX, KEY_PREFIX, LEASE_PREFIX, MAX_COUNTER, OLD_PREFIX, REVISION_KEY, TOMBSTONE,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::text::Text;
 use crate::types::{Entry, Key, LeaseId, MAX_HOST_ENTRIES, MAX_HOST_VALUE, MAX_LEASE_TTL};
 
@@ -26,13 +26,6 @@ pub struct Snapshot {
     pub compacted_stored: bool,
     /// The host's entries: (name, bytes).
     pub host: Vec<(String, Vec<u8>)>,
-}
-
-pub(super) fn corrupt(key: &str, reason: impl Into<String>) -> Error {
-    Error::CorruptEntry {
-        key: String::from(key),
-        reason: reason.into(),
-    }
 }
 
 fn parse_hex_id(key: &str, s: &str) -> Result<LeaseId> {
@@ -187,10 +180,8 @@ fn utf8<'a>(key: &str, v: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(v).map_err(|_| corrupt(key, "not UTF-8"))
 }
 
-/// A key record's header line: (create, mod, version, lease, text, sub);
-/// " sub=<n>" ends it when the change was not its revision's first.
-pub(super) type Header = (i64, i64, i64, LeaseId, bool, u32);
-
+/// A key record's header line in the text layout (" sub=<n>" ends it when
+/// the change was not its revision's first).
 pub(super) fn header_fields(key: &str, header: &[u8]) -> Result<Header> {
     let mut f = Fields::new(key, utf8(key, header)?);
     let c = f.num("create")?;

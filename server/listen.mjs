@@ -89,6 +89,11 @@ export function connectionPool({ maxConnections = Infinity, burst = 0, busy = ()
     }
     return { old: null, young };
   }
+  function evict(c) {
+    open.delete(c.socket);
+    c.socket.destroy();
+    stats.evicted++;
+  }
   return {
     /** The new connection's entry, or null if it was refused (and closed). */
     admit(socket) {
@@ -99,11 +104,8 @@ export function connectionPool({ maxConnections = Infinity, burst = 0, busy = ()
         // one goes; and when every connection is busy, the newcomer.
         const { old, young } = candidates(at);
         const c = old ?? (open.size >= maxConnections + burst ? young : null);
-        if (c) {
-          open.delete(c.socket);
-          c.socket.destroy();
-          stats.evicted++;
-        } else if (!young) {
+        if (c) evict(c);
+        else if (!young) {
           stats.refused++;
           socket.destroy();
           return null;
@@ -124,9 +126,7 @@ export function connectionPool({ maxConnections = Infinity, burst = 0, busy = ()
       while (open.size > maxConnections) {
         const { old } = candidates(now(), conn);
         if (!old) return;
-        open.delete(old.socket);
-        old.socket.destroy();
-        stats.evicted++;
+        evict(old);
       }
     },
     /** Open connections, and how many were evicted or refused at the cap. */

@@ -11,10 +11,11 @@ struct Binary<'k, 'v> {
 }
 
 impl<'k, 'v> Binary<'k, 'v> {
-    /// After the BINARY byte; its flags byte, which may set only `flags`.
-    fn new(key: &'k str, value: &'v [u8], flags: u8) -> Result<(Binary<'k, 'v>, u8)> {
+    /// After the BINARY byte; its flags byte, whose one flag (bit 0) it
+    /// gives.
+    fn new(key: &'k str, value: &'v [u8]) -> Result<(Binary<'k, 'v>, bool)> {
         match value {
-            [BINARY, f, rest @ ..] if f & !flags == 0 => Ok((Binary { key, rest }, *f)),
+            [BINARY, f @ (0 | 1), rest @ ..] => Ok((Binary { key, rest }, *f == 1)),
             [BINARY, _, ..] => Err(corrupt(key, "unknown flags")),
             _ => Err(corrupt(key, "truncated record")),
         }
@@ -41,17 +42,17 @@ impl<'k, 'v> Binary<'k, 'v> {
 
 /// A key record's fields and its value bytes.
 pub(super) fn entry<'a>(key: &str, value: &'a [u8]) -> Result<(Header, &'a [u8])> {
-    let (mut b, flags) = Binary::new(key, value, 1)?;
+    let (mut b, text) = Binary::new(key, value)?;
     let (create, m, version, lease) = (b.num()?, b.num()?, b.num()?, b.num()?);
     let sub = u32::try_from(b.num()?).map_err(|_| corrupt(key, "bad sub-revision"))?;
-    Ok(((create, m, version, lease, flags == 1, sub), b.rest))
+    Ok(((create, m, version, lease, text, sub), b.rest))
 }
 
 /// A lease record: ttl, the deadline if it has one, remaining ms.
 pub(super) fn lease(key: &str, value: &[u8]) -> Result<StoredLease> {
-    let (mut b, flags) = Binary::new(key, value, 1)?;
+    let (mut b, has_deadline) = Binary::new(key, value)?;
     let ttl = b.num()?;
-    let deadline = if flags == 1 { Some(b.num()?) } else { None };
+    let deadline = if has_deadline { Some(b.num()?) } else { None };
     let remaining = b.num()?;
     if !b.rest.is_empty() {
         return Err(corrupt(key, "unexpected trailing bytes"));

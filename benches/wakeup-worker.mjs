@@ -11,16 +11,17 @@
 // from outside.
 import { DurableLessor, DurableObjectStore, sqliteBacked } from "edge-lease/stores/durable-object";
 import * as engine from "../dist/engine/edge_lease.js";
-import { packEntries, packEntryParts, StoredEntries } from "../js/codec.js";
+import { packEntryParts, StoredEntries } from "../js/codec.js";
 import { Lessor } from "../worker/engine.mjs";
 import { engineOptions, LeaseNamespace as Real } from "../worker/namespace.mjs";
 import { fetchWorker } from "../worker/router.mjs";
 
-// What the store hands a restore: entry lists as stored, or pairs.
+// What the store hands a restore: its journal, then entry lists as stored,
+// or pairs.
 async function* items(storage) {
   const entries = await new DurableObjectStore(storage).entries();
   if (!(entries instanceof StoredEntries)) return yield* entries;
-  yield { skip: entries.skip };
+  yield { journal: entries.journal };
   yield* entries.items();
 }
 
@@ -44,6 +45,7 @@ export class LeaseNamespace {
           n++;
           if (item instanceof Uint8Array) bytes += item.length;
           else if (Array.isArray(item)) bytes += item[0].length + (typeof item[1] === "string" ? item[1].length : item[1].byteLength);
+          else for (const b of item.journal) bytes += b.length;
         }
         this.#answer = { stage, items: n, bytes };
       } else if (stage === "decode" || stage === "build") {
@@ -51,16 +53,16 @@ export class LeaseNamespace {
         const r = new engine.RawRestore();
         let pairs = [];
         const flush = () => {
-          packEntryParts(pairs, 1 << 20, (part) => r.add(part, false));
+          packEntryParts(pairs, 1 << 20, (part) => r.add(part));
           pairs = [];
         };
         for await (const item of items(storage)) {
           if (item instanceof Uint8Array) {
             flush();
-            r.add(item, true);
+            r.add(item);
           } else if (Array.isArray(item)) {
             if (pairs.push(item) >= 4096) flush();
-          } else if (item.skip.size > 0) r.skip_keys(packEntries([...item.skip].sort().map((k) => [k, new Uint8Array(0)])));
+          } else for (const b of item.journal) r.journal(b);
         }
         flush();
         if (stage === "build") engine.RawLessor.restore(engine.defaults(), r, Date.now(), undefined).free();

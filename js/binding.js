@@ -12,7 +12,6 @@ import { LeaseError, leaseError } from "./errors.js";
 import { hex8, hexOfI64, high, low } from "./lease-id.js";
 import {
   Batch,
-  packEntries,
   packEntryParts,
   StoredEntries,
   unpackEntries,
@@ -99,7 +98,7 @@ function restoreRaw(engine, config, { entries, now, write }) {
   const r = new engine.RawRestore();
   try {
     if (entries instanceof StoredEntries) addStored(r, entries);
-    else packEntryParts(entries, RESTORE_PART_BYTES, (part) => r.add(part, false));
+    else packEntryParts(entries, RESTORE_PART_BYTES, (part) => r.add(part));
   } catch (e) {
     r.free();
     throw e;
@@ -108,19 +107,20 @@ function restoreRaw(engine, config, { entries, now, write }) {
   return engine.RawLessor.restore(config, r, now, write && ((bytes) => write(new Batch(bytes))));
 }
 
-// Entry lists a store kept go in as they are (the skipped keys left out by
-// the core); the pairs between them are packed as usual, in order.
+// A store's journal and entry lists go in as they are (the core applies
+// the journal over the entries); the pairs between the lists are packed as
+// usual, in order.
 function addStored(r, entries) {
-  if (entries.skip.size > 0) r.skip_keys(packEntries([...entries.skip].sort().map((k) => [k, NO_BYTES])));
+  for (const batch of entries.journal) r.journal(batch);
   let pairs = [];
   const flush = () => {
-    packEntryParts(pairs, RESTORE_PART_BYTES, (part) => r.add(part, false));
+    packEntryParts(pairs, RESTORE_PART_BYTES, (part) => r.add(part));
     pairs = [];
   };
   for (const item of entries.items()) {
     if (item instanceof Uint8Array) {
       flush();
-      r.add(item, true);
+      r.add(item);
     } else if (pairs.push(item) >= 4096) flush();
   }
   flush();

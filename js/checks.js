@@ -142,7 +142,7 @@ export function lessorOptions(arg, defaults) {
       }
       const r = opts.restore;
       // Entry lists a store kept go to the core as they are (it checks them).
-      restore = r instanceof StoredEntries ? new StoredEntries(() => checkedEntries(r.items(), true), r.skip) : checkedEntries(r);
+      restore = r instanceof StoredEntries ? new StoredEntries(() => checkedEntries(r.items(), true), r.journal) : checkedEntries(r);
     }
   }
   return { now, config, autoTick, storage, restore };

@@ -373,21 +373,22 @@ export function* joinEntryLists(lists, bytes) {
 }
 
 /**
- * Stored entries of which some are kept packed as entry lists (a Durable
- * Object's snapshot rows): a restore hands those to the core as they are,
- * without a JS object per entry, and the core leaves out of them the keys
- * in `skip` (changed since: the store gives their last state, or nothing,
- * as pairs). `source()` gives the items, each a `[key, value]` pair or an
- * entry list (Uint8Array). Iterated, it is the entries as pairs, as any
- * store's.
+ * Stored entries as a store kept them (a Durable Object's): entry lists
+ * and a journal of the batches written after them, which a restore hands
+ * to the core as they are, without a JS object per entry. `source()` gives
+ * the items, each a `[key, value]` pair or an entry list (Uint8Array);
+ * `journal` holds the batches (Uint8Array, `Batch`'s layout), in order.
+ * Each key a batch names has the state the last of them gave it (none, for
+ * a delete), whatever the items say. Iterated, it is the entries as pairs,
+ * as any store's.
  */
 export class StoredEntries {
   #source;
 
-  constructor(source, skip = new Set()) {
+  constructor(source, journal = []) {
     this.#source = source;
-    /** Keys left out of the entry lists. */
-    this.skip = skip;
+    /** The batches written after the items, in order. */
+    this.journal = journal;
   }
 
   items() {
@@ -395,10 +396,19 @@ export class StoredEntries {
   }
 
   *[Symbol.iterator]() {
-    for (const item of this.#source()) {
-      if (!(item instanceof Uint8Array)) yield item;
-      else for (const e of unpackEntries(item)) if (!this.skip.has(e[0])) yield e;
+    const last = new Map();
+    for (const b of this.journal) {
+      const batch = readBatch(b);
+      if (!batch) throw invalid("a journal batch that is not one whole batch");
+      for (const k of batch.delete) last.set(k, null);
+      for (const [k, v] of batch.put) last.set(k, v);
     }
+    for (const item of this.#source()) {
+      if (!(item instanceof Uint8Array)) {
+        if (!last.has(item[0])) yield item;
+      } else for (const e of unpackEntries(item)) if (!last.has(e[0])) yield e;
+    }
+    for (const [k, v] of last) if (v !== null) yield [k, v];
   }
 }
 

@@ -38,7 +38,7 @@
 // so the output gate would not wait for it.)
 
 import { Lessor } from "../entries/workerd.mjs";
-import { joinEntryLists, packBatch, readBatch, StoredEntries } from "../codec.js";
+import { isBatch, joinEntryLists, packBatch, StoredEntries } from "../codec.js";
 import { LeaseError } from "../errors.js";
 
 // The storage API takes at most 128 keys per put() or delete() call.
@@ -79,8 +79,8 @@ const JOURNAL = "~journal/";
 const ROW_BYTES = 1 << 20;
 // A compaction writes the snapshot again once the journal has this many
 // rows, or bytes past an eighth of the snapshot's (at least 256 KiB): a
-// wake-up reads at most that many rows beside the snapshot's, and makes a
-// JS object of each entry in them (not of the snapshot's).
+// wake-up reads at most that many rows beside the snapshot's, and the
+// engine keeps each key the journal names until the restore ends.
 const COMPACT_ROWS = 2048;
 const COMPACT_MIN_BYTES = 256 << 10;
 const hex = (n, digits) => n.toString(16).padStart(digits, "0");
@@ -210,12 +210,12 @@ export class DurableObjectStore {
 
   /**
    * Every stored entry, without the prefix. SQLite-backed objects have the
-   * synchronous `storage.kv`: the snapshot's rows go to the engine as they
-   * are (a `StoredEntries`), rows of one entry each as the lessor takes
+   * synchronous `storage.kv`: the journal's rows and the snapshot's go to
+   * the engine as they are (a `StoredEntries`: the engine applies the
+   * journal over the snapshot), rows of one entry each as the lessor takes
    * each one, so a restore never holds the state twice (once in JS, once
-   * in the engine) within the isolate's 128 MB; the journal (bounded by
-   * compaction) is read first, as the last state of each key it names.
-   * Otherwise read in pages.
+   * in the engine) within the isolate's 128 MB, nor makes a JS object of an
+   * entry it did not have to. Otherwise read in pages.
    */
   async entries() {
     const prefix = this.#prefix;
@@ -241,22 +241,20 @@ export class DurableObjectStore {
   #stored() {
     const p = this.#prefix;
     const kv = this.#kv;
-    // The journal, applied in order: each key's last state (null: deleted).
-    const last = new Map();
-    let rows = 0;
+    // The journal's batches, in order (checked whole here, so that a bad
+    // row is named).
+    const journal = [];
     let bytes = 0;
     let next = 0;
     for (const [k, v] of kv.list({ prefix: p + JOURNAL })) {
       const seq = k.slice(p.length + JOURNAL.length);
-      const batch = /^[0-9a-f]{16}$/.test(seq) && v instanceof Uint8Array ? readBatch(v) : null;
-      if (!batch) throw corruptRow(k, "not a journal row");
-      if (rows === 0) this.#firstSeq = parseInt(seq, 16);
+      if (!/^[0-9a-f]{16}$/.test(seq) || !(v instanceof Uint8Array) || !isBatch(v)) throw corruptRow(k, "not a journal row");
+      if (journal.length === 0) this.#firstSeq = parseInt(seq, 16);
       next = parseInt(seq, 16) + 1;
-      for (const d of batch.delete) last.set(d, null);
-      for (const [pk, pv] of batch.put) last.set(pk, pv);
-      rows++;
+      journal.push(v);
       bytes += v.length;
     }
+    const rows = journal.length;
     if (rows === 0) this.#firstSeq = 0;
     this.#nextSeq = rows === 0 ? 0 : next;
     this.#journalBytes = bytes;
@@ -268,7 +266,6 @@ export class DurableObjectStore {
     }
     this.#chunks = chunks;
     const store = this;
-    const skip = new Set(last.keys());
     return new StoredEntries(function* () {
       let i = 0;
       let size = 0;
@@ -287,12 +284,10 @@ export class DurableObjectStore {
       let entryRows = false;
       for (const [k, v] of kv.list({ prefix: p, end: p + "~" })) {
         entryRows = true;
-        const key = k.slice(p.length);
-        if (!last.has(key)) yield [key, v];
+        yield [k.slice(p.length), v];
       }
       store.#entryRows = entryRows;
-      for (const [k, v] of last) if (v !== null) yield [k, v];
-    }, skip);
+    }, journal);
   }
 
   /**

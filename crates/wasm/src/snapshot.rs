@@ -17,54 +17,12 @@ use crate::storage::JsStorage;
 #[wasm_bindgen]
 pub struct RawSnapshot(SnapshotCursor);
 
-/// A restore's stored entries, handed over in pieces (`Restore`), and the
-/// stored keys to leave out of pieces a store kept as they were packed (a
-/// Durable Object's snapshot rows, whose later changes come after them).
+/// A restore's stored entries, handed over in pieces (`Restore`): a
+/// store's journal first, if it keeps one, then its entries.
 #[wasm_bindgen]
 #[derive(Default)]
 pub struct RawRestore {
     restore: Restore,
-    skip: Skipped,
-}
-
-/// The keys to leave out: sorted, found by binary search (no hash set's code
-/// in the wasm), behind a filter of one bit per key's hash. Each of a
-/// snapshot's entries is looked up: one hash and one bit rule out almost
-/// all of them, where a binary search of ~15k journal keys (string compares
-/// through long shared prefixes) was most of a Durable Object's decoding.
-#[derive(Default)]
-struct Skipped {
-    keys: Vec<String>,
-    bits: Vec<u64>,
-}
-
-impl Skipped {
-    fn new(keys: Vec<String>) -> Skipped {
-        // ~16 bits a key: about one entry in 16 not skipped is searched.
-        let n = (keys.len() * 16).next_power_of_two().max(64);
-        let mut bits = vec![0u64; n / 64];
-        for k in &keys {
-            let h = Skipped::hash(k) & (n as u64 - 1);
-            bits[(h / 64) as usize] |= 1 << (h % 64);
-        }
-        Skipped { keys, bits }
-    }
-
-    /// FNV-1a: short keys, no table, and a collision only costs a search.
-    fn hash(k: &str) -> u64 {
-        k.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-        })
-    }
-
-    fn contains(&self, k: &str) -> bool {
-        if self.keys.is_empty() {
-            return false;
-        }
-        let h = Skipped::hash(k) & (self.bits.len() as u64 * 64 - 1);
-        self.bits[(h / 64) as usize] & (1 << (h % 64)) != 0
-            && self.keys.binary_search_by(|s| s.as_str().cmp(k)).is_ok()
-    }
 }
 
 #[wasm_bindgen]
@@ -74,28 +32,20 @@ impl RawRestore {
         RawRestore::default()
     }
 
-    /// Entries packed in one buffer by the JS half (`packEntryParts` in
-    /// js/codec.js: one copy in, instead of two JS calls per entry), or as
-    /// a store kept them; with `skip`, those whose key `skip_keys` named are
-    /// left out.
-    pub fn add(&mut self, packed: &[u8], skip: bool) -> Result<(), JsValue> {
-        for (k, v) in packed::entries(packed).map_err(|e| js_error(&e))? {
-            if skip && self.skip.contains(k) {
-                continue;
-            }
-            self.restore.add(k, v).map_err(|e| js_error(&e))?;
-        }
-        Ok(())
+    /// One batch of the store's journal, in the layout the lessor's writes
+    /// are handed over in (`Restore::journal`): a Durable Object's rows as
+    /// stored, with no JS object per entry.
+    pub fn journal(&mut self, batch: &[u8]) -> Result<(), JsValue> {
+        self.restore.journal(batch).map_err(|e| js_error(&e))
     }
 
-    /// The keys `add` leaves out when asked: an entry list's keys (values
-    /// ignored), in byte order, each once.
-    pub fn skip_keys(&mut self, packed: &[u8]) -> Result<(), JsValue> {
-        let keys = packed::entries(packed).map_err(|e| js_error(&e))?;
-        if !keys.windows(2).all(|w| w[0].0 < w[1].0) {
-            return Err(js_error(&crate::codec::bad()));
+    /// Entries packed in one buffer by the JS half (`packEntryParts` in
+    /// js/codec.js: one copy in, instead of two JS calls per entry), or as
+    /// a store kept them.
+    pub fn add(&mut self, packed: &[u8]) -> Result<(), JsValue> {
+        for (k, v) in packed::entries(packed).map_err(|e| js_error(&e))? {
+            self.restore.add(k, v).map_err(|e| js_error(&e))?;
         }
-        self.skip = Skipped::new(keys.into_iter().map(|(k, _)| String::from(k)).collect());
         Ok(())
     }
 }

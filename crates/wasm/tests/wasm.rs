@@ -157,7 +157,7 @@ fn pack(entries: &[(&str, &[u8])]) -> Vec<u8> {
 fn a_corrupt_entry_names_its_key() {
     // (Refused as it is handed over, before any lessor is made.)
     let entries = pack(&[("v1/lease/zz", b"junk")]);
-    let e = RawRestore::new().add(&entries, false).err().unwrap();
+    let e = RawRestore::new().add(&entries).err().unwrap();
     assert_eq!(code(&e), "CorruptEntry");
     assert_eq!(
         Reflect::get(&e, &"entry".into())
@@ -168,44 +168,55 @@ fn a_corrupt_entry_names_its_key() {
     );
 }
 
+/// A storage batch in the layout writes are handed over in: puts, then
+/// deletes, each list after its u32 count.
+fn batch(puts: &[(&str, &[u8])], deletes: &[&str]) -> Vec<u8> {
+    let mut out = (puts.len() as u32).to_le_bytes().to_vec();
+    out.extend(pack(puts));
+    out.extend_from_slice(&(deletes.len() as u32).to_le_bytes());
+    for k in deletes {
+        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        out.extend_from_slice(k.as_bytes());
+    }
+    out
+}
+
 #[wasm_bindgen_test]
-fn skipped_keys_are_left_out_of_stored_lists_only() {
-    // A store's list holds a stale key entry; its last state comes apart.
+fn the_journal_gives_the_last_state_of_what_it_names() {
+    // A store's list holds a stale key entry, and one the journal deletes.
     let stored = pack(&[
         ("v1/revision", b"3"),
         (
             "v1/key/a",
             b"create=2 mod=2 version=1 lease=0000000000000000 text=1\nold",
         ),
+        (
+            "v1/key/b",
+            b"create=2 mod=2 version=1 lease=0000000000000000 text=1\nold",
+        ),
     ]);
-    let later = pack(&[(
-        "v1/key/a",
-        b"create=2 mod=3 version=2 lease=0000000000000000 text=1\nnew",
-    )]);
+    let new = b"create=2 mod=3 version=2 lease=0000000000000000 text=1\nnew";
     let mut r = RawRestore::new();
-    r.skip_keys(&pack(&[("v1/key/a", b""), ("v1/key/b", b"")]))
+    r.journal(&batch(&[("v1/key/a", new)], &["v1/key/b"]))
         .unwrap();
-    r.add(&stored, true).unwrap();
-    r.add(&later, false).unwrap();
+    r.add(&stored).unwrap();
     let mut l = RawLessor::restore(&defaults(), r, T0, None).unwrap();
     assert_eq!(value(&mut l, T0, "a"), Some((b"new".to_vec(), true)));
-    // Without the skip, the key is there twice: a corrupt store.
+    assert_eq!(value(&mut l, T0, "b"), None);
+    // Bytes that are not one whole batch, or a journal after the entries.
     let mut r = RawRestore::new();
-    r.skip_keys(&pack(&[("v1/key/a", b"")])).unwrap();
-    r.add(&stored, false).unwrap();
-    r.add(&later, false).unwrap();
-    let e = RawLessor::restore(&defaults(), r, T0, None).err().unwrap();
-    assert_eq!(code(&e), "CorruptEntry");
-    // The list of keys comes sorted, each once.
-    let mut r = RawRestore::new();
-    assert!(r.skip_keys(&pack(&[("b", b""), ("a", b"")])).is_err());
+    let whole = batch(&[("v1/key/a", new)], &[]);
+    let e = r.journal(&whole[..whole.len() - 1]).err().unwrap();
+    assert_eq!(code(&e), "InvalidArgument");
+    r.add(&stored).unwrap();
+    assert_eq!(code(&r.journal(&whole).err().unwrap()), "InvalidArgument");
 }
 
-/// Many keys to leave out among many more that stay: each skipped one is
-/// left out (the filter in front of the search never misses one) and no
-/// other is.
+/// Many keys a journal names among many more it does not: each named one
+/// takes the journal's state (the filter in front of the search never
+/// misses one) and no other does.
 #[wasm_bindgen_test]
-fn many_skipped_keys_among_many_more() {
+fn many_journaled_keys_among_many_more() {
     let name = |i: usize| format!("v1/key/k{i:05}");
     let old: Vec<(String, Vec<u8>)> = (0..6000)
         .map(|i| {
@@ -217,14 +228,14 @@ fn many_skipped_keys_among_many_more() {
         .collect();
     let mut stored: Vec<(&str, &[u8])> = vec![("v1/revision", b"3")];
     stored.extend(old.iter().map(|(k, v)| (k.as_str(), v.as_slice())));
-    let skipped: Vec<String> = (0..6000).step_by(3).map(name).collect();
-    let skip: Vec<(&str, &[u8])> = skipped.iter().map(|k| (k.as_str(), &b""[..])).collect();
+    let named: Vec<String> = (0..6000).step_by(3).map(name).collect();
     let new = b"create=2 mod=3 version=2 lease=0000000000000000 text=1\nnew";
-    let later: Vec<(&str, &[u8])> = skipped.iter().map(|k| (k.as_str(), &new[..])).collect();
+    let later: Vec<(&str, &[u8])> = named.iter().map(|k| (k.as_str(), &new[..])).collect();
     let mut r = RawRestore::new();
-    r.skip_keys(&pack(&skip)).unwrap();
-    r.add(&pack(&stored), true).unwrap();
-    r.add(&pack(&later), false).unwrap();
+    for part in later.chunks(500) {
+        r.journal(&batch(part, &[])).unwrap();
+    }
+    r.add(&pack(&stored)).unwrap();
     let mut l = RawLessor::restore(&defaults(), r, T0, None).unwrap();
     for i in 0..6000 {
         let want: &[u8] = if i % 3 == 0 { b"new" } else { b"old" };

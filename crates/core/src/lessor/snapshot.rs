@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::lease::{slack_ms, Lease, NOT_STORED};
 use crate::lessor::Lessor;
+use crate::storage::journal::Journal;
 use crate::storage::{codec, decode, Storage, Store};
 use crate::text::Text;
 use crate::types::{Key, LeaseId};
@@ -266,14 +267,37 @@ impl Lessor {
 
 /// A restore handed its stored entries a few at a time (`add`, then
 /// `finish`), where `Lessor::restore` takes them at once: a host reading a
-/// large store need not hold every entry in two forms at once.
+/// large store need not hold every entry in two forms at once. A store
+/// that keeps a journal of batches over its entries hands it over first
+/// (`journal`).
 #[derive(Default)]
-pub struct Restore(decode::Decoder);
+pub struct Restore {
+    decoder: decode::Decoder,
+    journal: Journal,
+    added: bool,
+}
 
 impl Restore {
+    /// One batch (in `Batch::pack_into`'s layout) of the store's journal:
+    /// the batches it wrote after the entries it hands over, in order, all
+    /// before the first entry. Each record a batch names has the state the
+    /// last of them gave it: the entries' copies are left out.
+    pub fn journal(&mut self, packed: &[u8]) -> Result<()> {
+        if self.added {
+            return Err(Error::invalid(
+                "a restore's journal comes before its entries",
+            ));
+        }
+        self.journal.apply(packed)
+    }
+
     /// One stored entry; a corrupt one fails here.
     pub fn add(&mut self, key: &str, value: &[u8]) -> Result<()> {
-        self.0.add(key, value)
+        self.added = true;
+        if self.journal.names(key) {
+            return Ok(());
+        }
+        self.decoder.add(key, value)
     }
 
     /// The lessor of every entry added (`Lessor::restore`).
@@ -283,7 +307,15 @@ impl Restore {
         now: i64,
         storage: Option<Box<dyn Storage>>,
     ) -> Result<Lessor> {
-        Lessor::restore_decoded(config, self.0.finish()?, now, storage)
+        let Restore {
+            mut decoder,
+            journal,
+            ..
+        } = self;
+        for (key, value) in journal.into_puts() {
+            decoder.add(&key, &value)?;
+        }
+        Lessor::restore_decoded(config, decoder.finish()?, now, storage)
     }
 }
 

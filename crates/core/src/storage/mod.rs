@@ -5,6 +5,7 @@
 mod binary;
 pub mod codec;
 pub(crate) mod decode;
+pub(crate) mod journal;
 #[cfg(test)]
 mod tests;
 
@@ -93,6 +94,9 @@ impl Records {
     }
 }
 
+/// A batch read back (`Batch::unpack`): its puts, then its deletes.
+pub type Unpacked<'a> = (Vec<(&'a str, &'a [u8])>, Vec<&'a str>);
+
 /// A record name as text (always ASCII: see `Batch`).
 fn name(b: &[u8]) -> &str {
     std::str::from_utf8(b).unwrap_or_default()
@@ -132,6 +136,38 @@ impl Batch {
     /// The deletes, in order.
     pub fn deletes(&self) -> impl Iterator<Item = &str> {
         self.delete.fields().map(name)
+    }
+
+    /// A batch in its layout (see `Batch`) read back: its puts and its
+    /// deletes, or None if `packed` is not one whole batch (or has a name
+    /// that is not UTF-8, which no batch writes).
+    pub fn unpack(packed: &[u8]) -> Option<Unpacked<'_>> {
+        fn field<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+            let (len, tail) = rest.split_first_chunk::<4>()?;
+            let (f, tail) = tail.split_at_checked(u32::from_le_bytes(*len) as usize)?;
+            *rest = tail;
+            Some(f)
+        }
+        fn count(rest: &mut &[u8]) -> Option<usize> {
+            let (n, tail) = rest.split_first_chunk::<4>()?;
+            *rest = tail;
+            Some(u32::from_le_bytes(*n) as usize)
+        }
+        let mut rest = packed;
+        // (Each record takes at least 4 bytes: a count past that is not
+        // trusted for the capacity.)
+        let n = count(&mut rest)?;
+        let mut puts = Vec::with_capacity(n.min(rest.len() / 8));
+        for _ in 0..n {
+            let name = std::str::from_utf8(field(&mut rest)?).ok()?;
+            puts.push((name, field(&mut rest)?));
+        }
+        let n = count(&mut rest)?;
+        let mut deletes = Vec::with_capacity(n.min(rest.len() / 4));
+        for _ in 0..n {
+            deletes.push(std::str::from_utf8(field(&mut rest)?).ok()?);
+        }
+        rest.is_empty().then_some((puts, deletes))
     }
 
     /// Replaces `out` with the batch in its layout (see `Batch`).

@@ -4,6 +4,7 @@
 
 mod expiry;
 mod ids;
+mod keys;
 mod limiter;
 mod promotion;
 mod queue;
@@ -11,12 +12,12 @@ mod table;
 
 pub use expiry::Expiry;
 pub use ids::random_u64;
+pub use keys::LeaseKeys;
 pub use limiter::{RateLimiter, WINDOW_MS};
 pub use promotion::{per_window, spread};
 pub use table::LeaseTable;
 
 use crate::storage::StoredLease;
-use crate::types::Key;
 
 /// Deadline of a lease on a standby lessor: it does not expire.
 pub const FOREVER: i64 = i64::MAX;
@@ -40,7 +41,7 @@ pub struct Lease {
     /// Checkpointed remaining ms for the next promotion; 0 if none.
     pub remaining: i64,
     /// Attached keys, sorted.
-    pub keys: Vec<Key>,
+    pub keys: LeaseKeys,
 }
 
 impl Lease {
@@ -53,7 +54,7 @@ impl Lease {
             queued: NOT_QUEUED,
             stored,
             remaining: 0,
-            keys: Vec::new(),
+            keys: LeaseKeys::default(),
         }
     }
 

@@ -184,14 +184,7 @@ impl LeaseTable {
         let Some(l) = self.map.get_mut(&id) else {
             return false;
         };
-        if let Err(at) = l.keys.binary_search(key) {
-            // Most leases hold one key or a few: grow by one at first
-            // instead of Vec's default of four.
-            if l.keys.len() < 4 {
-                l.keys.reserve_exact(1);
-            }
-            l.keys.insert(at, key.clone());
-        }
+        l.keys.insert(key);
         true
     }
 
@@ -211,9 +204,7 @@ impl LeaseTable {
                 l.keys.retain(|k| run.binary_search(k).is_err());
             } else {
                 for key in run {
-                    if let Ok(at) = l.keys.binary_search(key) {
-                        l.keys.remove(at);
-                    }
+                    l.keys.remove(key);
                 }
             }
             keys = rest;

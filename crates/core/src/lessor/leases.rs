@@ -112,7 +112,7 @@ impl Lessor {
         };
         w.next_revision();
         w.reserve(l.keys.len());
-        for k in &l.keys {
+        for k in l.keys.iter() {
             // Lease 0: the lease goes as a whole, nothing to detach from.
             w.delete(k.clone(), 0);
         }
@@ -123,7 +123,10 @@ impl Lessor {
     /// Takes a lease whose end was committed out of the table. (etcd
     /// deletes its keys one by one in one store transaction.)
     fn removed(&mut self, id: LeaseId, revision: i64) -> Revoked {
-        let keys = self.leases.remove(id).map(|l| l.keys).unwrap_or_default();
+        let keys = self
+            .leases
+            .remove(id)
+            .map_or_else(Vec::new, |l| l.keys.into_vec());
         self.counts.revoked += 1;
         Tally {
             deletes: keys.len() as u64,
@@ -151,7 +154,7 @@ impl Lessor {
             ttl_ms,
             granted_ttl: l.ttl,
             keys: if with_keys {
-                l.keys.clone()
+                l.keys.to_vec()
             } else {
                 Vec::new()
             },

@@ -63,7 +63,8 @@ impl Keyspace {
         self.compacted = compacted;
         // Walked map by map (no lookup per key), then sorted. A key holding
         // versions a finished compaction would have dropped (its steps were
-        // cut short) gets one change in front, for the sweep to visit.
+        // cut short) gets one change in front, for the sweep to visit. (Each
+        // counts as superseding a version: a sweep looks their keys up.)
         let mut log = Vec::new();
         let mut unswept = Vec::new();
         for (k, past) in self.index.iter() {
@@ -73,6 +74,7 @@ impl Keyspace {
                     revision: past[0].revision,
                     sub: past[0].sub,
                     key: k.clone(),
+                    superseded: true,
                 });
             }
             for v in past[stale..].iter().filter(|v| v.revision >= compacted) {
@@ -80,6 +82,7 @@ impl Keyspace {
                     revision: v.revision,
                     sub: v.sub,
                     key: k.clone(),
+                    superseded: true,
                 });
             }
         }
@@ -89,6 +92,7 @@ impl Keyspace {
                     revision: e.mod_revision,
                     sub: e.sub,
                     key: k.clone(),
+                    superseded: true,
                 });
             }
         }

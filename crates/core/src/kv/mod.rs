@@ -53,6 +53,11 @@ struct Change {
     revision: i64,
     sub: u32,
     key: Key,
+    /// Whether the change put a superseded version in the key's history
+    /// (a put over a live key, a delete; always, for changes a restore
+    /// rebuilt): only such changes' keys can have versions a sweep drops
+    /// (`plan_sweep`).
+    superseded: bool,
 }
 
 /// The key's state at `revision` from its versions (oldest first), when the
@@ -266,7 +271,9 @@ impl Keyspace {
             }
         };
         let sub = entry.sub;
-        if let Some(old) = self.live.insert(key.clone(), entry) {
+        let old = self.live.insert(key.clone(), entry);
+        let superseded = old.is_some();
+        if let Some(old) = old {
             if let Some(past) = past {
                 // (A key's first superseded version: room for one, not four.)
                 if past.capacity() == 0 {
@@ -283,6 +290,7 @@ impl Keyspace {
             revision: self.revision,
             sub,
             key: key.clone(),
+            superseded,
         });
         key
     }
@@ -316,6 +324,7 @@ impl Keyspace {
             revision: self.revision,
             sub,
             key,
+            superseded: true,
         });
     }
 

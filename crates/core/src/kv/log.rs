@@ -1,8 +1,22 @@
-//! The change log read back: where a revision starts in it, the changes
-//! from there on, and a change as the event watchers are given.
+//! The change log: its entries, and the log read back: where a revision
+//! starts in it, the changes from there on, and a change as the event
+//! watchers are given.
 
 use super::{state_at, Event, Keyspace};
 use crate::types::{Entry, Key};
+
+/// One key change in the log: change `sub` of `revision`.
+#[derive(Debug, Clone)]
+pub(super) struct Change {
+    pub revision: i64,
+    pub sub: u32,
+    pub key: Key,
+    /// Whether the change put a superseded version in the key's history
+    /// (a put over a live key, a delete; always, for changes a restore
+    /// rebuilt): only such changes' keys can have versions a sweep drops
+    /// (`plan_sweep`).
+    pub superseded: bool,
+}
 
 impl Keyspace {
     /// The log position of the first change from revision `from` on (not

@@ -33,6 +33,8 @@ pub use range::{Bound, RangeRequest, RangeResponse, SortOrder, SortTarget};
 
 use std::collections::{btree_map, BTreeMap, HashMap, VecDeque};
 
+use log::Change;
+
 use crate::types::{Entry, Key};
 
 /// A superseded state of a key: from `revision` (and `sub`) on it was
@@ -46,19 +48,6 @@ struct Version {
 
 /// Where a superseded version is: (revision, sub-revision, key).
 pub type VersionAt = (i64, u32, Key);
-
-/// One key change in the log: change `sub` of `revision`.
-#[derive(Debug, Clone)]
-struct Change {
-    revision: i64,
-    sub: u32,
-    key: Key,
-    /// Whether the change put a superseded version in the key's history
-    /// (a put over a live key, a delete; always, for changes a restore
-    /// rebuilt): only such changes' keys can have versions a sweep drops
-    /// (`plan_sweep`).
-    superseded: bool,
-}
 
 /// The key's state at `revision` from its versions (oldest first), when the
 /// live entry is newer.

@@ -73,12 +73,7 @@ impl Records {
     fn fields(&self) -> impl Iterator<Item = &[u8]> {
         self.chunks.iter().flat_map(|c| {
             let mut bytes = &c[..];
-            std::iter::from_fn(move || {
-                let (len, rest) = bytes.split_first_chunk::<4>()?;
-                let (field, rest) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
-                bytes = rest;
-                Some(field)
-            })
+            std::iter::from_fn(move || field(&mut bytes))
         })
     }
 
@@ -96,6 +91,15 @@ impl Records {
 
 /// A batch read back (`Batch::unpack`): its puts, then its deletes.
 pub type Unpacked<'a> = (Vec<(&'a str, &'a [u8])>, Vec<&'a str>);
+
+/// The field at the front of `rest` (a u32 little-endian length, then its
+/// bytes), taken off it; None if `rest` ends before it does.
+fn field<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let (len, tail) = rest.split_first_chunk::<4>()?;
+    let (f, tail) = tail.split_at_checked(u32::from_le_bytes(*len) as usize)?;
+    *rest = tail;
+    Some(f)
+}
 
 /// A record name as text (always ASCII: see `Batch`).
 fn name(b: &[u8]) -> &str {
@@ -142,12 +146,6 @@ impl Batch {
     /// deletes, or None if `packed` is not one whole batch (or has a name
     /// that is not UTF-8, which no batch writes).
     pub fn unpack(packed: &[u8]) -> Option<Unpacked<'_>> {
-        fn field<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
-            let (len, tail) = rest.split_first_chunk::<4>()?;
-            let (f, tail) = tail.split_at_checked(u32::from_le_bytes(*len) as usize)?;
-            *rest = tail;
-            Some(f)
-        }
         fn count(rest: &mut &[u8]) -> Option<usize> {
             let (n, tail) = rest.split_first_chunk::<4>()?;
             *rest = tail;

@@ -3,7 +3,7 @@
 //! point, from which the log is rebuilt.
 
 use super::{version_cost, Change, Keyspace, Version};
-use crate::order::sort_by;
+use crate::order::sort_by_revision;
 use crate::types::{Entry, Key};
 
 impl Keyspace {
@@ -96,11 +96,11 @@ impl Keyspace {
                 });
             }
         }
-        let order =
-            |a: &Change, b: &Change| (a.revision, a.sub, &a.key).cmp(&(b.revision, b.sub, &b.key));
-        sort_by(&mut unswept, order);
-        sort_by(&mut log, order);
-        log.dedup_by(|a, b| order(a, b).is_eq());
+        let at = |c: &Change| (c.revision, c.sub);
+        let then = |a: &Change, b: &Change| a.key.cmp(&b.key);
+        sort_by_revision(&mut unswept, at, then);
+        sort_by_revision(&mut log, at, then);
+        log.dedup_by(|a, b| at(a) == at(b) && a.key == b.key);
         self.unswept = unswept.len();
         unswept.extend(log);
         self.log = unswept.into();

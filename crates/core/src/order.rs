@@ -26,7 +26,8 @@ pub fn sort_by<T>(v: &mut [T], cmp: impl Fn(&T, &T) -> Ordering) {
 /// Sorts `v` by `at` (a revision and a sub-revision), then by `cmp` among
 /// equal ones, stably. A counting sort by revision when the revisions span
 /// at most twice as many numbers as there are elements (plus a little),
-/// the merge sort otherwise.
+/// each revision's then placed by sub-revision (or merge-sorted if those
+/// repeat or leave gaps); the merge sort otherwise.
 pub fn sort_by_revision<T>(
     v: &mut [T],
     at: impl Fn(&T) -> (i64, u32),
@@ -73,11 +74,27 @@ fn counted_positions(ats: &[(i64, u32)], after: &dyn Fn(usize, usize) -> bool) -
     let mut scratch = Vec::new();
     for w in starts.windows(2) {
         let run = &mut order[w[0] as usize..w[1] as usize];
-        if run.len() > 1 {
+        if run.len() > 1 && !placed_by_sub(run, ats, &mut scratch) {
             merge_sort(run, &mut scratch, after);
         }
     }
     Some(order)
+}
+
+/// Puts the positions of one revision in sub-revision order directly when
+/// their sub-revisions are 0..k (a revision's changes, each once), and
+/// says so; false (`run` unchanged) when they are not.
+fn placed_by_sub(run: &mut [u32], ats: &[(i64, u32)], scratch: &mut Vec<u32>) -> bool {
+    scratch.clear();
+    scratch.resize(run.len(), u32::MAX);
+    for &p in run.iter() {
+        match scratch.get_mut(ats[p as usize].1 as usize) {
+            Some(slot) if *slot == u32::MAX => *slot = p,
+            _ => return false,
+        }
+    }
+    run.copy_from_slice(scratch);
+    true
 }
 
 /// The positions 0..n in the order `after` sorts them (`after(a, b)`: a
@@ -214,5 +231,38 @@ mod tests {
                 assert_eq!(v, want, "n={n} base={base} spread={spread}");
             }
         }
+    }
+
+    #[test]
+    fn places_each_revisions_changes_by_sub_revision() {
+        // Revisions whose changes have sub-revisions 0..k in a shuffled
+        // order (placed directly), one with a sub-revision repeated and
+        // one with a gap (merge-sorted), all mixed together.
+        let mut seed = 5u64;
+        let mut rand = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        let mut v: Vec<(i64, u32, u64)> = Vec::new();
+        for r in 0..200i64 {
+            let k = 1 + (rand() % 130) as u32;
+            for sub in 0..k {
+                let sub = match r {
+                    7 => sub / 2,
+                    9 => sub * 2,
+                    _ => sub,
+                };
+                v.push((100 + r, sub, rand()));
+            }
+        }
+        let mut keyed: Vec<(u64, (i64, u32, u64))> = v.iter().map(|&t| (rand(), t)).collect();
+        keyed.sort_by_key(|&(k, _)| k);
+        let mut v: Vec<_> = keyed.into_iter().map(|(_, t)| t).collect();
+        let mut want = v.clone();
+        want.sort_by_key(|&(r, s, x)| (r, s, x));
+        sort_by_revision(&mut v, |t| (t.0, t.1), |a, b| a.2.cmp(&b.2));
+        assert_eq!(v, want);
     }
 }

@@ -198,6 +198,13 @@ function formatProgress(r) {
 }
 
 const ok = (s, n) => rows.find((r) => r.system === s && r.n === n && !r.skipped);
+// The native core's grant+put against the plain JS lessor's at the smallest
+// N: how much of the JS API's gap is the core's own work, not the crossing.
+const nativeGap = () => {
+  const n = NS[0];
+  const [c, p] = [ok("edge-lease-core", n), ok("plain-js", n)];
+  return c && p ? ` (the native core alone takes ${fmtRatio(c.steps.grant_put / p.steps.grant_put)} the plain lessor's grant+put at ${fmtN(n)})` : "";
+};
 const measured = (s) => rows.some((r) => r.system === s && !r.skipped);
 const versionOf = (s) => rows.find((r) => r.system === s && r.version)?.version ?? "-";
 const whatOf = (s) => KNOWN.find((k) => k.system === s)?.what ?? s;
@@ -257,7 +264,7 @@ function goals() {
       status: status(w.gzipBytes / 1024 <= 40),
       edge: `${(w.gzipBytes / 1024).toFixed(1)} KB gzip (${w.rawBytes} B raw)`,
       peers: `etcd server's build: ${(w.etcd.gzipBytes / 1024).toFixed(1)} KB gzip (${w.etcd.rawBytes} B raw)`,
-      bound: `code size: ${ANALYSIS} (40 KB of gzipped wasm)`,
+      bound: `code size: what the client needs (transactions, history, watch) doubled the module, and the rest is spread over ~440 small functions, none above 13.5 KB (${ANALYSIS}, 40 KB of gzipped wasm); next step: a build without transactions, history and watch for leases and keys alone, as a second lean package`,
     });
   }
   {
@@ -265,7 +272,7 @@ function goals() {
     const why = hookWhy(c);
     push("Node cold start (import + instantiate + first grant, median of 15 fresh processes) <= 5 ms", why ? NOT(why) : {
       status: status(c.medianMs <= 5), edge: `${c.medianMs.toFixed(2)} ms`, peers: "-",
-      bound: `compiling the module and the bundle: ${ANALYSIS} (5 ms cold start in Node)`,
+      bound: `reading and compiling the module (V8 compiles each function at its first call), parsing the bundle and Node's first getRandomValues: ${ANALYSIS} (5 ms cold start in Node); the floor scales with the module's size (row above)`,
     });
   }
   {
@@ -274,7 +281,7 @@ function goals() {
     const added = c.medianMs - c.baselineMs;
     push("workerd cold start, added over an empty worker <= 10 ms", why ? NOT(why) : {
       status: status(added <= 10), edge: `+${added.toFixed(1)} ms (${c.medianMs.toFixed(1)} ms)`, peers: `empty worker ${c.baselineMs.toFixed(1)} ms`,
-      bound: `${ANALYSIS} (10 ms added in workerd)`,
+      bound: `importing the module (compiled at load), instantiating it with its JS, then the first Lessor and grant (the functions they reach, compiled at their first call), about a third each: ${ANALYSIS} (10 ms added in workerd); the floor scales with the module's size`,
     });
   }
   const d = extra.durable;
@@ -285,7 +292,7 @@ function goals() {
       status: status(w.evictedMs <= 50),
       edge: `${w.evictedMs.toFixed(1)} ms${QUICK ? " (--quick: 5k leases, not the goal's size)" : ""}`,
       peers: `evicted empty namespace ${w.evictedEmptyMs.toFixed(1)} ms; after a new runtime: ready ${w.restartReadyMs.toFixed(0)} ms + first answer ${w.restartFirstMs.toFixed(1)} ms`,
-      bound: `the engine's restore from the stored entries (row "restore of 100k leases" below) plus reading them from SQLite; ${ANALYSIS} (Restore of 100k leases)`,
+      bound: `the engine decoding the rows and building the lessor (a hash insert per lease and per key, an allocation per key, value and key list, the ordered index), most of it; reading the rows, the object's start and freeing the evicted incarnation's lessor the rest (benches/wakeup.mjs splits it): ${ANALYSIS} (Restore of 100k leases); next step: the memory layout (one map per key, short keys inline), which halves the allocations and inserts`,
     });
   }
   // The restore's stages in this run (benches/wakeup.mjs's restoreStages).
@@ -296,7 +303,7 @@ function goals() {
     const why = hookWhy(r);
     push("restore of 100k leases with a key each <= 50 ms", why ? NOT(why) : {
       status: status(r.medianMs <= 50), edge: `${r.medianMs.toFixed(0)} ms (${r.entries} entries)`, peers: "-",
-      bound: `${stagesText(r.stages)}building the lessor is a hash insert per lease and per key, an allocation per key and per value and the ordered index; ${ANALYSIS} (Restore of 100k leases)`,
+      bound: `${stagesText(r.stages)}building the lessor is a hash insert per lease and per key, an allocation per key and per value and the ordered index; ${ANALYSIS} (Restore of 100k leases); next step: the memory layout (one map per key, short keys inline)`,
     });
   }
   {
@@ -306,7 +313,7 @@ function goals() {
       status: status(ns.length === 2 && ns.every((n) => ok("edge-lease", n).bytesPerLease <= 150)) + (ns.length < 2 ? ` (only at ${ns.map(fmtN).join(", ")})` : ""),
       edge: ns.map((n) => `${ok("edge-lease", n).bytesPerLease.toFixed(0)} B at ${fmtN(n)}`).join(", "),
       peers: [...peer("plain-js"), ...peer("ttlcache"), ...peer("edge-lease-core")].join(", ") || "-",
-      bound: `two map slots and a shared key allocation per key, hash-table growth at 1M: ${ANALYSIS} (200 bytes per lease)`,
+      bound: `two map slots and a shared key allocation per key, hash-table growth at 1M (old and new tables live at once; linear memory never shrinks): ${ANALYSIS} (200 bytes per lease); next step: one map per key and short keys inline`,
     });
   }
   {
@@ -317,7 +324,7 @@ function goals() {
       status: status(held >= 500_000 && c.stop?.startsWith("resident memory")),
       edge: `${held} keys with the default 8 MiB quota${c.atQuota === null ? " (not reached)" : ""}; ${c.keys} keys with the quota lifted, stopped by ${c.stop} (+${(c.rssGrowth / 2 ** 20).toFixed(0)} MiB)${QUICK ? " (--quick: bounded at 100k keys)" : ""}`,
       peers: "-",
-      bound: "the default quota (EDGE_LEASE_QUOTA_BYTES, worker/namespace.mjs: 8 MiB, sized for ~4x wasm memory per counted byte) and the engine's bytes per key (row above)",
+      bound: "the default quota (EDGE_LEASE_QUOTA_BYTES, worker/namespace.mjs: 8 MiB, sized for ~4x wasm memory per counted byte) and the engine's bytes per key (row above, whose next step this waits on)",
     });
   }
   {
@@ -328,14 +335,14 @@ function goals() {
       status: status(!small.fails.length && !big.fails.length) + (compared < 4 ? ` (at ${compared} of 4 N)` : ""),
       edge: [...small.all, ...big.all].join(", "),
       peers: "plain-js (ratios are edge-lease / plain-js)",
-      bound: `${[...small.fails, ...big.fails].join("; ") || "-"}; the crossing into wasm and the core's write path: ${ANALYSIS} (JS API against the plain JS lessor)`,
+      bound: `${[...small.fails, ...big.fails].join("; ") || "-"}; the crossing into wasm (a key copied in) and the core's write path (a revision, the ordered index, history, the storage batch), which the plain lessor has none of${nativeGap()}: ${ANALYSIS} (JS API against the plain JS lessor)`,
     });
   }
   {
     const r = stepRatios("edge-lease", "ttlcache", 1.5, ["get"], NS);
     push("get against @isaacs/ttlcache <= 1.5x", r.compared === 0 ? NOT("churn with edge-lease and ttlcache not run") : {
       status: status(!r.fails.length), edge: r.all.join(", "), peers: "ttlcache (ratios are edge-lease / ttlcache)",
-      bound: `${r.fails.join("; ") || "-"}; ${ANALYSIS} (JS API against the plain JS lessor, and get against ttlcache)`,
+      bound: `${r.fails.join("; ") || "-"}; a get crosses into wasm with its key and checks the key's lease (a second map): ${ANALYSIS} (JS API against the plain JS lessor, and get against ttlcache)`,
     });
   }
   const sb = extra.serverBench;
@@ -361,7 +368,7 @@ function goals() {
         status: status(w.opsPerSec >= 0.8 * f.opsPerSec),
         edge: `${w.opsPerSec.toFixed(0)} events/s = ${((w.opsPerSec / f.opsPerSec) * 100).toFixed(0)}% of the floor`,
         peers: `floor (benches/fanout-floor.mjs, this run) ${f.opsPerSec.toFixed(0)} events/s; etcd ${t && !t.error ? `${t.opsPerSec.toFixed(0)} events/s` : "-"}`,
-        bound: "each watcher decodes and encodes its own copy of the event: benches/ANALYSIS.md (watch fan-out)",
+        bound: "the server's main thread, busy most of each put's cycle: beside the fdatasync and the socket writes (all the floor does), the h2 module framing and pumping a response per watcher and the watch service making each in JS (its header, response object and flush wait): benches/ANALYSIS.md (watch fan-out, profiled 2026-12-07); next step: one call into the h2 module per event for all its watchers (the event's bytes shared, only the stream and watch ids per watcher)",
       });
     }
   }
@@ -396,7 +403,7 @@ function goals() {
       status: status(loads.length === 3 && loads.every((l) => perf[l]["edge-lease"].pass)) + (loads.length < 3 ? ` (only ${loads.join(", ")})` : ""),
       edge: loads.map((l) => `${l}: ${perf[l]["edge-lease"].pass ? "PASS" : "FAIL"}`).join(", "),
       peers: `etcd ${loads.map((l) => `${l}: ${perf[l].etcd.pass ? "PASS" : "FAIL"}`).join(", ")}`,
-      bound: "the FAIL lines in the check perf table above",
+      bound: "the FAIL lines in the check perf table above: at m and l, throughput (etcdctl's 200 and 500 clients share the 2 cores with the server; etcd fails them here too), and at l the per-put copy of the storage batch out of wasm and GC (benches/ANALYSIS.md, check perf l)",
     });
     const lk = wl.lock ?? {};
     const e = lk["edge-lease"];

@@ -510,6 +510,37 @@ test("a put event carries the lease as a hex id also when the put was given a bi
   assert.deepEqual(seen, [id, id, null]);
 });
 
+test("values: text of every short length reads back as written, ASCII or not, wherever its one non-ASCII character is", () => {
+  // Short values are built in JS 8 characters at a time, and those with a
+  // non-ASCII byte go through TextDecoder: every length and split.
+  const { lessor } = setup();
+  for (let n = 0; n <= 40; n++) {
+    const ascii = Array.from({ length: n }, (_, i) => String.fromCharCode(32 + ((i * 7 + n) % 95))).join("");
+    lessor.put("a", ascii);
+    assert.equal(lessor.get("a").value, ascii, `ascii ${n}`);
+    for (const at of n === 0 ? [] : [0, n >> 1, n - 1]) {
+      for (const c of ["é", "✓", "\u{1F600}", "\u007f"]) {
+        const v = ascii.slice(0, at) + c + ascii.slice(at + 1);
+        lessor.put("u", v);
+        assert.equal(lessor.get("u").value, v, `${n} ${at} ${c.codePointAt(0)}`);
+      }
+    }
+  }
+});
+
+test("lease ids: 16 lowercase hex digits, each digit in its place, from grants, reads and leaseId", () => {
+  const { lessor } = setup();
+  for (const big of [1n, 0xfn, 0x10n, 0x0123456789abcdefn, 0x7edcba9876543210n, 0x7fffffffffffffffn, 0x00000000fffffffen, 0x0000000100000000n]) {
+    const want = big.toString(16).padStart(16, "0");
+    const { id } = lessor.grant(10, { id: leaseId(big) });
+    assert.equal(id, want);
+    lessor.put(`k/${want}`, "v", { lease: id });
+    assert.equal(lessor.get(`k/${want}`).lease, want);
+  }
+  assert.equal(leaseId(-2n), "fffffffffffffffe");
+  assert.equal(leaseId(0x8000000000000001n), "8000000000000001");
+});
+
 test("leaseId: an id from elsewhere (etcdctl's hex, a bigint) as the API's id; anything else is InvalidArgument", () => {
   const { lessor } = setup();
   const { id } = lessor.grant(10, { id: leaseId("00000000000000ff") });

@@ -136,6 +136,10 @@ export class Binding {
   #scratch;
   // A view of wasm memory for reading values; it empties when memory grows.
   #bytes = NO_BYTES;
+  // The core's inbox (RawLessor::inbox): get's key, put's key and value,
+  // written here rather than passed as strings (each an allocation in
+  // wasm, a copy and a free). Empties when memory grows, as #bytes.
+  #in = NO_BYTES;
   #busy = false;
   // One request writer, reused: the bytes are copied into wasm at each call.
   #writer = new Writer();
@@ -386,9 +390,13 @@ export class Binding {
     let revision;
     this.#busy = true;
     try {
-      revision = typeof value === "string"
-        ? this.#raw.put_str(now, key, value, hi, lo, ifAbsent, prevKv)
-        : this.#raw.put_bytes(now, key, value, hi, lo, ifAbsent, prevKv);
+      if (typeof value === "string") {
+        const k = this.#ascii(key, 0);
+        const v = k < 0 ? -1 : this.#ascii(value, k);
+        revision = v < 0
+          ? this.#raw.put_str(now, key, value, hi, lo, ifAbsent, prevKv)
+          : this.#raw.put_in(now, k, v - k, hi, lo, ifAbsent, prevKv);
+      } else revision = this.#raw.put_bytes(now, key, value, hi, lo, ifAbsent, prevKv);
     } finally {
       this.#busy = false;
     }
@@ -401,7 +409,8 @@ export class Binding {
 
   /** The live entry, or undefined. */
   get(now, key) {
-    if (!this.#raw.get(now, key)) return undefined;
+    const n = this.#ascii(key, 0);
+    if (!(n < 0 ? this.#raw.get(now, key) : this.#raw.get_in(now, n))) return undefined;
     // #shown's body, inlined by hand: one call level less lets V8 inline
     // the whole of Lessor#get (5-8% faster in benches/run-one.mjs's get).
     const s = this.#s();
@@ -559,6 +568,21 @@ export class Binding {
     // The view empties when wasm memory grows; ask for a fresh one.
     if (this.#scratch.length === 0) this.#scratch = this.#raw.scratch();
     return this.#scratch;
+  }
+
+  // Writes `s` into the inbox from `at` if it is ASCII and fits, returning
+  // where it ends; -1 (the caller passes the string instead) otherwise.
+  #ascii(s, at) {
+    let v = this.#in;
+    if (v.length === 0) v = this.#in = this.#raw.inbox();
+    const n = s.length;
+    if (at + n > v.length) return -1;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 127) return -1;
+      v[at + i] = c;
+    }
+    return at + n;
   }
 
   // The last id formatted needs no parsing (null until there is one).

@@ -528,6 +528,27 @@ test("values: text of every short length reads back as written, ASCII or not, wh
   }
 });
 
+test("keys and values: ASCII ones that fill the binding's inbox, pass it, or are not ASCII read back the same, across memory growth", () => {
+  // ASCII keys and values up to 1 KiB together cross through the core's
+  // inbox, the others as strings: each side of the edge, and a view of
+  // wasm memory renewed after it grows.
+  const { lessor } = setup();
+  const text = (n, seed) => Array.from({ length: n }, (_, i) => String.fromCharCode(33 + ((i * 13 + seed) % 90))).join("");
+  const cases = [];
+  for (const k of [1, 100, 1023, 1024, 1025, 4096]) {
+    for (const total of [1023, 1024, 1025]) cases.push([text(k, k * 7 + total), text(Math.max(0, total - k), total)]);
+  }
+  cases.push(["ключ", "v"], ["k-é", text(1000, 1)], [text(10, 2), "значение"]);
+  for (const [i, [k, v]] of cases.entries()) {
+    assert.equal(lessor.put(k, v).created, true, `put ${i}`);
+    assert.equal(lessor.get(k).value, v, `get ${i}`);
+    if (i % 5 === 0) lessor.put(`big/${i}`, new Uint8Array(1 << 20)); // grows memory
+  }
+  for (const [k, v] of cases) assert.equal(lessor.get(k).value, v);
+  assert.equal(code(() => lessor.put(text(4097, 3), "v")), "InvalidArgument");
+  assert.equal(code(() => lessor.get(text(4097, 3))), "InvalidArgument");
+});
+
 test("lease ids: 16 lowercase hex digits, each digit in its place, from grants, reads and leaseId", () => {
   const { lessor } = setup();
   for (const big of [1n, 0xfn, 0x10n, 0x0123456789abcdefn, 0x7edcba9876543210n, 0x7fffffffffffffffn, 0x00000000fffffffen, 0x0000000100000000n]) {

@@ -2,14 +2,14 @@
 //! range. Entries cross in the scratch slots, values read in place from wasm
 //! memory; put returns NaN on error, kept for `take_error`.
 
-use edge_lease_core::{Entry, PutOptions};
+use edge_lease_core::{Entry, Error, PutOptions, PutResult};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{id_of, ms};
 use crate::error::js_error;
 use crate::layout::{entry_slots, range_row, Slot};
-use crate::lessor::RawLessor;
+use crate::lessor::{RawLessor, INBOX};
 
 #[wasm_bindgen]
 impl RawLessor {
@@ -58,8 +58,43 @@ impl RawLessor {
         self.put(now, key, value, opts)
     }
 
+    /// `put_str` of the key and value the wrapper wrote in the inbox:
+    /// `key_len` bytes, then `value_len`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_in(
+        &mut self,
+        now: f64,
+        key_len: u32,
+        value_len: u32,
+        lease_hi: u32,
+        lease_lo: u32,
+        if_absent: bool,
+        prev: bool,
+    ) -> f64 {
+        let (k, v) = (key_len as usize, value_len as usize);
+        if k.saturating_add(v) > INBOX {
+            return self.fail(Error::invalid("a key and value past the inbox"));
+        }
+        let opts = PutOptions {
+            lease: id_of(lease_hi, lease_lo),
+            if_absent,
+            text: true,
+            prev,
+            ..PutOptions::default()
+        };
+        let r = self
+            .inner
+            .put(ms(now), &self.inbox[..k], &self.inbox[k..k + v], opts);
+        self.put_done(r)
+    }
+
     fn put(&mut self, now: f64, key: &str, value: &[u8], opts: PutOptions) -> f64 {
-        match self.inner.put(ms(now), key.as_bytes(), value, opts) {
+        let r = self.inner.put(ms(now), key.as_bytes(), value, opts);
+        self.put_done(r)
+    }
+
+    fn put_done(&mut self, r: edge_lease_core::Result<PutResult>) -> f64 {
+        match r {
             Ok(r) => {
                 self.set(Slot::Created, r.created as u8 as f64);
                 self.show_prev(r.prev);
@@ -85,6 +120,19 @@ impl RawLessor {
     pub fn get(&mut self, now: f64, key: &str) -> bool {
         let now = ms(now);
         let Some(e) = self.inner.get(now, key.as_bytes()) else {
+            return false;
+        };
+        entry_slots(&mut self.scratch, e);
+        true
+    }
+
+    /// `get` of the key the wrapper wrote in the inbox (`key_len` bytes;
+    /// past the inbox, no key is there).
+    pub fn get_in(&mut self, now: f64, key_len: u32) -> bool {
+        let Some(key) = self.inbox.get(..key_len as usize) else {
+            return false;
+        };
+        let Some(e) = self.inner.get(ms(now), key) else {
             return false;
         };
         entry_slots(&mut self.scratch, e);

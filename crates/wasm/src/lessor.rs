@@ -4,7 +4,7 @@
 //! `snapshot` and `etcd`.
 
 use edge_lease_core::{Entry, Error, Lessor};
-use js_sys::{Float64Array, Object};
+use js_sys::{Float64Array, Object, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::config::config_of;
@@ -21,7 +21,14 @@ pub struct RawLessor {
     /// The previous entry of the last put or delete, whose value the
     /// wrapper reads in place (see `Slot::ValuePtr`).
     pub(crate) prev: Option<Entry>,
+    /// Where the wrapper writes a get's key, or a put's key and value,
+    /// before a call that reads them here (`get_in`, `put_in`): a string
+    /// argument costs an allocation in wasm, a copy and a free per call.
+    pub(crate) inbox: Box<[u8; INBOX]>,
 }
+
+/// The inbox's size: ASCII keys and values that fit together take it.
+pub const INBOX: usize = 1024;
 
 #[wasm_bindgen]
 impl RawLessor {
@@ -38,6 +45,14 @@ impl RawLessor {
         // SAFETY: the boxed array never moves while self lives, and the view
         // is only read by the wrapper between calls into this object.
         unsafe { Float64Array::view(&self.scratch[..]) }
+    }
+
+    /// A view of the inbox, which the wrapper writes before `get_in` and
+    /// `put_in`. Like `scratch`, it empties when memory grows.
+    pub fn inbox(&self) -> Uint8Array {
+        // SAFETY: as `scratch`: the boxed array never moves while self
+        // lives, and the wrapper only writes it between calls.
+        unsafe { Uint8Array::view(&self.inbox[..]) }
     }
 
     /// Bytes of wasm linear memory (for benchmarks).
@@ -67,6 +82,7 @@ impl RawLessor {
             error: None,
             keys_out: String::new(),
             prev: None,
+            inbox: Box::new([0; INBOX]),
         }
     }
 

@@ -284,6 +284,51 @@ fn get_fills_scratch_and_values_keep_their_type() {
     assert_eq!(value(&mut r, T0, "bin"), Some((vec![0, 255, 128], false)));
 }
 
+/// Writes `parts` into the inbox one after the other, as the wrapper does.
+fn fill_inbox(r: &RawLessor, parts: &[&[u8]]) {
+    let view = r.inbox();
+    let mut at = 0;
+    for p in parts {
+        view.subarray(at, at + p.len() as u32).copy_from(p);
+        at += p.len() as u32;
+    }
+}
+
+#[wasm_bindgen_test]
+fn the_inbox_takes_a_get_key_and_a_put_key_and_value() {
+    let mut r = raw();
+    hot!(r.grant(T0, 10.0, 0, 7)).unwrap();
+    fill_inbox(&r, &[b"svc/1", b"alive"]);
+    assert_eq!(hot!(r.put_in(T0, 5, 5, 0, 7, false, false)).unwrap(), 2.0);
+    assert_eq!(scratch(&r, &[Slot::Created]), [1.0]);
+    // The same entry as put_str would make: text, with its lease.
+    assert_eq!(value(&mut r, T0, "svc/1"), Some((b"alive".to_vec(), true)));
+    assert_eq!(scratch(&r, &ID), [0.0, 7.0]);
+    fill_inbox(&r, &[b"svc/1"]);
+    assert!(r.get_in(T0, 5));
+    assert_eq!(shown_value(&r), (b"alive".to_vec(), true));
+    assert!(!r.get_in(T0, 4), "svc/ is not a key");
+    // A key and value that fill the inbox exactly, and lengths past it:
+    // no key for a get, InvalidArgument for a put, nothing written.
+    let n = r.inbox().length();
+    let key = vec![b'k'; 100];
+    let val = vec![b'v'; n as usize - 100];
+    fill_inbox(&r, &[&key, &val]);
+    assert_eq!(
+        hot!(r.put_in(T0, 100, n - 100, 0, 0, false, false)).unwrap(),
+        3.0
+    );
+    fill_inbox(&r, &[&key]);
+    assert!(r.get_in(T0, 100));
+    assert_eq!(shown_value(&r).0, val);
+    assert!(!r.get_in(T0, n + 1));
+    let e = hot!(r.put_in(T0, 100, n - 99, 0, 0, false, false)).unwrap_err();
+    assert_eq!(code(&e), "InvalidArgument");
+    let e = hot!(r.put_in(T0, u32::MAX, u32::MAX, 0, 0, false, false)).unwrap_err();
+    assert_eq!(code(&e), "InvalidArgument");
+    assert_eq!(r.revision(), 3.0, "a refused put writes nothing");
+}
+
 #[wasm_bindgen_test]
 fn put_and_delete_show_the_previous_entry() {
     let mut r = raw();
@@ -362,6 +407,7 @@ fn defaults_are_the_cores() {
 fn the_scratch_view_empties_when_memory_grows() {
     let mut r = raw();
     let view = r.scratch();
+    let inbox = r.inbox();
     let before = RawLessor::memory_bytes();
     // Values above the current memory force it to grow.
     let big = vec![7u8; before as usize];
@@ -369,8 +415,16 @@ fn the_scratch_view_empties_when_memory_grows() {
     hot!(lessor.put_bytes(T0, "big", &big, 0, 0, false, false)).unwrap();
     assert!(RawLessor::memory_bytes() > before);
     assert_eq!(view.length(), 0, "the old view is detached");
+    assert_eq!(inbox.length(), 0, "the old inbox view too");
     hot!(r.grant(T0, 10.0, 0, 9)).unwrap();
     assert_eq!(scratch(&r, &ID), [0.0, 9.0], "a fresh view works");
+    fill_inbox(&r, &[b"k", b"v"]);
+    hot!(r.put_in(T0, 1, 1, 0, 9, false, false)).unwrap();
+    assert_eq!(
+        value(&mut r, T0, "k"),
+        Some((b"v".to_vec(), true)),
+        "and a fresh inbox"
+    );
 }
 
 /// The fixed fields of the first RevokedRow in `rows`.

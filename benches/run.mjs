@@ -359,7 +359,7 @@ function goals() {
       });
       push(`server rows at ${sb.clients} clients >= 2x etcd with a lower p99 (grant+put, keepalive, range, lock cycle)`, {
         status: status(cells.every((c) => c.met)), edge: cells.map((c) => c.text).join("; "), peers: "etcd 3.4 (the server table above)",
-        bound: `${cells.filter((c) => !c.met).map((c) => c.name).join(", ") || "-"}: one Node thread serves every socket (Node 20 has no reusePort), and a call's socket read and write are most of a keepalive's time on it: ${"benches/ANALYSIS.md, [The server against etcd](#the-server-against-etcd-issue-10s-3x-goal)"}; next step: the socket writes on a second thread, which lifts calls with work on the main thread (range, grant+put) on a machine with a core to spare for it`,
+        bound: `${cells.filter((c) => !c.met).map((c) => c.name).join(", ") || "-"}: one Node thread serves every socket (Node 20 has no reusePort), and a call's socket read and write are nearly half of a keepalive's time on it: ${"benches/ANALYSIS.md, [The server against etcd](#the-server-against-etcd-issue-10s-3x-goal)"}; next step: the socket writes on a second thread, which lifts calls with work on the main thread (range, grant+put) on a machine with a core to spare for it`,
       });
       const w = sb.edge.find((e) => e.name === sb.watchName);
       const t = sb.etcd.find((e) => e.name === sb.watchName);

@@ -171,19 +171,22 @@ fn permute<T>(v: &mut [T], order: &mut [u32]) {
 mod tests {
     use super::{sort_by, sort_by_revision};
 
+    /// A small deterministic generator (a 64-bit LCG's high bits).
+    fn lcg(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        }
+    }
+
     #[test]
     fn sorts_stably_like_the_standard_sort() {
-        let mut seed = 7u64;
+        let mut rand = lcg(7);
         for n in [0usize, 1, 2, 3, 5, 8, 31, 64, 100, 1000] {
             for spread in [1u64, 3, 50, 1 << 40] {
-                let mut v: Vec<(u64, usize)> = (0..n)
-                    .map(|i| {
-                        seed = seed
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        ((seed >> 33) % spread, i)
-                    })
-                    .collect();
+                let mut v: Vec<(u64, usize)> = (0..n).map(|i| (rand() % spread, i)).collect();
                 let mut want = v.clone();
                 want.sort_by_key(|&(k, _)| k);
                 sort_by(&mut v, |a, b| a.0.cmp(&b.0));
@@ -202,13 +205,7 @@ mod tests {
 
     #[test]
     fn sorts_by_revision_like_the_standard_sort() {
-        let mut seed = 11u64;
-        let mut rand = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut rand = lcg(11);
         // Spans of revisions narrower than the elements (counted), about
         // as wide, and far wider (merge-sorted whole); negative ones and
         // the ends of i64 too.
@@ -238,13 +235,7 @@ mod tests {
         // Revisions whose changes have sub-revisions 0..k in a shuffled
         // order (placed directly), one with a sub-revision repeated and
         // one with a gap (merge-sorted), all mixed together.
-        let mut seed = 5u64;
-        let mut rand = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut rand = lcg(5);
         let mut v: Vec<(i64, u32, u64)> = Vec::new();
         for r in 0..200i64 {
             let k = 1 + (rand() % 130) as u32;

@@ -11,6 +11,23 @@ use crate::error::js_error;
 use crate::layout::{entry_slots, range_row, Slot};
 use crate::lessor::{RawLessor, INBOX};
 
+/// A put's options as the three put calls take them.
+fn put_options(
+    lease_hi: u32,
+    lease_lo: u32,
+    if_absent: bool,
+    text: bool,
+    prev: bool,
+) -> PutOptions {
+    PutOptions {
+        lease: id_of(lease_hi, lease_lo),
+        if_absent,
+        text,
+        prev,
+        ..PutOptions::default()
+    }
+}
+
 #[wasm_bindgen]
 impl RawLessor {
     /// Returns the revision, NaN on error; sets `Slot::Created`, and
@@ -27,13 +44,7 @@ impl RawLessor {
         if_absent: bool,
         prev: bool,
     ) -> f64 {
-        let opts = PutOptions {
-            lease: id_of(lease_hi, lease_lo),
-            if_absent,
-            text: true,
-            prev,
-            ..PutOptions::default()
-        };
+        let opts = put_options(lease_hi, lease_lo, if_absent, true, prev);
         self.put(now, key, value.as_bytes(), opts)
     }
 
@@ -48,13 +59,7 @@ impl RawLessor {
         if_absent: bool,
         prev: bool,
     ) -> f64 {
-        let opts = PutOptions {
-            lease: id_of(lease_hi, lease_lo),
-            if_absent,
-            text: false,
-            prev,
-            ..PutOptions::default()
-        };
+        let opts = put_options(lease_hi, lease_lo, if_absent, false, prev);
         self.put(now, key, value, opts)
     }
 
@@ -75,13 +80,7 @@ impl RawLessor {
         if k.saturating_add(v) > INBOX {
             return self.fail(Error::invalid("a key and value past the inbox"));
         }
-        let opts = PutOptions {
-            lease: id_of(lease_hi, lease_lo),
-            if_absent,
-            text: true,
-            prev,
-            ..PutOptions::default()
-        };
+        let opts = put_options(lease_hi, lease_lo, if_absent, true, prev);
         let r = self
             .inner
             .put(ms(now), &self.inbox[..k], &self.inbox[k..k + v], opts);

@@ -510,12 +510,17 @@ test("a put event carries the lease as a hex id also when the put was given a bi
   assert.deepEqual(seen, [id, id, null]);
 });
 
+// `n` printable ASCII characters (space included), varied by `seed`.
+function printable(n, seed) {
+  return Array.from({ length: n }, (_, i) => String.fromCharCode(32 + ((i * 13 + seed) % 95))).join("");
+}
+
 test("values: text of every short length reads back as written, ASCII or not, wherever its one non-ASCII character is", () => {
   // Short values are built in JS 8 characters at a time, and those with a
   // non-ASCII byte go through TextDecoder: every length and split.
   const { lessor } = setup();
   for (let n = 0; n <= 40; n++) {
-    const ascii = Array.from({ length: n }, (_, i) => String.fromCharCode(32 + ((i * 7 + n) % 95))).join("");
+    const ascii = printable(n, n);
     lessor.put("a", ascii);
     assert.equal(lessor.get("a").value, ascii, `ascii ${n}`);
     for (const at of n === 0 ? [] : [0, n >> 1, n - 1]) {
@@ -533,20 +538,19 @@ test("keys and values: ASCII ones that fill the binding's inbox, pass it, or are
   // inbox, the others as strings: each side of the edge, and a view of
   // wasm memory renewed after it grows.
   const { lessor } = setup();
-  const text = (n, seed) => Array.from({ length: n }, (_, i) => String.fromCharCode(33 + ((i * 13 + seed) % 90))).join("");
   const cases = [];
   for (const k of [1, 100, 1023, 1024, 1025, 4096]) {
-    for (const total of [1023, 1024, 1025]) cases.push([text(k, k * 7 + total), text(Math.max(0, total - k), total)]);
+    for (const total of [1023, 1024, 1025]) cases.push([printable(k, k * 7 + total), printable(Math.max(0, total - k), total)]);
   }
-  cases.push(["ключ", "v"], ["k-é", text(1000, 1)], [text(10, 2), "значение"]);
+  cases.push(["ключ", "v"], ["k-é", printable(1000, 1)], [printable(10, 2), "значение"]);
   for (const [i, [k, v]] of cases.entries()) {
     assert.equal(lessor.put(k, v).created, true, `put ${i}`);
     assert.equal(lessor.get(k).value, v, `get ${i}`);
     if (i % 5 === 0) lessor.put(`big/${i}`, new Uint8Array(1 << 20)); // grows memory
   }
   for (const [k, v] of cases) assert.equal(lessor.get(k).value, v);
-  assert.equal(code(() => lessor.put(text(4097, 3), "v")), "InvalidArgument");
-  assert.equal(code(() => lessor.get(text(4097, 3))), "InvalidArgument");
+  assert.equal(code(() => lessor.put(printable(4097, 3), "v")), "InvalidArgument");
+  assert.equal(code(() => lessor.get(printable(4097, 3))), "InvalidArgument");
 });
 
 test("lease ids: 16 lowercase hex digits, each digit in its place, from grants, reads and leaseId", () => {

@@ -8,7 +8,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::convert::{id_of, ms};
 use crate::error::js_error;
-use crate::layout::{entry_slots, range_row, Slot};
+use crate::layout::{entry_slots, range_row, Slot, SLOTS};
 use crate::lessor::{RawLessor, INBOX};
 
 /// A put's options as the three put calls take them.
@@ -26,6 +26,11 @@ fn put_options(
         prev,
         ..PutOptions::default()
     }
+}
+
+/// A get's entry shown in the entry slots; whether there was one.
+fn shown(scratch: &mut [f64; SLOTS], found: Option<&Entry>) -> bool {
+    found.map(|e| entry_slots(scratch, e)).is_some()
 }
 
 #[wasm_bindgen]
@@ -117,25 +122,16 @@ impl RawLessor {
     /// decoding short values itself is several times faster than a returned
     /// string (TextDecoder), and bytes are copied only once.
     pub fn get(&mut self, now: f64, key: &str) -> bool {
-        let now = ms(now);
-        let Some(e) = self.inner.get(now, key.as_bytes()) else {
-            return false;
-        };
-        entry_slots(&mut self.scratch, e);
-        true
+        shown(&mut self.scratch, self.inner.get(ms(now), key.as_bytes()))
     }
 
     /// `get` of the key the wrapper wrote in the inbox (`key_len` bytes;
     /// past the inbox, no key is there).
     pub fn get_in(&mut self, now: f64, key_len: u32) -> bool {
-        let Some(key) = self.inbox.get(..key_len as usize) else {
-            return false;
-        };
-        let Some(e) = self.inner.get(ms(now), key) else {
-            return false;
-        };
-        entry_slots(&mut self.scratch, e);
-        true
+        match self.inbox.get(..key_len as usize) {
+            Some(key) => shown(&mut self.scratch, self.inner.get(ms(now), key)),
+            None => false,
+        }
     }
 
     /// Live entries under `prefix`, sorted, one `RangeRow` array each.

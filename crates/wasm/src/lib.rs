@@ -12,10 +12,11 @@
 //! `leases`, `keys`, `kv`, `watch`, `snapshot` and (feature `etcd`) `etcd`;
 //! what they share in `layout`, `convert`, `error`, `config` and `storage`;
 //! the byte formats in `codec` (requests, responses, watch events) and
-//! `packed` (stored entries, storage batches).
+//! `packed` (stored entries, storage batches); the allocator in `alloc`.
 
 #![cfg(target_arch = "wasm32")]
 
+mod alloc;
 mod codec;
 mod config;
 mod convert;

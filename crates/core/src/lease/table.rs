@@ -53,9 +53,21 @@ impl LeaseTable {
     }
 
     /// The visibility rule for keys: a key is there while the lease it
-    /// belongs to lives (or it belongs to none).
+    /// belongs to lives (or it belongs to none). Every key's lease is in the
+    /// table, so while no lease is due the answer needs no lookup (at 100k
+    /// keys that lookup was a fifth of a get).
     pub fn keeps(&self, lease: LeaseId, now: i64) -> bool {
-        lease == 0 || self.live(lease, now).is_some()
+        lease == 0 || self.none_due(now) || self.live(lease, now).is_some()
+    }
+
+    /// Whether every lease in the table is before its deadline at `now`.
+    /// Each lease with a deadline has a queue entry no later than it (a
+    /// renewal only moves the deadline on; `take_due` takes entries only
+    /// for the tick that ends or requeues them), and the others, a
+    /// standby's, have none: so a soonest entry after `now`, or none, says
+    /// it. Stale entries only make it say no more often.
+    fn none_due(&self, now: i64) -> bool {
+        self.queue.peek().is_none_or(|(d, _)| d > now)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (LeaseId, &Lease)> {
@@ -226,17 +238,16 @@ impl LeaseTable {
     }
 
     /// Stops expiry: each live lease keeps its remaining time as a
-    /// checkpoint and gets no deadline; the queue empties.
+    /// checkpoint and gets no deadline. Leases already past theirs stay
+    /// queued (nothing takes them on a standby): `none_due` reads the queue.
     pub fn demote(&mut self, now: i64) {
         for l in self.map.values_mut() {
             if l.live(now) {
                 l.remaining = l.deadline.saturating_sub(now);
                 l.deadline = FOREVER;
             }
-            l.queued = NOT_QUEUED;
         }
-        self.queue.clear();
-        self.queue.shrink_to_fit();
+        self.rebuild_queue();
     }
 
     fn rebuild_queue(&mut self) {

@@ -31,12 +31,31 @@ export async function coldStartNode() {
     "new Lessor({ autoTick: false }).grant(10);",
     "console.log(performance.now() - t0);",
   ].join("\n");
+  // The floor under it, in fresh processes too: compiling the lean module
+  // alone (node:fs imported, the file read, \`new WebAssembly.Module\`), and
+  // importing an empty ES module.
+  const compile = [
+    "const t0 = performance.now();",
+    'const { readFileSync } = await import("node:fs");',
+    `new WebAssembly.Module(readFileSync(${JSON.stringify(root + "js/pkg/edge_lease_bg.wasm")}));`,
+    "console.log(performance.now() - t0);",
+  ].join("\n");
   const file = root + "benches/.cold-start.mjs";
+  const compileFile = root + "benches/.cold-compile.mjs";
+  const emptyFile = root + "benches/.cold-empty.mjs";
+  const emptyModule = root + "benches/.cold-empty-module.mjs";
   writeFileSync(file, script);
+  writeFileSync(compileFile, compile);
+  writeFileSync(emptyModule, "export {};\n");
+  writeFileSync(emptyFile, 'const t0 = performance.now();\nawait import("./.cold-empty-module.mjs");\nconsole.log(performance.now() - t0);\n');
   try {
-    return coldStart(["node", file], 15);
+    return {
+      ...coldStart(["node", file], 15),
+      compileMs: coldStart(["node", compileFile], 15).medianMs,
+      emptyMs: coldStart(["node", emptyFile], 15).medianMs,
+    };
   } finally {
-    rmSync(file, { force: true });
+    for (const f of [file, compileFile, emptyFile, emptyModule]) rmSync(f, { force: true });
   }
 }
 
@@ -66,6 +85,9 @@ export async function coldStartWorkerd() {
   mkdirSync(join(dir, "pkg"));
   copyFileSync(join(root, "js/pkg/edge_lease_bg.wasm"), join(dir, "pkg/edge_lease_bg.wasm"));
   writeFileSync(empty, 'export default { fetch() { return new Response("x"); } };\n');
+  // The floor: a worker that only imports the module (compiled at load).
+  const wasmOnly = join(dir, "wasm-only.mjs");
+  writeFileSync(wasmOnly, 'import m from "./pkg/edge_lease_bg.wasm";\nexport default { fetch() { return new Response(String(WebAssembly.Module.exports(m).length)); } };\n');
   const once = async (scriptPath, modulesRoot) => {
     const t0 = performance.now();
     const mf = new Miniflare(workerOptions(scriptPath, modulesRoot));
@@ -80,12 +102,14 @@ export async function coldStartWorkerd() {
     const runs = 5;
     const a = [];
     const b = [];
+    const c = [];
     for (let i = 0; i < runs; i++) {
       a.push(await once(withLease, dir));
       b.push(await once(empty, dir));
+      c.push(await once(wasmOnly, dir));
     }
     const median = (v) => v.sort((x, y) => x - y)[v.length >> 1];
-    return { medianMs: median(a), runs, baselineMs: median(b) };
+    return { medianMs: median(a), runs, baselineMs: median(b), wasmOnlyMs: median(c) };
   } finally {
     rmSync(source, { force: true });
     rmSync(dir, { recursive: true, force: true });

@@ -271,8 +271,9 @@ function goals() {
     const c = extra.coldStartNode;
     const why = hookWhy(c);
     push("Node cold start (import + instantiate + first grant, median of 15 fresh processes) <= 5 ms", why ? NOT(why) : {
-      status: status(c.medianMs <= 5), edge: `${c.medianMs.toFixed(2)} ms`, peers: "-",
-      bound: `reading and compiling the module (V8 compiles each function at its first call), parsing the bundle and Node's first getRandomValues: ${ANALYSIS} (5 ms cold start in Node); the floor scales with the module's size (row above)`,
+      status: status(c.medianMs <= 5), edge: `${c.medianMs.toFixed(2)} ms`,
+      peers: `floor, fresh processes, this run: compiling the lean module alone ${c.compileMs.toFixed(2)} ms (node:fs imported, the file read, \`new WebAssembly.Module\`); importing an empty ES module ${c.emptyMs.toFixed(2)} ms`,
+      bound: `compiling the module (V8 validates all of it at load and compiles each function at its first call; alone ${c.compileMs.toFixed(1)} ms here, the goal's size by itself), then parsing and running the bundle's JS and the first calls: ${ANALYSIS} (5 ms cold start in Node); next step: a smaller module to compile first: binaryen's wasm-split, guided by a profile of the first grant, put and get, with the rest (transactions, history, watch, ranges) in a second module loaded at its first use`,
     });
   }
   {
@@ -280,8 +281,9 @@ function goals() {
     const why = hookWhy(c);
     const added = c.medianMs - c.baselineMs;
     push("workerd cold start, added over an empty worker <= 10 ms", why ? NOT(why) : {
-      status: status(added <= 10), edge: `+${added.toFixed(1)} ms (${c.medianMs.toFixed(1)} ms)`, peers: `empty worker ${c.baselineMs.toFixed(1)} ms`,
-      bound: `importing the module (compiled at load), instantiating it with its JS, then the first Lessor and grant (the functions they reach, compiled at their first call), about a third each: ${ANALYSIS} (10 ms added in workerd); the floor scales with the module's size`,
+      status: status(added <= 10), edge: `+${added.toFixed(1)} ms (${c.medianMs.toFixed(1)} ms)`,
+      peers: `empty worker ${c.baselineMs.toFixed(1)} ms; a worker that only imports the module (compiled at load) ${c.wasmOnlyMs.toFixed(1)} ms (+${(c.wasmOnlyMs - c.baselineMs).toFixed(1)})`,
+      bound: `the module's compile at load (+${(c.wasmOnlyMs - c.baselineMs).toFixed(1)} ms, the worker beside it), then instantiating it with its JS, the first Lessor and grant, whose JS and wasm functions compile at their first call: ${ANALYSIS} (10 ms added in workerd); next step: the smaller first module of the row above (wasm-split) and less JS run before the first answer`,
     });
   }
   const d = extra.durable;
@@ -335,14 +337,14 @@ function goals() {
       status: status(!small.fails.length && !big.fails.length) + (compared < 4 ? ` (at ${compared} of 4 N)` : ""),
       edge: [...small.all, ...big.all].join(", "),
       peers: "plain-js (ratios are edge-lease / plain-js)",
-      bound: `${[...small.fails, ...big.fails].join("; ") || "-"}; the crossing into wasm (a key copied in) and the core's write path (a revision, the ordered index, history, the storage batch), which the plain lessor has none of${nativeGap()}: ${ANALYSIS} (JS API against the plain JS lessor)`,
+      bound: `${[...small.fails, ...big.fails].join("; ") || "-"}; the crossing into wasm (a key copied in) and the core's write path (a revision, the ordered index, history, the storage batch), which the plain lessor has none of${nativeGap()}: ${ANALYSIS} (JS API against the plain JS lessor); next step: for 1k-10k, where that fixed work is all there is, the lean build without transactions and history of the size row, whose put is a map write and a lease's key list; at 100k-1M the memory layout (one map per key, short keys inline)`,
     });
   }
   {
     const r = stepRatios("edge-lease", "ttlcache", 1.5, ["get"], NS);
     push("get against @isaacs/ttlcache <= 1.5x", r.compared === 0 ? NOT("churn with edge-lease and ttlcache not run") : {
       status: status(!r.fails.length), edge: r.all.join(", "), peers: "ttlcache (ratios are edge-lease / ttlcache)",
-      bound: `${r.fails.join("; ") || "-"}; a get crosses into wasm with its key and checks the key's lease (a second map): ${ANALYSIS} (JS API against the plain JS lessor, and get against ttlcache)`,
+      bound: `${r.fails.join("; ") || "-"}; a get crosses into wasm with its key (the fixed cost at 1k-10k), then at 100k-1M reads the key's map slot, the key behind its shared allocation and the value's allocation (three cache misses where a JS Map has one or two; the lease is not looked up while none is due): ${ANALYSIS} (JS API against the plain JS lessor, and get against ttlcache); next step: the memory layout, short keys and values inline in the map's slot`,
     });
   }
   const sb = extra.serverBench;
@@ -395,7 +397,7 @@ function goals() {
       status: status(c.duringCompaction === 0 && c.rollovers > 0) + (c.rollovers === 0 ? " (no rollover happened)" : ""),
       edge: `${c.duringCompaction} of ${c.slow} requests over 50 ms overlapped one of ${c.rollovers} rollovers${c.slowestDuring ? ` (slowest ${c.slowestDuring.toFixed(1)} ms)` : ""}`,
       peers: "etcd: slowest request and second in the puts table",
-      bound: "the snapshot written while the journal is fsync'd (section above names the rollover)",
+      bound: "the snapshot's writeback while the journal is fsync'd, on one thread: the rollover's own stalls were removed (benches/ANALYSIS.md, compaction stalls: a hot key's history in one step, the next journal made on the loop, the snapshot synced once), and what is left is of the size of this machine's stalls outside rollovers (the puts rows' p99, and 29-95 ms under load there); next step: the journal's writes and syncs on a thread of their own (the puts rows' next step), so no request on the main thread waits behind the disk",
     });
     const perf = wl.checkPerf ?? {};
     const loads = Object.keys(perf);
@@ -403,7 +405,7 @@ function goals() {
       status: status(loads.length === 3 && loads.every((l) => perf[l]["edge-lease"].pass)) + (loads.length < 3 ? ` (only ${loads.join(", ")})` : ""),
       edge: loads.map((l) => `${l}: ${perf[l]["edge-lease"].pass ? "PASS" : "FAIL"}`).join(", "),
       peers: `etcd ${loads.map((l) => `${l}: ${perf[l].etcd.pass ? "PASS" : "FAIL"}`).join(", ")}`,
-      bound: "the FAIL lines in the check perf table above: at m and l, throughput (etcdctl's 200 and 500 clients share the 2 cores with the server; etcd fails them here too), and at l the per-put copy of the storage batch out of wasm and GC (benches/ANALYSIS.md, check perf l)",
+      bound: "the FAIL lines in the check perf table above: at m and l, throughput (etcdctl's 200 and 500 clients share the 2 cores with the server; etcd fails them here too, this run's peers column, which is the machine's floor), and at l GC and the per-put copy of the storage batch out of wasm (the server's CPU profile: benches/ANALYSIS.md, check perf l); next step: the batch written to the journal from a view on wasm memory (no copy, no garbage per put) and the journal on a thread of its own (the puts rows')",
     });
     const lk = wl.lock ?? {};
     const e = lk["edge-lease"];

@@ -294,7 +294,7 @@ function goals() {
       status: status(w.evictedMs <= 50),
       edge: `${w.evictedMs.toFixed(1)} ms${QUICK ? " (--quick: 5k leases, not the goal's size)" : ""}`,
       peers: `evicted empty namespace ${w.evictedEmptyMs.toFixed(1)} ms; after a new runtime: ready ${w.restartReadyMs.toFixed(0)} ms + first answer ${w.restartFirstMs.toFixed(1)} ms`,
-      bound: `the engine decoding the rows and building the lessor (a hash insert per lease and per key, an allocation per key, value and key list, the ordered index), most of it; reading the rows, the object's start and freeing the evicted incarnation's lessor the rest (benches/wakeup.mjs splits it): ${ANALYSIS} (Restore of 100k leases); next step: the memory layout (one map per key, short keys inline), which halves the allocations and inserts`,
+      bound: `the engine decoding the rows and building the lessor (a hash insert per lease and per key, an allocation per key, value and key list, the ordered index), most of it; reading the rows, the object's start and freeing the evicted incarnation's lessor the rest (benches/wakeup.mjs splits it): ${ANALYSIS} (Restore of 100k leases); next step: the memory layout (one map per key: the live entries and their order in one structure, not a hash map and an ordered index each with a slot per key), which halves the inserts`,
     });
   }
   // The restore's stages in this run (benches/wakeup.mjs's restoreStages).
@@ -305,7 +305,7 @@ function goals() {
     const why = hookWhy(r);
     push("restore of 100k leases with a key each <= 50 ms", why ? NOT(why) : {
       status: status(r.medianMs <= 50), edge: `${r.medianMs.toFixed(0)} ms (${r.entries} entries)`, peers: "-",
-      bound: `${stagesText(r.stages)}building the lessor is a hash insert per lease and per key, an allocation per key and per value and the ordered index; ${ANALYSIS} (Restore of 100k leases); next step: the memory layout (one map per key, short keys inline)`,
+      bound: `${stagesText(r.stages)}building the lessor is a hash insert per lease and per key, an allocation per key and per value and the ordered index; ${ANALYSIS} (Restore of 100k leases); next step: the memory layout (one map per key, not two)`,
     });
   }
   {
@@ -315,7 +315,7 @@ function goals() {
       status: status(ns.length === 2 && ns.every((n) => ok("edge-lease", n).bytesPerLease <= 150)) + (ns.length < 2 ? ` (only at ${ns.map(fmtN).join(", ")})` : ""),
       edge: ns.map((n) => `${ok("edge-lease", n).bytesPerLease.toFixed(0)} B at ${fmtN(n)}`).join(", "),
       peers: [...peer("plain-js"), ...peer("ttlcache"), ...peer("edge-lease-core")].join(", ") || "-",
-      bound: `two map slots and a shared key allocation per key, hash-table growth at 1M (old and new tables live at once; linear memory never shrinks): ${ANALYSIS} (200 bytes per lease); next step: one map per key and short keys inline`,
+      bound: `two map slots and a shared key allocation per key, hash-table growth at 1M (old and new tables live at once; linear memory never shrinks): ${ANALYSIS} (200 bytes per lease); next step: one map per key, not two (short keys inline were measured and cost more: ANALYSIS)`,
     });
   }
   {
@@ -337,14 +337,14 @@ function goals() {
       status: status(!small.fails.length && !big.fails.length) + (compared < 4 ? ` (at ${compared} of 4 N)` : ""),
       edge: [...small.all, ...big.all].join(", "),
       peers: "plain-js (ratios are edge-lease / plain-js)",
-      bound: `${[...small.fails, ...big.fails].join("; ") || "-"}; the crossing into wasm (a key copied in) and the core's write path (a revision, the ordered index, history, the storage batch), which the plain lessor has none of${nativeGap()}: ${ANALYSIS} (JS API against the plain JS lessor); next step: for 1k-10k, where that fixed work is all there is, the lean build without transactions and history of the size row, whose put is a map write and a lease's key list; at 100k-1M the memory layout (one map per key, short keys inline)`,
+      bound: `${[...small.fails, ...big.fails].join("; ") || "-"}; the crossing into wasm (a key copied in) and the core's write path (a revision, the ordered index, history, the storage batch), which the plain lessor has none of${nativeGap()}: ${ANALYSIS} (JS API against the plain JS lessor); next step: for 1k-10k, where that fixed work is all there is, the lean build without transactions and history of the size row, whose put is a map write and a lease's key list; at 100k-1M the memory layout (one map per key, not two)`,
     });
   }
   {
     const r = stepRatios("edge-lease", "ttlcache", 1.5, ["get"], NS);
     push("get against @isaacs/ttlcache <= 1.5x", r.compared === 0 ? NOT("churn with edge-lease and ttlcache not run") : {
       status: status(!r.fails.length), edge: r.all.join(", "), peers: "ttlcache (ratios are edge-lease / ttlcache)",
-      bound: `${r.fails.join("; ") || "-"}; a get crosses into wasm with its key (the fixed cost at 1k-10k), then at 100k-1M reads the key's map slot, the key behind its shared allocation and the value's allocation (three cache misses where a JS Map has one or two; the lease is not looked up while none is due): ${ANALYSIS} (JS API against the plain JS lessor, and get against ttlcache); next step: the memory layout, short keys and values inline in the map's slot`,
+      bound: `${r.fails.join("; ") || "-"}; a get crosses into wasm with its key (the fixed cost at 1k-10k), then at 100k-1M reads the key's map slot, the key behind its shared allocation and the value's allocation (three cache misses where a JS Map has one or two; the lease is not looked up while none is due): ${ANALYSIS} (JS API against the plain JS lessor, and get against ttlcache); next step: the memory layout, one map per key whose slot holds the entry with its key (short keys inline in today's two maps were measured: no gain, more memory: ANALYSIS)`,
     });
   }
   const sb = extra.serverBench;

@@ -264,7 +264,7 @@ function goals() {
       status: status(w.gzipBytes / 1024 <= 40),
       edge: `${(w.gzipBytes / 1024).toFixed(1)} KB gzip (${w.rawBytes} B raw)`,
       peers: `etcd server's build: ${(w.etcd.gzipBytes / 1024).toFixed(1)} KB gzip (${w.etcd.rawBytes} B raw)`,
-      bound: `code size: what the client needs (transactions, history, watch) doubled the module, and the rest is spread over ~440 small functions, none above 13.5 KB (${ANALYSIS}, 40 KB of gzipped wasm); next step: a build without transactions, history and watch for leases and keys alone, as a second lean package`,
+      bound: `code size: what the client needs (transactions, history, watch) doubled the module, and the rest is spread over ~440 small functions, none above 13.5 KB (${ANALYSIS}, 40 KB of gzipped wasm); next step: a package for leases and keys alone whose core keeps no history (fewer exports alone were measured and fall short: ${ANALYSIS}, 40 KB of gzipped wasm)`,
     });
   }
   {
@@ -337,7 +337,7 @@ function goals() {
       status: status(!small.fails.length && !big.fails.length) + (compared < 4 ? ` (at ${compared} of 4 N)` : ""),
       edge: [...small.all, ...big.all].join(", "),
       peers: "plain-js (ratios are edge-lease / plain-js)",
-      bound: `${[...small.fails, ...big.fails].join("; ") || "-"}; the crossing into wasm (a key copied in) and the core's write path (a revision, the ordered index, history, the storage batch), which the plain lessor has none of${nativeGap()}: ${ANALYSIS} (JS API against the plain JS lessor); next step: for 1k-10k, where that fixed work is all there is, the lean build without transactions and history of the size row, whose put is a map write and a lease's key list; at 100k-1M the memory layout (one map per key, not two)`,
+      bound: `${[...small.fails, ...big.fails].join("; ") || "-"}; the crossing into wasm (a key copied in) and the core's write path (a revision, the ordered index, history, the storage batch), which the plain lessor has none of${nativeGap()}: ${ANALYSIS} (JS API against the plain JS lessor); next step: for 1k-10k, where that fixed work is all there is, the size row's package for leases and keys alone (no history), whose put is a map write and a lease's key list; at 100k-1M the memory layout (one map per key, not two)`,
     });
   }
   {

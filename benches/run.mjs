@@ -253,6 +253,20 @@ function stepRatios(a, b, factor, steps, ns) {
   return { compared, fails, all };
 }
 
+// What bounds `etcdctl check perf` in this run: the loads edge-lease fails,
+// and which of them etcd fails too on the same machine (its floor there).
+function checkPerfBound(perf, loads) {
+  const fails = loads.filter((l) => !perf[l]["edge-lease"].pass);
+  const also = fails.filter((l) => !perf[l].etcd.pass);
+  const only = fails.filter((l) => perf[l].etcd.pass);
+  return (
+    `${fails.join(", ") || "-"} (the FAIL lines in the check perf table above say which check): at m and l throughput, etcdctl's 200 and 500 clients sharing the 2 cores with the server` +
+    (also.length ? `; etcd fails ${also.join(", ")} in this run too, the machine's floor there` : "") +
+    (only.length ? `; etcd passes ${only.join(", ")} in this run` : "") +
+    "; the server's CPU profile at l: GC and the per-put copy of the storage batch out of wasm (benches/ANALYSIS.md, check perf l); next step: the batch written to the journal from a view on wasm memory (no copy, no garbage per put) and the journal on a thread of its own (the puts rows')"
+  );
+}
+
 function goals() {
   const g = [];
   const push = (goal, r) => g.push([goal, r]);
@@ -389,7 +403,7 @@ function goals() {
         status: status(p.ratio >= 1.5),
         edge: `${fmtRatio(p.ratio)}: ${p.edge.opsPerSec.toFixed(0)} puts/s, p99 ${p.edge.p99.toFixed(2)} ms, ${p.edge.cpuUs.toFixed(0)} µs CPU/put${wl.quick ? ` (--quick: ${p.puts} puts over ${p.keys} keys)` : ""}`,
         peers: `etcd ${p.etcd.opsPerSec.toFixed(0)} puts/s, p99 ${p.etcd.p99.toFixed(2)} ms, ${p.etcd.cpuUs.toFixed(0)} µs CPU/put`,
-        bound: "one server thread: edge-lease's p50 is at or below etcd's, its p99 2-3x (off the CPU or in a syscall, every client waits), ~150 µs of CPU a put (socket writes 16% of the main thread, handing each sync to the pool 13%, the engine's put 12%) against etcd's 106-161 over two cores: benches/ANALYSIS.md (The server under etcd's own workloads); next step: the journal's write and fdatasync on a thread of their own with the answers' socket writes batched across connections, so the main thread runs the engine and h2 only",
+        bound: `one server thread: when it is off the CPU or in a syscall every client waits, and with clients that each wait for their answer the tail sets the rate (p99 ${p.edge.p99.toFixed(2)} against etcd's ${p.etcd.p99.toFixed(2)} ms here, whose goroutines use both cores); the main thread's CPU profile: socket writes 16%, handing each sync to the pool 13%, the engine's put 12%, h2 and gRPC the rest, spread thin: benches/ANALYSIS.md (The server under etcd's own workloads); next step: the journal's write and fdatasync on a thread of their own with the answers' socket writes batched across connections, so the main thread runs the engine and h2 only`,
       });
     }
     const c = wl.compaction;
@@ -405,7 +419,7 @@ function goals() {
       status: status(loads.length === 3 && loads.every((l) => perf[l]["edge-lease"].pass)) + (loads.length < 3 ? ` (only ${loads.join(", ")})` : ""),
       edge: loads.map((l) => `${l}: ${perf[l]["edge-lease"].pass ? "PASS" : "FAIL"}`).join(", "),
       peers: `etcd ${loads.map((l) => `${l}: ${perf[l].etcd.pass ? "PASS" : "FAIL"}`).join(", ")}`,
-      bound: "the FAIL lines in the check perf table above: at m and l, throughput (etcdctl's 200 and 500 clients share the 2 cores with the server; etcd fails them here too, this run's peers column, which is the machine's floor), and at l GC and the per-put copy of the storage batch out of wasm (the server's CPU profile: benches/ANALYSIS.md, check perf l); next step: the batch written to the journal from a view on wasm memory (no copy, no garbage per put) and the journal on a thread of its own (the puts rows')",
+      bound: checkPerfBound(perf, loads),
     });
     const lk = wl.lock ?? {};
     const e = lk["edge-lease"];

@@ -287,7 +287,7 @@ function goals() {
       status: status(w.gzipBytes / 1024 <= 40),
       edge: `${(w.gzipBytes / 1024).toFixed(1)} KB gzip (${w.rawBytes} B raw)`,
       peers: `etcd server's build: ${(w.etcd.gzipBytes / 1024).toFixed(1)} KB gzip (${w.etcd.rawBytes} B raw)`,
-      bound: `code size: what the client needs (transactions, history, watch) doubled the module, and the rest is spread over ~440 small functions, none above 13.5 KB (${ANALYSIS}, 40 KB of gzipped wasm); next step: a package for leases and keys alone whose core keeps no history (fewer exports alone were measured and fall short: ${ANALYSIS}, 40 KB of gzipped wasm)`,
+      bound: `code size: what the client needs (transactions, history, watch) doubled the module, and the rest is spread over ~440 small functions, none above 13.5 KB (${ANALYSIS}, 40 KB of gzipped wasm); next step: a package for leases and keys alone whose core keeps no history (fewer exports alone were measured there and fall short)`,
     });
   }
   {

@@ -62,10 +62,10 @@ impl LeaseTable {
 
     /// Whether every lease in the table is before its deadline at `now`.
     /// Each lease with a deadline has a queue entry no later than it (a
-    /// renewal only moves the deadline on; `take_due` takes entries only
-    /// for the tick that ends or requeues them), and the others, a
-    /// standby's, have none: so a soonest entry after `now`, or none, says
-    /// it. Stale entries only make it say no more often.
+    /// renewal that makes it earlier queues it again, `renewed`; `take_due`
+    /// takes entries only for the tick that ends or requeues them), and the
+    /// others, a standby's, have none: so a soonest entry after `now`, or
+    /// none, says it. Stale entries only make it say no more often.
     fn none_due(&self, now: i64) -> bool {
         self.queue.peek().is_none_or(|(d, _)| d > now)
     }
